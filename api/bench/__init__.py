@@ -1,0 +1,1 @@
+"""Benchmarks that drive the real store and recall path (``hivemem bench …``)."""

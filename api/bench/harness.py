@@ -1,0 +1,83 @@
+"""What every benchmark shares: a service on a bench database, built once per corpus and model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from api.service import Caller, MemoryService
+from hivemem.config import Settings
+from hivemem.model import FusionMethod, RetrievalMode
+from hivemem.schemas import MemoryCreate
+from workers.embed import load_embedder
+
+__all__ = ["BenchCorpus", "bench_service", "emit"]
+
+BenchCorpus = Sequence[tuple[str, MemoryCreate]]
+
+
+def _fingerprint(corpus: BenchCorpus, model_id: str) -> str:
+    digest = hashlib.sha256(model_id.encode())
+    for scope, request in corpus:
+        digest.update(scope.encode())
+        digest.update(request.model_dump_json().encode())
+    return digest.hexdigest()[:16]
+
+
+def bench_service(
+    name: str,
+    corpus: BenchCorpus,
+    settings: Settings,
+    *,
+    mode: RetrievalMode,
+    fusion: FusionMethod,
+    fresh: bool = False,
+    progress: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
+) -> tuple[MemoryService, dict[tuple[str, int], str]]:
+    """A service whose store holds ``corpus``; returns it and a map (scope, corpus index) -> memory id.
+
+    The bench database lives under ``DATA_DIR/bench`` named by a hash of the corpus and the model,
+    so running every mode and fusion re-embeds nothing; ``fresh`` rebuilds it.
+    """
+    embedder = load_embedder(settings)
+    folder = settings.data_dir.expanduser() / "bench"
+    folder.mkdir(parents=True, exist_ok=True)
+    key = _fingerprint(corpus, f"{embedder.model_id}:{settings.passage_prefix}")
+    db = folder / f"{name}-{key}.db"
+    ids_file = db.with_suffix(".ids.json")
+    if fresh or not ids_file.exists():
+        for suffix in ("", "-wal", "-shm", ".ids.json"):
+            Path(str(db) + suffix if suffix != ".ids.json" else ids_file).unlink(missing_ok=True)
+    run_settings = settings.model_copy(update={"store_url": f"sqlite:///{db}", "fusion": fusion})
+    service = MemoryService.from_settings(run_settings, embedder=embedder)
+    service.with_mode(mode)
+    if ids_file.exists():
+        raw: list[list[Any]] = json.loads(ids_file.read_text())
+        return service, {(scope, int(index)): memory_id for scope, index, memory_id in raw}
+    ids: dict[tuple[str, int], str] = {}
+    by_scope: dict[str, list[tuple[int, MemoryCreate]]] = {}
+    for index, (scope, request) in enumerate(corpus):
+        by_scope.setdefault(scope, []).append((index, request))
+    done = 0
+    for scope, items in by_scope.items():
+        for start in range(0, len(items), 256):
+            chunk = items[start : start + 256]
+            results = service.memorize_many([r for _, r in chunk], Caller(principal="bench", default_scope=scope))
+            for (index, _), result in zip(chunk, results, strict=True):
+                ids[(scope, index)] = result.id
+            done += len(chunk)
+            progress(f"  memorized {done}/{len(corpus)}")
+    ids_file.write_text(json.dumps([[s, i, m] for (s, i), m in ids.items()]))
+    return service, ids
+
+
+def emit(report: dict[str, Any], json_out: Path | None) -> None:
+    """Print the report as JSON and write it to ``json_out`` when given."""
+    text = json.dumps(report, indent=2, sort_keys=False)
+    print(text)
+    if json_out is not None:
+        json_out.write_text(text + "\n")

@@ -1,0 +1,115 @@
+"""LoCoMo, turn mode: every turn of a conversation is a memory in that conversation's scope; each
+question (categories 1–4) must bring back its evidence turns. Reports hit@1/5/10 and MRR."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from api.bench.harness import bench_service
+from api.service import Caller
+from hivemem.config import Settings
+from hivemem.metrics import hit_at, reciprocal_rank
+from hivemem.model import FusionMethod, MemoryType, RetrievalMode, Source
+from hivemem.schemas import MemoryCreate, RecallRequest
+
+__all__ = ["load_locomo", "run_locomo"]
+
+CATEGORIES = (1, 2, 3, 4)
+_EVIDENCE_SPLIT = re.compile(r"[;,]")
+
+
+def _turn_text(turn: dict[str, Any]) -> str:
+    text = str(turn.get("text", "")).strip()
+    caption = turn.get("blip_caption")
+    return f"{text} [shared an image: {caption}]" if caption else text
+
+
+def load_locomo(
+    path: Path,
+) -> tuple[list[tuple[str, MemoryCreate]], dict[tuple[str, str], int], list[dict[str, Any]]]:
+    """The corpus (scope, memory) of every turn, a map (scope, dia_id) -> corpus index, and the questions."""
+    conversations = json.loads(path.read_text(encoding="utf-8"))
+    corpus: list[tuple[str, MemoryCreate]] = []
+    turn_index: dict[tuple[str, str], int] = {}
+    questions: list[dict[str, Any]] = []
+    for conversation in conversations:
+        scope = f"bench/locomo/{conversation['sample_id']}"
+        sessions = conversation["conversation"]
+        numbers = sorted(int(k.split("_")[1]) for k in sessions if re.fullmatch(r"session_\d+", k))
+        for number in numbers:
+            date = sessions.get(f"session_{number}_date_time", "")
+            for turn in sessions[f"session_{number}"]:
+                text = _turn_text(turn)
+                if not text:
+                    continue
+                speaker = turn["speaker"]
+                turn_index[(scope, turn["dia_id"])] = len(corpus)
+                corpus.append(
+                    (
+                        scope,
+                        MemoryCreate(
+                            title=f"{speaker} said ({date})"[:200],
+                            content=f"[{date}] {speaker}: {text}"[:10_000],
+                            memory_type=MemoryType.CONVERSATION,
+                            source=Source.IMPORTED,
+                        ),
+                    )
+                )
+        for qa in conversation["qa"]:
+            if qa.get("category") not in CATEGORIES:
+                continue
+            evidence = {e.strip() for item in qa.get("evidence", []) for e in _EVIDENCE_SPLIT.split(str(item))}
+            questions.append(
+                {
+                    "scope": scope,
+                    "question": qa["question"],
+                    "category": qa["category"],
+                    "evidence": evidence - {""},
+                }
+            )
+    return corpus, turn_index, questions
+
+
+def run_locomo(
+    data: Path, settings: Settings, *, mode: RetrievalMode, fusion: FusionMethod, fresh: bool = False
+) -> dict[str, Any]:
+    """Run the benchmark and return the report."""
+    corpus, turn_index, questions = load_locomo(data)
+    service, ids = bench_service("locomo", corpus, settings, mode=mode, fusion=fusion, fresh=fresh)
+    totals: dict[str, float] = {"hit@1": 0.0, "hit@5": 0.0, "hit@10": 0.0, "mrr": 0.0}
+    by_category: dict[int, dict[str, float]] = {}
+    try:
+        for q in questions:
+            relevant = {
+                ids[(q["scope"], turn_index[(q["scope"], d)])] for d in q["evidence"] if (q["scope"], d) in turn_index
+            }
+            response = service.remember(
+                RecallRequest(query=q["question"][:2000], limit=10),
+                Caller(principal="bench", default_scope=q["scope"]),
+                reinforce=False,
+            )
+            ranked = [r.id for r in response.results]
+            scores = {
+                "hit@1": hit_at(ranked, relevant, 1),
+                "hit@5": hit_at(ranked, relevant, 5),
+                "hit@10": hit_at(ranked, relevant, 10),
+                "mrr": reciprocal_rank(ranked, relevant),
+            }
+            bucket = by_category.setdefault(q["category"], {"questions": 0.0, **dict.fromkeys(totals, 0.0)})
+            bucket["questions"] += 1
+            for name, value in scores.items():
+                totals[name] += value
+                bucket[name] += value
+    finally:
+        service.close()
+    n = len(questions)
+    report: dict[str, Any] = {"questions": n, **{k: round(v / n, 4) if n else 0.0 for k, v in totals.items()}}
+    report["by_category"] = {
+        str(c): {"questions": int(b["questions"]), **{k: round(b[k] / b["questions"], 4) for k in totals}}
+        for c, b in sorted(by_category.items())
+    }
+    report["mode"], report["fusion"] = mode.value, fusion.value
+    return report

@@ -1,0 +1,100 @@
+"""BEIR SciFact: the corpus as memories in one scope, claims as queries; nDCG@10 and recall@100."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from api.bench.harness import bench_service
+from api.service import Caller
+from hivemem.config import Settings
+from hivemem.metrics import ndcg_at, recall_at
+from hivemem.model import FusionMethod, MemoryType, RetrievalMode, Source
+from hivemem.schemas import MemoryCreate, RecallRequest
+
+__all__ = ["load_scifact", "run_scifact"]
+
+SCOPE = "bench/scifact"
+
+
+def _fit(text: str, low: int, high: int, filler: str) -> str:
+    text = " ".join(text.split())[:high]
+    return text if len(text) >= low else (text + " " + filler)[:high]
+
+
+def load_qrels(path: Path) -> dict[str, dict[str, float]]:
+    """query id -> {doc id: grade} from a BEIR qrels TSV (with header)."""
+    qrels: dict[str, dict[str, float]] = {}
+    with path.open(encoding="utf-8") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = float(row["score"])
+    return qrels
+
+
+def load_scifact(
+    folder: Path, qrels_file: Path | None
+) -> tuple[list[tuple[str, MemoryCreate]], list[str], dict[str, str], dict[str, dict[str, float]]]:
+    """The corpus as memories, the doc id of each, the queries (id -> text) and the judgements."""
+    corpus: list[tuple[str, MemoryCreate]] = []
+    doc_ids: list[str] = []
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            doc = json.loads(line)
+            title = _fit(doc.get("title") or doc["_id"], 5, 200, "(untitled)")
+            content = _fit(doc.get("text") or title, 10, 10_000, "(no abstract)")
+            corpus.append(
+                (
+                    SCOPE,
+                    MemoryCreate(title=title, content=content, memory_type=MemoryType.FACT, source=Source.IMPORTED),
+                )
+            )
+            doc_ids.append(str(doc["_id"]))
+    qrels = load_qrels(qrels_file or folder / "qrels" / "train.tsv")
+    queries: dict[str, str] = {}
+    with (folder / "queries.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            query = json.loads(line)
+            if str(query["_id"]) in qrels:
+                queries[str(query["_id"])] = query["text"]
+    return corpus, doc_ids, queries, qrels
+
+
+def run_scifact(
+    data: Path,
+    settings: Settings,
+    *,
+    qrels: Path | None,
+    mode: RetrievalMode,
+    fusion: FusionMethod,
+    fresh: bool = False,
+) -> dict[str, Any]:
+    """Run the benchmark and return the report."""
+    corpus, doc_ids, queries, judgements = load_scifact(data, qrels)
+    service, ids = bench_service("scifact", corpus, settings, mode=mode, fusion=fusion, fresh=fresh)
+    docs_of: dict[str, list[str]] = {}
+    for index, doc_id in enumerate(doc_ids):
+        docs_of.setdefault(ids[(SCOPE, index)], []).append(doc_id)
+    ndcg = recall = 0.0
+    try:
+        for query_id, text in queries.items():
+            response = service.remember(
+                RecallRequest(query=text[:2000], limit=100),
+                Caller(principal="bench", default_scope=SCOPE),
+                reinforce=False,
+            )
+            ranked = [doc for r in response.results for doc in docs_of.get(r.id, [])]
+            grades = judgements[query_id]
+            ndcg += ndcg_at(ranked, grades, 10)
+            recall += recall_at(ranked, {d for d, g in grades.items() if g > 0}, 100)
+    finally:
+        service.close()
+    n = len(queries)
+    return {
+        "queries": n,
+        "ndcg@10": round(ndcg / n, 4) if n else 0.0,
+        "recall@100": round(recall / n, 4) if n else 0.0,
+        "mode": mode.value,
+        "fusion": fusion.value,
+    }

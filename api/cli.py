@@ -1,0 +1,180 @@
+"""The ``hivemem`` command line: serve, mcp, memorize, remember, get, forget, config, bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pydantic
+
+from hivemem.config import Settings
+from hivemem.errors import HivememError
+from hivemem.model import GLOBAL_SCOPE, FusionMethod, MemoryType, RetrievalMode, Source
+from hivemem.schemas import MemoryCreate, RecallRequest, describe_errors
+from hivemem.scope import derive_scope
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hivemem", description="Team-shared long-term memory for AI agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the HTTP server (REST at /v1, MCP at /mcp)")
+    serve.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8765)")
+
+    mcp = sub.add_parser("mcp", help="run the MCP server on stdio (for Claude Code, Cursor, …)")
+    mcp.add_argument("--scope", default=None, help="lock the session to this scope (default: from the working dir)")
+
+    memorize = sub.add_parser("memorize", help="store a memory")
+    memorize.add_argument("--title", required=True)
+    memorize.add_argument("--content", required=True)
+    memorize.add_argument("--scope", default=None, help="default: derived from the working directory")
+    memorize.add_argument("--global", dest="global_", action="store_true", help="store in the global scope")
+    memorize.add_argument(
+        "--type", dest="memory_type", default=MemoryType.FACT.value, choices=[t.value for t in MemoryType]
+    )
+    memorize.add_argument("--importance", type=float, default=0.5)
+    memorize.add_argument("--source", default=Source.USER_CONFIRMED.value, choices=[s.value for s in Source])
+    memorize.add_argument("--tag", dest="tags", action="append", default=[])
+
+    remember = sub.add_parser("remember", help="recall memories by meaning")
+    remember.add_argument("queries", nargs="+", metavar="QUERY", help="1-5 queries, fused")
+    remember.add_argument("--scope", default=None, help="default: derived from the working directory")
+    remember.add_argument("--limit", type=int, default=None)
+    remember.add_argument("--type", dest="memory_types", action="append", choices=[t.value for t in MemoryType])
+    remember.add_argument("--tag", dest="tags", action="append")
+    remember.add_argument("--json", action="store_true", help="print JSON")
+
+    get = sub.add_parser("get", help="show one memory")
+    get.add_argument("id")
+
+    forget = sub.add_parser("forget", help="delete a memory for good (audited)")
+    forget.add_argument("id")
+    forget.add_argument("--confirm", action="store_true", help="required: forgetting cannot be undone")
+
+    sub.add_parser("config", help="print the effective settings")
+
+    bench = sub.add_parser("bench", help="benchmarks over the real store and recall path")
+    bench_sub = bench.add_subparsers(dest="bench", required=True)
+    for name, data_help in (
+        ("locomo", "LoCoMo JSON file"),
+        ("scifact", "SciFact folder (corpus.jsonl, queries.jsonl)"),
+    ):
+        b = bench_sub.add_parser(name)
+        b.add_argument("--data", type=Path, required=True, help=data_help)
+        if name == "scifact":
+            b.add_argument("--qrels", type=Path, default=None, help="qrels TSV (default DATA/qrels/train.tsv)")
+        b.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+        b.add_argument("--mode", choices=[m.value for m in RetrievalMode], default=RetrievalMode.HYBRID.value)
+        b.add_argument("--fusion", choices=[f.value for f in FusionMethod], default=None, help="default: the setting")
+        b.add_argument("--fresh", action="store_true", help="rebuild the bench database")
+    return parser
+
+
+def _print_json(value: object) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "serve":
+        from api.main import serve
+
+        serve(settings, host=args.host, port=args.port)
+        return 0
+    if args.command == "mcp":
+        from api.mcp_server import run_stdio
+
+        run_stdio(settings, scope=args.scope)
+        return 0
+    if args.command == "config":
+        _print_json(settings.public_dict())
+        return 0
+    if args.command == "bench":
+        return _bench(args, settings)
+
+    from api.service import Caller, MemoryService
+
+    caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
+    if args.command == "memorize":
+        request = MemoryCreate(
+            title=args.title,
+            content=args.content,
+            scope=GLOBAL_SCOPE if args.global_ else args.scope,
+            memory_type=MemoryType(args.memory_type),
+            importance=args.importance,
+            source=Source(args.source),
+            tags=args.tags,
+        )
+    elif args.command == "remember":
+        recall = RecallRequest(
+            query=args.queries[0] if len(args.queries) == 1 else args.queries,
+            scope=args.scope,
+            limit=args.limit,
+            memory_types=[MemoryType(t) for t in args.memory_types] if args.memory_types else None,
+            tags=args.tags,
+        )
+    service = MemoryService.from_settings(settings)
+    try:
+        if args.command == "memorize":
+            _print_json(service.memorize(request, caller).model_dump(mode="json"))
+        elif args.command == "remember":
+            response = service.remember(recall, caller)
+            if args.json:
+                _print_json(response.model_dump(mode="json"))
+            elif not response.results:
+                print("no memories found")
+            for r in response.results:
+                label = "CONFIRMED" if r.source is Source.USER_CONFIRMED else "INFERRED"
+                print(f"[{label}] {r.score:.3f}  {r.title}  ({r.memory_type.value}, {r.scope or 'global'}, {r.id})")
+                print(f"    {r.content}")
+        elif args.command == "get":
+            _print_json(service.get(args.id).model_dump(mode="json"))
+        elif args.command == "forget":
+            removed = service.forget(args.id, confirm=args.confirm, caller=caller)
+            print(f"forgot {removed.id}: {removed.title}")
+    finally:
+        service.close()
+    return 0
+
+
+def _bench(args: argparse.Namespace, settings: Settings) -> int:
+    if not args.data.exists():
+        print(f"error: --data {args.data} does not exist", file=sys.stderr)
+        return 2
+    mode = RetrievalMode(args.mode)
+    fusion = FusionMethod(args.fusion) if args.fusion else settings.fusion
+    if args.bench == "locomo":
+        from api.bench.harness import emit
+        from api.bench.locomo import run_locomo
+
+        emit(run_locomo(args.data, settings, mode=mode, fusion=fusion, fresh=args.fresh), args.json_out)
+    else:
+        from api.bench.harness import emit
+        from api.bench.scifact import run_scifact
+
+        report = run_scifact(args.data, settings, qrels=args.qrels, mode=mode, fusion=fusion, fresh=args.fresh)
+        emit(report, args.json_out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``hivemem`` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings()
+        return _run(args, settings)
+    except pydantic.ValidationError as exc:
+        print(f"error: {describe_errors(exc.errors())}", file=sys.stderr)  # type: ignore[arg-type]
+        return 2
+    except HivememError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The Embedder contract, and a deterministic hashing embedder for tests and model-free runs."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Embedder", "HashEmbedder"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors of a fixed dimension.
+
+    Implementations MUST return one vector of length ``dimension`` per input text, in order,
+    each of unit length (so a dot product is the cosine). ``model_id`` names the model and is
+    recorded by the store: a store built with one model refuses to open with another.
+    """
+
+    @property
+    def model_id(self) -> str:
+        """A stable identifier of the model (folder name or hub id plus dimension)."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector."""
+        ...
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for texts being stored."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for recall queries (some models want a different prefix than for passages)."""
+        ...
+
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+class HashEmbedder:
+    """A real, deterministic embedder with no model: hashed word and character-trigram features.
+
+    Texts sharing words land close together, so tests of ranking and filtering behave like the
+    real thing without torch. Not a semantic model: paraphrases with no shared words stay apart.
+    """
+
+    def __init__(self, dimension: int = 64) -> None:
+        if dimension < 8:
+            raise ValueError("dimension must be >= 8")
+        self._dimension = dimension
+
+    @property
+    def model_id(self) -> str:
+        return f"hash-{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def _features(self, text: str) -> list[str]:
+        words = [w.casefold() for w in _TOKEN.findall(text)]
+        grams = [f"#{w[i : i + 3]}" for w in words for i in range(max(1, len(w) - 2))]
+        return words + grams
+
+    def _embed(self, text: str) -> list[float]:
+        vector = [0.0] * self._dimension
+        for feature in self._features(text):
+            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+            index = int.from_bytes(digest[:4], "little") % self._dimension
+            vector[index] += 1.0 if digest[4] & 1 else -1.0
+        norm = math.sqrt(sum(v * v for v in vector))
+        if norm == 0.0:
+            vector[0], norm = 1.0, 1.0
+        return [v / norm for v in vector]
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._embed(t) for t in texts]
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._embed(t) for t in texts]

@@ -1,0 +1,81 @@
+"""The one exception tree of hivemem.
+
+    HivememError
+    ├── ConfigError              a setting or URL is invalid
+    ├── ValidationError          caller input is invalid (nothing was written)
+    ├── ConfirmationRequired     a destructive call came without confirm=true
+    ├── EmbeddingError           the embedder could not load or encode
+    ├── JobError                 a background job failed
+    └── StoreError               the store could not do what was asked
+        ├── MemoryNotFoundError      no memory with that id (in the caller's scopes)
+        ├── DuplicateMemoryError     the id exists and the policy is FAIL
+        ├── EmbeddingMismatchError   the store was built with another model or dimension
+        └── StoreUnavailableError    the store cannot be reached or is locked
+
+Backends translate their driver errors at their boundary (``raise … from exc``);
+``api/errors.py`` maps each class to one HTTP status and one MCP tool error.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "ConfirmationRequired",
+    "DuplicateMemoryError",
+    "EmbeddingError",
+    "EmbeddingMismatchError",
+    "HivememError",
+    "JobError",
+    "MemoryNotFoundError",
+    "StoreError",
+    "StoreUnavailableError",
+    "ValidationError",
+]
+
+
+class HivememError(Exception):
+    """Base class of every error hivemem raises on purpose."""
+
+
+class ConfigError(HivememError):
+    """A setting, a config file or a store/broker URL is invalid."""
+
+
+class ValidationError(HivememError):
+    """Caller input is invalid; ``field`` names the offending field. Nothing was written."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class ConfirmationRequired(HivememError):
+    """A destructive operation (forget) was called without ``confirm=true``."""
+
+
+class EmbeddingError(HivememError):
+    """The embedding model could not be loaded or failed to encode."""
+
+
+class JobError(HivememError):
+    """A background job failed; the message carries the job's error."""
+
+
+class StoreError(HivememError):
+    """The store could not carry out the operation."""
+
+
+class MemoryNotFoundError(StoreError):
+    """No memory with that id exists (or it is outside the caller's scopes)."""
+
+
+class DuplicateMemoryError(StoreError):
+    """A memory with that id already exists and the write policy is FAIL."""
+
+
+class EmbeddingMismatchError(StoreError):
+    """The store was built with another embedding model or dimension than the one configured."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store cannot be reached, or is locked by another writer for too long."""

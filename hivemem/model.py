@@ -1,0 +1,186 @@
+"""The stored domain objects and the policies that act on them.
+
+Everything here is plain data: no I/O. Timestamps are tz-aware UTC. API request and response
+shapes live in :mod:`hivemem.schemas`, apart from the stored :class:`Memory`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "GLOBAL_SCOPE",
+    "AuditEvent",
+    "DuplicatePolicy",
+    "FusionMethod",
+    "Hit",
+    "Memory",
+    "MemoryState",
+    "MemoryType",
+    "Relation",
+    "RelationType",
+    "RetrievalMode",
+    "Source",
+    "WriteOutcome",
+    "new_memory_id",
+    "utcnow",
+]
+
+GLOBAL_SCOPE = ""
+"""The global scope: memories every project can recall."""
+
+
+def utcnow() -> datetime:
+    """The current time, tz-aware UTC."""
+    return datetime.now(UTC)
+
+
+def new_memory_id() -> str:
+    """A fresh memory id. The gateway assigns ids so every job that carries one is idempotent."""
+    return str(uuid.uuid4())
+
+
+class MemoryType(StrEnum):
+    """What kind of knowledge a memory holds; drives decay half-lives and filters."""
+
+    DECISION = "decision"
+    ARCHITECTURE = "architecture"
+    BUG_FIX = "bug_fix"
+    FAILURE = "failure"
+    PROGRESS = "progress"
+    PREFERENCE = "preference"
+    FACT = "fact"
+    STRATEGY = "strategy"
+    GOAL = "goal"
+    HANDOFF = "handoff"
+    INSIGHT = "insight"
+    CONVERSATION = "conversation"
+
+
+class Source(StrEnum):
+    """Who vouches for a memory. Recall trusts ``user_confirmed`` above ``agent_inferred``."""
+
+    USER_CONFIRMED = "user_confirmed"
+    AGENT_INFERRED = "agent_inferred"
+    IMPORTED = "imported"
+
+
+class MemoryState(StrEnum):
+    """Lifecycle state. Default recall reads ``working`` and ``consolidated``; nothing is deleted."""
+
+    WORKING = "working"
+    CONSOLIDATED = "consolidated"
+    ARCHIVED = "archived"
+
+
+class RelationType(StrEnum):
+    """The typed edges between memories."""
+
+    RELATED_TO = "related_to"
+    DEPENDS_ON = "depends_on"
+    SUPERSEDES = "supersedes"
+    SIMILAR = "similar"
+    CONFLICTS = "conflicts"
+    IMPLEMENTS = "implements"
+    EXTENDS = "extends"
+    ACHIEVES = "achieves"
+    CLOSES = "closes"
+    DERIVED_FROM = "derived_from"
+
+
+class DuplicatePolicy(StrEnum):
+    """What a store does when asked to write an id that already exists."""
+
+    FAIL = "fail"
+    SKIP = "skip"
+    OVERWRITE = "overwrite"
+
+
+class FusionMethod(StrEnum):
+    """How the BM25 and vector legs of recall are combined."""
+
+    MINMAX = "minmax"
+    RRF = "rrf"
+
+
+class RetrievalMode(StrEnum):
+    """Which legs recall runs: both fused (the default), or one alone (benchmarks, diagnostics)."""
+
+    HYBRID = "hybrid"
+    DENSE = "dense"
+    BM25 = "bm25"
+
+
+class WriteOutcome(StrEnum):
+    """What memorize did with a new memory."""
+
+    STORED = "stored"
+    REINFORCED = "reinforced"
+
+
+@dataclass(slots=True)
+class Memory:
+    """One stored memory. ``id`` is assigned by the gateway before any job runs."""
+
+    id: str
+    scope: str
+    title: str
+    content: str
+    content_hash: str
+    memory_type: MemoryType = MemoryType.FACT
+    importance: float = 0.5
+    source: Source = Source.AGENT_INFERRED
+    tags: list[str] = field(default_factory=list)
+    related_files: list[str] = field(default_factory=list)
+    state: MemoryState = MemoryState.WORKING
+    author: str = ""
+    created_at: datetime = field(default_factory=utcnow)
+    updated_at: datetime = field(default_factory=utcnow)
+    last_accessed_at: datetime | None = None
+    access_count: int = 0
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    embedding: list[float] | None = None
+    embedding_model: str = ""
+
+    def embedding_text(self) -> str:
+        """The text the embedder sees: the title carries the gist, the content the detail."""
+        return f"{self.title}\n{self.content}"
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """A typed, directed edge between two memories."""
+
+    source_id: str
+    target_id: str
+    type: RelationType
+    strength: float = 1.0
+    author: str = ""
+    created_at: datetime = field(default_factory=utcnow)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    """A record of a destructive or merging change (forget, merge, supersede)."""
+
+    action: str
+    memory_id: str
+    scope: str
+    author: str
+    detail: dict[str, Any] = field(default_factory=dict)
+    at: datetime = field(default_factory=utcnow)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One recall result with its final score and how it was made."""
+
+    memory: Memory
+    score: float
+    explain: dict[str, float | int | None] = field(default_factory=dict)

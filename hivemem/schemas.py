@@ -1,0 +1,198 @@
+"""Request and response shapes shared by REST, MCP and the CLI; validation happens here, once.
+
+The stored :class:`hivemem.model.Memory` is separate: these are what callers send and see.
+Every constraint names its field in the error, and nothing is written when one fails.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+)
+
+from hivemem.model import Hit, Memory, MemoryType, Source, WriteOutcome
+from hivemem.scope import validate_scope
+
+__all__ = [
+    "MAX_QUERIES",
+    "MemorizeResult",
+    "MemoryCreate",
+    "MemoryPublic",
+    "RecallRequest",
+    "RecallResponse",
+    "RecallResult",
+    "describe_errors",
+]
+
+MAX_QUERIES = 5
+Tag = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+FilePath = Annotated[StrictStr, Field(min_length=1, max_length=500)]
+Query = Annotated[StrictStr, Field(min_length=1, max_length=2000)]
+
+
+def _scope_or_none(value: str | None) -> str | None:
+    return None if value is None else validate_scope(value)
+
+
+class MemoryCreate(BaseModel):
+    """What a caller sends to memorize."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: Annotated[StrictStr, Field(min_length=5, max_length=200)]
+    content: Annotated[StrictStr, Field(min_length=10, max_length=10_000)]
+    scope: StrictStr | None = None
+    memory_type: MemoryType = MemoryType.FACT
+    importance: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 0.5
+    source: Source = Source.AGENT_INFERRED
+    tags: Annotated[list[Tag], Field(max_length=32)] = Field(default_factory=list)
+    related_files: Annotated[list[FilePath], Field(max_length=64)] = Field(default_factory=list)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("title", "content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    _check_scope = field_validator("scope")(_scope_or_none)
+
+
+class RecallRequest(BaseModel):
+    """What a caller sends to remember."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: Query | Annotated[list[Query], Field(min_length=1, max_length=MAX_QUERIES)]
+    scope: StrictStr | None = None
+    limit: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
+    memory_types: list[MemoryType] | None = None
+    tags: Annotated[list[Tag], Field(max_length=32)] | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    min_relevance: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 0.0
+    explain: StrictBool = False
+
+    _check_scope = field_validator("scope")(_scope_or_none)
+
+    @field_validator("created_after", "created_before")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("must carry a timezone (e.g. 2026-01-31T00:00:00Z)")
+        return value
+
+    def queries(self) -> list[str]:
+        """The query or queries, as a list."""
+        return [self.query] if isinstance(self.query, str) else list(self.query)
+
+
+class MemorizeResult(BaseModel):
+    """The answer to memorize: the memory's id and what happened to it."""
+
+    id: str
+    outcome: WriteOutcome
+
+
+class MemoryPublic(BaseModel):
+    """A memory as callers see it (no embedding)."""
+
+    id: str
+    title: str
+    content: str
+    scope: str
+    memory_type: MemoryType
+    importance: float
+    source: Source
+    tags: list[str]
+    related_files: list[str]
+    state: str
+    author: str
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime | None
+    access_count: int
+    details: dict[str, Any]
+
+    @classmethod
+    def of(cls, memory: Memory) -> MemoryPublic:
+        """The public view of a stored memory."""
+        return cls(
+            id=memory.id,
+            title=memory.title,
+            content=memory.content,
+            scope=memory.scope,
+            memory_type=memory.memory_type,
+            importance=memory.importance,
+            source=memory.source,
+            tags=memory.tags,
+            related_files=memory.related_files,
+            state=memory.state.value,
+            author=memory.author,
+            created_at=memory.created_at,
+            updated_at=memory.updated_at,
+            last_accessed_at=memory.last_accessed_at,
+            access_count=memory.access_count,
+            details=memory.details,
+        )
+
+
+class RecallResult(BaseModel):
+    """One recall result."""
+
+    id: str
+    title: str
+    content: str
+    scope: str
+    memory_type: MemoryType
+    importance: float
+    source: Source
+    score: float
+    created_at: datetime
+    tags: list[str]
+    explain: dict[str, float | int | None] | None = None
+
+    @classmethod
+    def of(cls, hit: Hit, *, explain: bool = False) -> RecallResult:
+        """The public view of one hit."""
+        m = hit.memory
+        return cls(
+            id=m.id,
+            title=m.title,
+            content=m.content,
+            scope=m.scope,
+            memory_type=m.memory_type,
+            importance=m.importance,
+            source=m.source,
+            score=round(hit.score, 6),
+            created_at=m.created_at,
+            tags=m.tags,
+            explain=dict(hit.explain) if explain else None,
+        )
+
+
+class RecallResponse(BaseModel):
+    """The answer to remember."""
+
+    results: list[RecallResult]
+
+
+def describe_errors(errors: list[dict[str, Any]]) -> str:
+    """One line per pydantic error, each naming its field: ``title: String should have at least 5 characters``."""
+    lines = []
+    for error in errors:
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        where = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "query"))
+        lines.append(f"{where}: {message}" if where else message)
+    return "; ".join(lines)

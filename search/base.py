@@ -1,0 +1,138 @@
+"""The Store contract: what every backend (SQLite today, OpenSearch next) must do.
+
+Above this module sit the services (``workers.jobs`` writes, ``search.recall`` reads); below it,
+one implementation per backend, chosen by URL in :func:`search.open_store` and nowhere else.
+The docstrings here are the contract and ``tests/contract`` checks each clause on every backend.
+
+Rules every implementation follows:
+
+- Calls are synchronous and thread-safe: FastAPI runs routes in a threadpool, workers are sync.
+- Timestamps go in and come out tz-aware UTC.
+- Filters (scopes, states, types, tags, dates) are applied **inside** the engine query, never
+  after it: a memory outside ``SearchFilter.scopes`` must never leave the store.
+- Search legs return raw scores, higher is better; fusion is the core's job (:mod:`hivemem.fusion`).
+- Driver errors are translated to :mod:`hivemem.errors` classes at the boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from hivemem.fusion import Candidate
+from hivemem.model import AuditEvent, DuplicatePolicy, Memory, MemoryState, MemoryType, Relation
+
+__all__ = ["DEFAULT_STATES", "SearchFilter", "Store"]
+
+DEFAULT_STATES: tuple[MemoryState, ...] = (MemoryState.WORKING, MemoryState.CONSOLIDATED)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """Which memories a search may return. Every field narrows; empty ``tags``/``memory_types`` mean any.
+
+    ``scopes`` is required and never empty: there is no "search everything" for a caller.
+    ``tags`` matches memories that carry at least one of the tags.
+    """
+
+    scopes: Sequence[str]
+    states: Sequence[MemoryState] = DEFAULT_STATES
+    memory_types: Sequence[MemoryType] = ()
+    tags: Sequence[str] = ()
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    exclude_ids: Sequence[str] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if not self.scopes:
+            raise ValueError("SearchFilter.scopes must name at least one scope")
+
+
+class Store(Protocol):
+    """A durable home for memories, their vectors, relations and audit records."""
+
+    @property
+    def embedding_model(self) -> str:
+        """The embedding model id this store was built with."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """The vector dimension this store was built with."""
+        ...
+
+    def put(self, memory: Memory, policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> bool:
+        """Write ``memory`` (with its embedding). Returns True if written.
+
+        An existing id is handled by ``policy``: FAIL raises ``DuplicateMemoryError``, SKIP writes
+        nothing and returns False, OVERWRITE replaces the whole memory. An embedding whose length
+        is not ``dimension`` raises ``EmbeddingMismatchError``; a memory without one is stored and
+        found only by keyword search.
+        """
+        ...
+
+    def get(self, memory_id: str) -> Memory:
+        """The memory with that id, embedding included. Raises ``MemoryNotFoundError``."""
+        ...
+
+    def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
+        """The memories with those ids, in the order asked; unknown ids are left out."""
+        ...
+
+    def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:
+        """The memory in ``scope`` (any state) whose content hash is ``content_hash``, if any."""
+        ...
+
+    def delete(self, memory_id: str) -> Memory:
+        """Remove the memory and its relations for good; return what was removed.
+
+        Raises ``MemoryNotFoundError``. Callers record an :class:`AuditEvent` (see ``audit``).
+        """
+        ...
+
+    def count(self, scopes: Sequence[str] | None = None) -> int:
+        """How many memories the store holds (in ``scopes`` when given), every state counted."""
+        ...
+
+    def keyword_search(self, text: str, where: SearchFilter, limit: int) -> list[Candidate]:
+        """BM25 over title, content and tags, best first, at most ``limit``; a text with no
+        searchable word returns []. Scores are the engine's BM25, higher is better."""
+        ...
+
+    def vector_search(self, vector: Sequence[float], where: SearchFilter, limit: int) -> list[Candidate]:
+        """Nearest memories by cosine similarity to ``vector``, best first, at most ``limit``.
+
+        Raises ``EmbeddingMismatchError`` when ``len(vector) != dimension``.
+        """
+        ...
+
+    def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
+        """Bump ``access_count`` and set ``last_accessed_at`` of those memories; unknown ids are ignored."""
+        ...
+
+    def add_relation(self, relation: Relation) -> None:
+        """Store an edge (idempotent on source, target and type). Raises ``MemoryNotFoundError``
+        when either end does not exist."""
+        ...
+
+    def relations(self, memory_id: str) -> list[Relation]:
+        """Every edge that starts or ends at ``memory_id``."""
+        ...
+
+    def audit(self, event: AuditEvent) -> None:
+        """Append an audit record; records outlive the memories they name."""
+        ...
+
+    def audit_log(self, memory_id: str | None = None) -> list[AuditEvent]:
+        """Audit records, oldest first, for one memory or all."""
+        ...
+
+    def close(self) -> None:
+        """Release connections. Idempotent."""
+        ...
+
+    def drop(self) -> None:
+        """Delete everything this store holds (the file, the index). For tests and resets."""
+        ...

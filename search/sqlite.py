@@ -1,0 +1,503 @@
+"""The SQLite store: the embedded shape's database, one file on one machine.
+
+FTS5 (BM25) for keywords, float32 vectors with exact cosine in numpy, WAL so readers never
+block the writer. All writes in a process go through **one** connection guarded by a lock,
+each unit of work in ``BEGIN IMMEDIATE``; other processes on the same file wait on SQLite's
+busy timeout, so several ``hivemem`` processes may share a file on one machine (never over a
+network filesystem: WAL needs shared memory). For a team or many writers, use the distributed
+shape (OpenSearch).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hivemem.errors import (
+    DuplicateMemoryError,
+    EmbeddingMismatchError,
+    MemoryNotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
+from hivemem.fusion import Candidate
+from hivemem.model import (
+    AuditEvent,
+    DuplicatePolicy,
+    Memory,
+    MemoryState,
+    MemoryType,
+    Relation,
+    RelationType,
+    Source,
+)
+from search.base import SearchFilter
+from search.sqlite_schema import MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
+
+__all__ = ["SQLiteStore"]
+
+_BUSY_TIMEOUT_S = 30.0
+_MAX_QUERY_TERMS = 64
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Lucene's English stop set: words that match nearly every memory only add noise to BM25, and
+# min-max fusion would turn a match on "the" alone into a full-weight leg score.
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
+)
+
+
+def _ts(value: datetime | None) -> str | None:
+    # One fixed format so text comparison is time comparison.
+    return None if value is None else value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _dt(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _marks(values: Sequence[object]) -> str:
+    """``?, ?, ?`` for an IN clause over ``values``."""
+    return ", ".join("?" * len(values))
+
+
+def _fts_query(text: str) -> str | None:
+    """An FTS5 query that ORs the words of ``text``, each quoted so no word is read as syntax."""
+    words = list(dict.fromkeys(w.casefold() for w in _WORD.findall(text)))
+    kept = [w for w in words if w not in _STOPWORDS] or words  # a query of stopwords only still searches
+    return " OR ".join(f'"{w}"' for w in kept[:_MAX_QUERY_TERMS]) or None
+
+
+class SQLiteStore:
+    """A :class:`search.base.Store` in one SQLite file (or in memory with ``path=":memory:"``)."""
+
+    def __init__(self, path: str, *, embedding_model: str, dimension: int) -> None:
+        self._path = path
+        self._in_memory = path == ":memory:"
+        if not self._in_memory:
+            file = Path(path)
+            if file.is_dir():
+                raise StoreUnavailableError(f"{path} is a directory; the SQLite store needs a file path")
+            file.parent.mkdir(parents=True, exist_ok=True)
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._closed = False
+        self._writer = self._connect()
+        self._init_schema(embedding_model, dimension)
+        self._embedding_model = embedding_model
+        self._dimension = dimension
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self._path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            if not self._in_memory:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA busy_timeout={int(_BUSY_TIMEOUT_S * 1000)}")
+            return conn
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnavailableError(f"cannot open SQLite database {self._path}: {exc}") from exc
+
+    def _reader(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreUnavailableError("the store is closed")
+        if self._in_memory:
+            # An in-memory database lives in one connection; reads share it under the lock.
+            return self._writer
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._write_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        try:
+            if self._in_memory:
+                with self._write_lock:
+                    yield self._writer
+            else:
+                yield self._reader()
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailableError(f"SQLite read failed: {exc}") from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One unit of work on the single writer connection, in BEGIN IMMEDIATE."""
+        if self._closed:
+            raise StoreUnavailableError("the store is closed")
+        with self._write_lock:
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreUnavailableError(f"database {self._path} is locked by another writer: {exc}") from exc
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.OperationalError as exc:
+                    conn.execute("ROLLBACK")
+                    raise StoreUnavailableError(f"commit failed: {exc}") from exc
+
+    def _init_schema(self, embedding_model: str, dimension: int) -> None:
+        try:
+            with self._write_lock:
+                # executescript commits on its own, so it runs outside a unit of work; every
+                # statement is IF NOT EXISTS, so racing processes converge on one schema.
+                self._writer.executescript(SCHEMA)
+            with self._write() as conn:
+                rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                if not rows:
+                    conn.executemany(
+                        "INSERT INTO meta(key, value) VALUES (?, ?)",
+                        [
+                            ("schema_version", SCHEMA_VERSION),
+                            ("embedding_model", embedding_model),
+                            ("dimension", str(dimension)),
+                        ],
+                    )
+                elif rows.get("embedding_model") != embedding_model or rows.get("dimension") != str(dimension):
+                    raise EmbeddingMismatchError(
+                        f"{self._path} was built with embedding model {rows.get('embedding_model')!r} "
+                        f"({rows.get('dimension')} dims), but {embedding_model!r} ({dimension} dims) is "
+                        "configured; set HIVEMEM_EMBED_MODEL back or use a new database"
+                    )
+        except sqlite3.DatabaseError as exc:
+            self._writer.close()
+            raise StoreUnavailableError(f"{self._path} is not a usable SQLite database: {exc}") from exc
+        except StoreError:
+            self._writer.close()
+            raise
+
+    # -- properties ----------------------------------------------------------------------------
+
+    @property
+    def embedding_model(self) -> str:
+        return self._embedding_model
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def path(self) -> str:
+        """The database file (``:memory:`` for an in-memory store)."""
+        return self._path
+
+    # -- rows ----------------------------------------------------------------------------------
+
+    def _row_values(self, m: Memory) -> tuple[Any, ...]:
+        blob = None
+        if m.embedding is not None:
+            if len(m.embedding) != self._dimension:
+                raise EmbeddingMismatchError(
+                    f"embedding has {len(m.embedding)} dimensions, the store expects {self._dimension}"
+                )
+            blob = np.asarray(m.embedding, dtype=np.float32).tobytes()
+        return (
+            m.id, m.scope, m.title, m.content, json.dumps(m.tags), m.content_hash, m.memory_type.value,
+            float(m.importance), m.source.value, json.dumps(m.related_files), m.state.value, m.author,
+            _ts(m.created_at), _ts(m.updated_at), _ts(m.last_accessed_at), m.access_count,
+            _ts(m.valid_from), _ts(m.valid_to), json.dumps(m.details), blob, m.embedding_model,
+        )  # fmt: skip
+
+    @staticmethod
+    def _memory(row: sqlite3.Row) -> Memory:
+        blob = row["embedding"]
+        created, updated = _dt(row["created_at"]), _dt(row["updated_at"])
+        assert created is not None and updated is not None
+        return Memory(
+            id=row["id"],
+            scope=row["scope"],
+            title=row["title"],
+            content=row["content"],
+            content_hash=row["content_hash"],
+            memory_type=MemoryType(row["memory_type"]),
+            importance=row["importance"],
+            source=Source(row["source"]),
+            tags=json.loads(row["tags"]),
+            related_files=json.loads(row["related_files"]),
+            state=MemoryState(row["state"]),
+            author=row["author"],
+            created_at=created,
+            updated_at=updated,
+            last_accessed_at=_dt(row["last_accessed_at"]),
+            access_count=row["access_count"],
+            valid_from=_dt(row["valid_from"]),
+            valid_to=_dt(row["valid_to"]),
+            details=json.loads(row["details"]),
+            embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32).tolist(),
+            embedding_model=row["embedding_model"],
+        )
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def put(self, memory: Memory, policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> bool:
+        values = self._row_values(memory)
+        placeholders = _marks(values)
+        with self._write() as conn:
+            exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
+            try:
+                if exists is None:
+                    conn.execute(f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({placeholders})", values)
+                elif policy is DuplicatePolicy.FAIL:
+                    raise DuplicateMemoryError(f"memory {memory.id} already exists")
+                elif policy is DuplicatePolicy.SKIP:
+                    return False
+                else:
+                    # UPDATE keeps the rowid, so the FTS update trigger fires (REPLACE would not).
+                    assignments = ", ".join(f"{c.strip()} = ?" for c in MEMORY_COLUMNS.split(","))
+                    conn.execute(f"UPDATE memories SET {assignments} WHERE id = ?", (*values, memory.id))
+            except sqlite3.IntegrityError as exc:
+                raise DuplicateMemoryError(
+                    f"scope {memory.scope!r} already holds a memory with this content (hash {memory.content_hash[:12]})"
+                ) from exc
+        return True
+
+    def delete(self, memory_id: str) -> Memory:
+        with self._write() as conn:
+            row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            if row is None:
+                raise MemoryNotFoundError(f"no memory with id {memory_id}")
+            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            conn.execute("DELETE FROM relations WHERE source_id = ? OR target_id = ?", (memory_id, memory_id))
+        return self._memory(row)
+
+    def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
+        if not memory_ids:
+            return
+        marks = _marks(memory_ids)
+        with self._write() as conn:
+            conn.execute(
+                f"UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id IN ({marks})",
+                (_ts(at), *memory_ids),
+            )
+
+    def add_relation(self, relation: Relation) -> None:
+        with self._write() as conn:
+            ends = conn.execute(
+                "SELECT COUNT(*) FROM memories WHERE id IN (?, ?)", (relation.source_id, relation.target_id)
+            ).fetchone()[0]
+            if ends < (1 if relation.source_id == relation.target_id else 2):
+                raise MemoryNotFoundError(f"relation {relation.source_id} -> {relation.target_id}: missing end")
+            conn.execute(
+                "INSERT OR IGNORE INTO relations(source_id, target_id, type, strength, author, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (relation.source_id, relation.target_id, relation.type.value, relation.strength,
+                 relation.author, _ts(relation.created_at)),
+            )  # fmt: skip
+
+    def audit(self, event: AuditEvent) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO audit(action, memory_id, scope, author, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    event.action,
+                    event.memory_id,
+                    event.scope,
+                    event.author,
+                    json.dumps(event.detail),
+                    _ts(event.at),
+                ),
+            )
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def get(self, memory_id: str) -> Memory:
+        with self._read() as conn:
+            row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            raise MemoryNotFoundError(f"no memory with id {memory_id}")
+        return self._memory(row)
+
+    def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
+        if not memory_ids:
+            return []
+        marks = _marks(memory_ids)
+        with self._read() as conn:
+            rows = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", tuple(memory_ids))
+            by_id = {row["id"]: self._memory(row) for row in rows}
+        return [by_id[i] for i in memory_ids if i in by_id]
+
+    def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE scope = ? AND content_hash = ?",
+                (scope, content_hash),
+            ).fetchone()
+        return None if row is None else self._memory(row)
+
+    def count(self, scopes: Sequence[str] | None = None) -> int:
+        with self._read() as conn:
+            if scopes is None:
+                return int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+            marks = _marks(scopes)
+            return int(
+                conn.execute(f"SELECT COUNT(*) FROM memories WHERE scope IN ({marks})", tuple(scopes)).fetchone()[0]
+            )
+
+    @staticmethod
+    def _where(where: SearchFilter) -> tuple[str, list[Any]]:
+        clauses = [f"m.scope IN ({_marks(where.scopes)})"]
+        params: list[Any] = list(where.scopes)
+        clauses.append(f"m.state IN ({_marks(where.states)})")
+        params += [s.value for s in where.states]
+        if where.memory_types:
+            clauses.append(f"m.memory_type IN ({_marks(where.memory_types)})")
+            params += [t.value for t in where.memory_types]
+        if where.tags:
+            clauses.append(f"EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value IN ({_marks(where.tags)}))")
+            params += list(where.tags)
+        if where.created_after is not None:
+            clauses.append("m.created_at >= ?")
+            params.append(_ts(where.created_after))
+        if where.created_before is not None:
+            clauses.append("m.created_at < ?")
+            params.append(_ts(where.created_before))
+        if where.exclude_ids:
+            clauses.append(f"m.id NOT IN ({_marks(where.exclude_ids)})")
+            params += list(where.exclude_ids)
+        return " AND ".join(clauses), params
+
+    def keyword_search(self, text: str, where: SearchFilter, limit: int) -> list[Candidate]:
+        query = _fts_query(text)
+        if query is None or limit < 1:
+            return []
+        clause, params = self._where(where)
+        # bm25() is lower-is-better; negate it here so every leg is higher-is-better.
+        sql = (
+            "SELECT m.id AS id, -bm25(memories_fts) AS score FROM memories_fts "
+            "JOIN memories m ON m.rowid = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {clause} ORDER BY bm25(memories_fts), m.id LIMIT ?"
+        )
+        with self._read() as conn:
+            rows = conn.execute(sql, (query, *params, limit)).fetchall()
+        return [Candidate(row["id"], float(row["score"])) for row in rows]
+
+    def vector_search(self, vector: Sequence[float], where: SearchFilter, limit: int) -> list[Candidate]:
+        if len(vector) != self._dimension:
+            raise EmbeddingMismatchError(
+                f"query vector has {len(vector)} dimensions, the store expects {self._dimension}"
+            )
+        if limit < 1:
+            return []
+        clause, params = self._where(where)
+        sql = f"SELECT m.id AS id, m.embedding AS embedding FROM memories m WHERE m.embedding IS NOT NULL AND {clause}"
+        with self._read() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        if not rows:
+            return []
+        ids = [row["id"] for row in rows]
+        matrix = np.frombuffer(b"".join(row["embedding"] for row in rows), dtype=np.float32).reshape(len(rows), -1)
+        query = np.asarray(vector, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+        scores = (matrix @ query) / np.where(norms == 0, 1.0, norms)
+        top = min(limit, len(ids))
+        best = np.argpartition(-scores, top - 1)[:top]
+        ranked = sorted(best.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
+        return [Candidate(ids[i], float(scores[i])) for i in ranked]
+
+    def relations(self, memory_id: str) -> list[Relation]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT * FROM relations WHERE source_id = ? OR target_id = ? ORDER BY created_at",
+                (memory_id, memory_id),
+            ).fetchall()
+        return [
+            Relation(
+                source_id=r["source_id"],
+                target_id=r["target_id"],
+                type=RelationType(r["type"]),
+                strength=r["strength"],
+                author=r["author"],
+                created_at=datetime.fromisoformat(r["created_at"]),
+            )
+            for r in rows
+        ]
+
+    def audit_log(self, memory_id: str | None = None) -> list[AuditEvent]:
+        sql = "SELECT * FROM audit" + (" WHERE memory_id = ?" if memory_id is not None else "") + " ORDER BY seq"
+        with self._read() as conn:
+            rows = conn.execute(sql, () if memory_id is None else (memory_id,)).fetchall()
+        return [
+            AuditEvent(
+                action=r["action"],
+                memory_id=r["memory_id"],
+                scope=r["scope"],
+                author=r["author"],
+                detail=json.loads(r["detail"]),
+                at=datetime.fromisoformat(r["at"]),
+            )
+            for r in rows
+        ]
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._write_lock:
+            for conn in [*self._readers, self._writer]:
+                with suppress(sqlite3.Error):
+                    conn.close()
+            self._readers.clear()
+
+    def drop(self) -> None:
+        self.close()
+        if not self._in_memory:
+            for suffix in ("", "-wal", "-shm"):
+                Path(self._path + suffix).unlink(missing_ok=True)

@@ -1,0 +1,92 @@
+"""DDL of the SQLite store: memories, their FTS5 index kept in sync by triggers, relations, audit."""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = "1"
+
+# The FTS5 table is external-content: it indexes `memories` without holding a second copy of
+# the text, and the three triggers keep it in step (the sqlite-utils `enable_fts` pattern).
+# Porter stemming lets "deploying" match "deployment"; remove_diacritics folds accents.
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS memories (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    scope TEXT NOT NULL,
+    title TEXT NOT NULL,
+    content TEXT NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]',
+    content_hash TEXT NOT NULL,
+    memory_type TEXT NOT NULL,
+    importance REAL NOT NULL,
+    source TEXT NOT NULL,
+    related_files TEXT NOT NULL DEFAULT '[]',
+    state TEXT NOT NULL,
+    author TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    last_accessed_at TEXT,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    valid_from TEXT,
+    valid_to TEXT,
+    details TEXT NOT NULL DEFAULT '{}',
+    embedding BLOB,
+    embedding_model TEXT NOT NULL DEFAULT ''
+);
+
+-- One memory per content in a scope: the last line of defence of exact-duplicate resolution
+-- when two processes write the same fact at the same moment.
+CREATE UNIQUE INDEX IF NOT EXISTS memories_scope_hash ON memories(scope, content_hash);
+CREATE INDEX IF NOT EXISTS memories_scope_state ON memories(scope, state);
+CREATE INDEX IF NOT EXISTS memories_created_at ON memories(created_at);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    title, content, tags,
+    content='memories', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER IF NOT EXISTS memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, title, content, tags) VALUES (new.rowid, new.title, new.content, new.tags);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, title, content, tags)
+        VALUES ('delete', old.rowid, old.title, old.content, old.tags);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_au AFTER UPDATE OF title, content, tags ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, title, content, tags)
+        VALUES ('delete', old.rowid, old.title, old.content, old.tags);
+    INSERT INTO memories_fts(rowid, title, content, tags) VALUES (new.rowid, new.title, new.content, new.tags);
+END;
+
+CREATE TABLE IF NOT EXISTS relations (
+    source_id TEXT NOT NULL,
+    target_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    strength REAL NOT NULL,
+    author TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (source_id, target_id, type)
+);
+CREATE INDEX IF NOT EXISTS relations_target ON relations(target_id);
+
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    action TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    author TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+"""
+
+MEMORY_COLUMNS = (
+    "id, scope, title, content, tags, content_hash, memory_type, importance, source, related_files, "
+    "state, author, created_at, updated_at, last_accessed_at, access_count, valid_from, valid_to, "
+    "details, embedding, embedding_model"
+)

@@ -1,0 +1,39 @@
+"""Fixtures shared by every test: a clean environment, settings on a temporary folder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hivemem.config import Settings
+from hivemem.embedding import HashEmbedder
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Tests never read the real environment or config file: HIVEMEM_* is cleared, XDG dirs are private."""
+    for key in list(os.environ):
+        if key.startswith("HIVEMEM_"):
+            monkeypatch.delenv(key)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    yield
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings on a private data dir with the model-free hash embedder."""
+    return Settings(data_dir=tmp_path / "data", embed_model="hash:64")
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    """The deterministic test embedder."""
+    return HashEmbedder(64)

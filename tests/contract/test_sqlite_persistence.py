@@ -1,0 +1,58 @@
+"""What only a file-backed store can show: reopening, model checks, bad paths, many processes."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from hivemem.embedding import HashEmbedder
+from hivemem.errors import ConfigError, EmbeddingMismatchError, StoreUnavailableError
+from search import SearchFilter, open_store
+from tests.contract.test_store_contract import make
+
+
+def test_reopen_reads_everything_back(tmp_path: Path, embedder: HashEmbedder) -> None:
+    url = f"sqlite:///{tmp_path / 'hive.db'}"
+    store = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    memories = [make(embedder, f"persistent memory number {i}") for i in range(5)]
+    for m in memories:
+        store.put(m)
+    store.close()
+    reopened = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    assert reopened.count() == 5
+    assert reopened.get(memories[3].id).content == "persistent memory number 3"
+    assert reopened.keyword_search("persistent", SearchFilter(scopes=["p"]), 10)
+    reopened.close()
+
+
+def test_wal_mode_is_on(tmp_path: Path, embedder: HashEmbedder) -> None:
+    path = tmp_path / "hive.db"
+    open_store(f"sqlite:///{path}", embedding_model=embedder.model_id, dimension=embedder.dimension).close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_other_model_or_dimension_is_refused(tmp_path: Path, embedder: HashEmbedder) -> None:
+    url = f"sqlite:///{tmp_path / 'hive.db'}"
+    open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension).close()
+    with pytest.raises(EmbeddingMismatchError, match="hash-64"):
+        open_store(url, embedding_model="other-model", dimension=embedder.dimension)
+    with pytest.raises(EmbeddingMismatchError):
+        open_store(url, embedding_model=embedder.model_id, dimension=128)
+
+
+def test_directory_or_garbage_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreUnavailableError, match="directory"):
+        open_store(f"sqlite:///{tmp_path}", embedding_model="m", dimension=8)
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreUnavailableError, match="not a database"):
+        open_store(f"sqlite:///{garbage}", embedding_model="m", dimension=8)
+
+
+@pytest.mark.parametrize("url", ["postgres://x/y", "nonsense", "sqlite://host/path.db"])
+def test_unknown_urls_name_the_accepted_schemes(url: str) -> None:
+    with pytest.raises(ConfigError, match="sqlite"):
+        open_store(url, embedding_model="m", dimension=8)

@@ -1,0 +1,282 @@
+"""One test per clause of the Store protocol (search/base.py), run against every backend."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+
+import pytest
+
+from hivemem.embedding import HashEmbedder
+from hivemem.errors import DuplicateMemoryError, EmbeddingMismatchError, MemoryNotFoundError
+from hivemem.hashing import content_hash
+from hivemem.model import (
+    AuditEvent,
+    DuplicatePolicy,
+    Memory,
+    MemoryState,
+    MemoryType,
+    Relation,
+    RelationType,
+    Source,
+    new_memory_id,
+)
+from search import SearchFilter, Store
+
+
+def make(embedder: HashEmbedder, content: str, *, scope: str = "p", **kw: object) -> Memory:
+    title = str(kw.pop("title", content[:40]))
+    memory = Memory(
+        id=str(kw.pop("id", new_memory_id())),
+        scope=scope,
+        title=title,
+        content=content,
+        content_hash=content_hash(content),
+        **kw,  # type: ignore[arg-type]
+    )
+    memory.embedding = embedder.embed_passages([memory.embedding_text()])[0]
+    memory.embedding_model = embedder.model_id
+    return memory
+
+
+def test_put_get_round_trips_every_field(store: Store, embedder: HashEmbedder) -> None:
+    created = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    memory = make(
+        embedder,
+        "We chose SQLite WAL mode for the embedded store.",
+        title="SQLite WAL decision",
+        memory_type=MemoryType.DECISION,
+        importance=0.8,
+        source=Source.USER_CONFIRMED,
+        tags=["db", "sqlite"],
+        related_files=["search/sqlite.py"],
+        author="alice",
+        created_at=created,
+        updated_at=created,
+        valid_from=created,
+        details={"why": "one writer", "n": 3},
+    )
+    assert store.put(memory) is True
+    got = store.get(memory.id)
+    assert got.embedding is not None and memory.embedding is not None
+    assert got.embedding == pytest.approx(memory.embedding, abs=1e-6)
+    assert replace(got, embedding=None) == replace(memory, embedding=None)
+    assert got.created_at.tzinfo is not None
+
+
+def test_get_and_delete_missing_raise_not_found(store: Store) -> None:
+    with pytest.raises(MemoryNotFoundError):
+        store.get("nope")
+    with pytest.raises(MemoryNotFoundError):
+        store.delete("nope")
+
+
+def test_duplicate_policies(store: Store, embedder: HashEmbedder) -> None:
+    memory = make(embedder, "The deploy runs from the main branch only.")
+    store.put(memory)
+    with pytest.raises(DuplicateMemoryError):
+        store.put(memory, DuplicatePolicy.FAIL)
+    changed = replace(memory, title="Deploy rule, updated", importance=0.9)
+    assert store.put(changed, DuplicatePolicy.SKIP) is False
+    assert store.get(memory.id).title == memory.title
+    assert store.put(changed, DuplicatePolicy.OVERWRITE) is True
+    assert store.get(memory.id).title == "Deploy rule, updated"
+    assert store.count() == 1
+
+
+def test_overwrite_reindexes_keywords(store: Store, embedder: HashEmbedder) -> None:
+    memory = make(embedder, "Caching uses memcached for sessions.")
+    store.put(memory)
+    store.put(
+        replace(memory, title="Session cache", content="Caching uses redis for sessions now."),
+        DuplicatePolicy.OVERWRITE,
+    )
+    where = SearchFilter(scopes=["p"])
+    assert store.keyword_search("memcached", where, 10) == []
+    assert [c.id for c in store.keyword_search("redis", where, 10)] == [memory.id]
+
+
+def test_same_content_in_one_scope_under_another_id_is_refused(store: Store, embedder: HashEmbedder) -> None:
+    store.put(make(embedder, "Identical content for both."))
+    with pytest.raises(DuplicateMemoryError):
+        store.put(make(embedder, "Identical content for both."))
+    store.put(make(embedder, "Identical content for both.", scope="other"))
+    assert store.count() == 2
+
+
+def test_find_by_hash_is_per_scope(store: Store, embedder: HashEmbedder) -> None:
+    memory = make(embedder, "Hash lookups are scoped.")
+    store.put(memory)
+    assert store.find_by_hash("p", memory.content_hash) == store.get(memory.id)
+    assert store.find_by_hash("other", memory.content_hash) is None
+
+
+def test_count_by_scope(store: Store, embedder: HashEmbedder) -> None:
+    assert store.count() == 0
+    store.put(make(embedder, "one memory in p"))
+    store.put(make(embedder, "one memory in q", scope="q"))
+    store.put(make(embedder, "a global memory", scope=""))
+    assert store.count() == 3
+    assert store.count(["p", ""]) == 2
+
+
+def test_delete_returns_memory_and_removes_it_from_search(store: Store, embedder: HashEmbedder) -> None:
+    memory = make(embedder, "Zanzibar is the codename of the auth service.")
+    other = make(embedder, "Unrelated memory about logging.")
+    store.put(memory)
+    store.put(other)
+    store.add_relation(Relation(memory.id, other.id, RelationType.RELATED_TO))
+    assert store.delete(memory.id).id == memory.id
+    where = SearchFilter(scopes=["p"])
+    assert store.keyword_search("zanzibar", where, 10) == []
+    assert memory.id not in [c.id for c in store.vector_search(memory.embedding or [], where, 10)]
+    assert store.relations(other.id) == []
+
+
+def test_scope_isolation_in_both_legs(store: Store, embedder: HashEmbedder) -> None:
+    team_a = make(embedder, "Team A secret: kiwi rollout plan", scope="team-a")
+    team_b = make(embedder, "Team B note: kiwi rollout plan", scope="team-b")
+    store.put(team_a)
+    store.put(team_b)
+    where = SearchFilter(scopes=["team-b"])
+    assert [c.id for c in store.keyword_search("kiwi rollout", where, 10)] == [team_b.id]
+    assert [c.id for c in store.vector_search(team_a.embedding or [], where, 10)] == [team_b.id]
+
+
+def test_keyword_search_finds_a_rare_exact_term(store: Store, embedder: HashEmbedder) -> None:
+    for i in range(20):
+        store.put(make(embedder, f"Routine note number {i} about the build pipeline."))
+    rare = make(embedder, "The flag XJ9000 disables the legacy importer.")
+    store.put(rare)
+    hits = store.keyword_search("what does XJ9000 do?", SearchFilter(scopes=["p"]), 5)
+    assert hits[0].id == rare.id
+    assert all(a.score >= b.score for a, b in pairwise(hits))
+
+
+def test_keyword_search_survives_query_syntax(store: Store, embedder: HashEmbedder) -> None:
+    store.put(make(embedder, "Quotes and operators are plain words here."))
+    where = SearchFilter(scopes=["p"])
+    for text in ['"unbalanced', "NOT AND OR", "a* b^ c:d (e", "", "   ", "???"]:
+        store.keyword_search(text, where, 5)  # must not raise
+    assert store.keyword_search("", where, 5) == []
+
+
+def test_keyword_search_stems_words(store: Store, embedder: HashEmbedder) -> None:
+    memory = make(embedder, "Deployments happen on Tuesdays.")
+    store.put(memory)
+    assert [c.id for c in store.keyword_search("deployment", SearchFilter(scopes=["p"]), 5)] == [memory.id]
+
+
+def test_vector_search_returns_exact_match_first(store: Store, embedder: HashEmbedder) -> None:
+    memories = [make(embedder, f"distinct memory {word} text") for word in ("alpha", "bravo", "charlie", "delta")]
+    for m in memories:
+        store.put(m)
+    target = memories[2]
+    hits = store.vector_search(target.embedding or [], SearchFilter(scopes=["p"]), 10)
+    assert hits[0].id == target.id
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert len(hits) == 4
+
+
+def test_vector_search_dimension_mismatch_raises(store: Store) -> None:
+    with pytest.raises(EmbeddingMismatchError):
+        store.vector_search([0.1, 0.2], SearchFilter(scopes=["p"]), 5)
+
+
+def test_put_with_wrong_dimension_raises_and_writes_nothing(store: Store, embedder: HashEmbedder) -> None:
+    memory = make(embedder, "Vector of the wrong size.")
+    with pytest.raises(EmbeddingMismatchError):
+        store.put(replace(memory, embedding=[0.5] * 3))
+    assert store.count() == 0
+
+
+def test_limit_is_respected(store: Store, embedder: HashEmbedder) -> None:
+    for i in range(12):
+        store.put(make(embedder, f"pipeline memory {i} about caching"))
+    where = SearchFilter(scopes=["p"])
+    assert len(store.keyword_search("caching pipeline", where, 5)) == 5
+    assert len(store.vector_search(embedder.embed_queries(["caching"])[0], where, 7)) == 7
+
+
+def test_filters_apply_inside_both_legs(store: Store, embedder: HashEmbedder) -> None:
+    now = datetime.now(UTC)
+    old = make(embedder, "Kafka consumer lag fix", created_at=now - timedelta(days=30), tags=["kafka"])
+    new = make(embedder, "Kafka consumer lag decision", memory_type=MemoryType.DECISION, created_at=now, tags=["ops"])
+    archived = make(embedder, "Kafka consumer lag archived", state=MemoryState.ARCHIVED)
+    for m in (old, new, archived):
+        store.put(m)
+    query_vector = embedder.embed_queries(["kafka consumer lag"])[0]
+
+    def both(where: SearchFilter) -> tuple[set[str], set[str]]:
+        return (
+            {c.id for c in store.keyword_search("kafka consumer lag", where, 10)},
+            {c.id for c in store.vector_search(query_vector, where, 10)},
+        )
+
+    assert both(SearchFilter(scopes=["p"])) == ({old.id, new.id}, {old.id, new.id})
+    assert both(SearchFilter(scopes=["p"], memory_types=[MemoryType.DECISION])) == ({new.id}, {new.id})
+    assert both(SearchFilter(scopes=["p"], tags=["kafka", "nope"])) == ({old.id}, {old.id})
+    after = SearchFilter(scopes=["p"], created_after=now - timedelta(days=1))
+    assert both(after) == ({new.id}, {new.id})
+    before = SearchFilter(scopes=["p"], created_before=now - timedelta(days=1))
+    assert both(before) == ({old.id}, {old.id})
+    archived_only = SearchFilter(scopes=["p"], states=[MemoryState.ARCHIVED])
+    assert both(archived_only) == ({archived.id}, {archived.id})
+    excluded = SearchFilter(scopes=["p"], exclude_ids=[old.id])
+    assert both(excluded) == ({new.id}, {new.id})
+
+
+def test_empty_store_searches_return_nothing(store: Store, embedder: HashEmbedder) -> None:
+    where = SearchFilter(scopes=["p"])
+    assert store.keyword_search("anything", where, 10) == []
+    assert store.vector_search(embedder.embed_queries(["anything"])[0], where, 10) == []
+    assert store.get_many(["a", "b"]) == []
+
+
+def test_get_many_keeps_order_and_skips_unknown(store: Store, embedder: HashEmbedder) -> None:
+    a, b = make(embedder, "first of two memories"), make(embedder, "second of two memories")
+    store.put(a)
+    store.put(b)
+    assert [m.id for m in store.get_many([b.id, "missing", a.id])] == [b.id, a.id]
+
+
+def test_record_access_counts(store: Store, embedder: HashEmbedder) -> None:
+    memory = make(embedder, "A memory that gets recalled.")
+    store.put(memory)
+    at = datetime(2026, 5, 1, tzinfo=UTC)
+    store.record_access([memory.id, "unknown"], at)
+    store.record_access([memory.id], at)
+    got = store.get(memory.id)
+    assert got.access_count == 2
+    assert got.last_accessed_at == at
+
+
+def test_relations_are_idempotent_and_need_both_ends(store: Store, embedder: HashEmbedder) -> None:
+    a, b = make(embedder, "goal: ship v1 of the api"), make(embedder, "closing note: v1 shipped")
+    store.put(a)
+    store.put(b)
+    edge = Relation(b.id, a.id, RelationType.CLOSES, strength=0.9, author="bob")
+    store.add_relation(edge)
+    store.add_relation(edge)
+    assert [(r.source_id, r.target_id, r.type) for r in store.relations(a.id)] == [(b.id, a.id, RelationType.CLOSES)]
+    with pytest.raises(MemoryNotFoundError):
+        store.add_relation(Relation(a.id, "missing", RelationType.RELATED_TO))
+
+
+def test_audit_records_outlive_the_memory(store: Store, embedder: HashEmbedder) -> None:
+    memory = make(embedder, "A memory that will be forgotten.")
+    store.put(memory)
+    store.delete(memory.id)
+    store.audit(AuditEvent("forget", memory.id, "p", "carol", {"title": memory.title}))
+    log = store.audit_log(memory.id)
+    assert [(e.action, e.author, e.detail["title"]) for e in log] == [("forget", "carol", memory.title)]
+    assert len(store.audit_log()) == 1
+
+
+def test_memory_without_embedding_is_found_by_keywords_only(store: Store, embedder: HashEmbedder) -> None:
+    memory = replace(make(embedder, "Plain text memory about zebras."), embedding=None)
+    store.put(memory)
+    where = SearchFilter(scopes=["p"])
+    assert [c.id for c in store.keyword_search("zebras", where, 5)] == [memory.id]
+    assert store.vector_search(embedder.embed_queries(["zebras"])[0], where, 5) == []

@@ -1,0 +1,134 @@
+"""The read path over a real SQLite store: fusion, multi-query, rescoring, filters, no writes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from api.service import Caller, MemoryService
+from hivemem.config import Settings
+from hivemem.model import DuplicatePolicy, FusionMethod, MemoryType, RetrievalMode, Source, utcnow
+from hivemem.schemas import MemoryCreate, RecallRequest
+
+SCOPE = "github.com/acme/api"
+CALLER = Caller(default_scope=SCOPE)
+
+
+@pytest.fixture
+def service(settings: Settings) -> Iterator[MemoryService]:
+    svc = MemoryService.from_settings(settings)
+    yield svc
+    svc.close()
+
+
+def remember(service: MemoryService, query: str | list[str], **kw: object) -> list[str]:
+    response = service.remember(RecallRequest(query=query, **kw), CALLER, reinforce=False)  # type: ignore[arg-type]
+    return [r.title for r in response.results]
+
+
+def add(service: MemoryService, title: str, content: str, **kw: object) -> str:
+    return service.memorize(MemoryCreate(title=title, content=content, **kw), CALLER).id  # type: ignore[arg-type]
+
+
+def test_hybrid_finds_by_keyword_and_modes_switch_legs(service: MemoryService) -> None:
+    add(service, "Retry policy", "HTTP clients retry three times with exponential backoff.")
+    add(service, "Logging format", "Logs are JSON lines shipped to the collector.")
+    assert remember(service, "exponential backoff retries")[0] == "Retry policy"
+    for mode in RetrievalMode:
+        service.with_mode(mode)
+        assert remember(service, "exponential backoff retries")[0] == "Retry policy", mode
+
+
+def test_rrf_fusion_ranks_the_same_obvious_winner(settings: Settings) -> None:
+    svc = MemoryService.from_settings(settings.model_copy(update={"fusion": FusionMethod.RRF}))
+    try:
+        add(svc, "Retry policy", "HTTP clients retry three times with exponential backoff.")
+        add(svc, "Logging format", "Logs are JSON lines shipped to the collector.")
+        response = svc.remember(RecallRequest(query="exponential backoff"), CALLER, reinforce=False)
+        assert response.results[0].title == "Retry policy"
+        assert 0.0 < response.results[0].score <= 1.0
+    finally:
+        svc.close()
+
+
+def test_multiple_queries_are_fused(service: MemoryService) -> None:
+    add(service, "Database choice", "Postgres is the primary database for billing.")
+    add(service, "Queue choice", "RabbitMQ carries the billing events.")
+    add(service, "Unrelated", "The office plants are watered on Mondays.")
+    titles = remember(service, ["postgres billing database", "rabbitmq events"], limit=2)
+    assert set(titles) == {"Database choice", "Queue choice"}
+
+
+def test_confirmed_outranks_inferred_at_equal_relevance(service: MemoryService) -> None:
+    # Same text in the project and in global: identical scores in both legs, so trust decides.
+    inferred = add(service, "Indentation", "The team indents python with four spaces.", source=Source.AGENT_INFERRED)
+    confirmed = add(
+        service,
+        "Indentation",
+        "The team indents python with four spaces.",
+        source=Source.USER_CONFIRMED,
+        scope="",
+    )
+    response = service.remember(RecallRequest(query="python indentation four spaces"), CALLER, reinforce=False)
+    assert [r.id for r in response.results] == [confirmed, inferred]
+    assert response.results[1].score == pytest.approx(response.results[0].score * 0.9)
+
+
+def test_decay_ranks_stale_memories_lower(service: MemoryService) -> None:
+    fresh = add(service, "Cache TTL fresh", "Cache entries expire after ten minutes.")
+    stale = add(service, "Cache TTL stale", "Cache entries expire after ten minutes!")
+    two_years_ago = utcnow() - timedelta(days=720)
+    service.store.put(replace(service.store.get(stale), created_at=two_years_ago), DuplicatePolicy.OVERWRITE)
+    response = service.remember(RecallRequest(query="cache entries expire", explain=True), CALLER, reinforce=False)
+    ids = [r.id for r in response.results]
+    assert ids.index(fresh) < ids.index(stale)
+    explained = {r.id: r.explain for r in response.results}
+    assert explained[stale] is not None and explained[fresh] is not None
+    assert explained[stale]["strength"] < explained[fresh]["strength"]  # type: ignore[operator]
+
+
+def test_min_relevance_and_limit(service: MemoryService) -> None:
+    for i in range(8):
+        add(service, f"Note number {i}", f"Build step {i} compiles the protobuf schemas.")
+    assert len(remember(service, "protobuf schemas", limit=3)) == 3
+    assert remember(service, "protobuf schemas", min_relevance=1.0) == []
+
+
+def test_filters_reach_the_store(service: MemoryService) -> None:
+    add(
+        service,
+        "Outage postmortem",
+        "The outage came from an expired TLS certificate.",
+        memory_type=MemoryType.FAILURE,
+    )
+    add(
+        service,
+        "TLS decision",
+        "Certificates renew automatically via ACME.",
+        memory_type=MemoryType.DECISION,
+        tags=["tls"],
+    )
+    assert remember(service, "TLS certificate", memory_types=[MemoryType.FAILURE]) == ["Outage postmortem"]
+    assert remember(service, "TLS certificate", tags=["tls"]) == ["TLS decision"]
+    future = (utcnow() + timedelta(days=1)).isoformat()
+    assert remember(service, "TLS certificate", created_after=future) == []
+
+
+def test_recall_reads_scope_and_global_only(service: MemoryService) -> None:
+    add(service, "Project memory", "Widgets are rendered server side.")
+    add(service, "Global memory", "Widgets should always have alt text.", scope="")
+    add(service, "Other project", "Widgets are rendered client side.", scope="github.com/acme/web")
+    assert set(remember(service, "widgets rendered")) == {"Project memory", "Global memory"}
+
+
+def test_recall_does_not_write_but_remember_reinforces_in_background(service: MemoryService) -> None:
+    memory_id = add(service, "Port number", "The API listens on port 8443.")
+    service.remember(RecallRequest(query="api port"), CALLER, reinforce=False)
+    service.runner.drain()
+    assert service.store.get(memory_id).access_count == 0
+    service.remember(RecallRequest(query="api port"), CALLER)
+    service.runner.drain()
+    assert service.store.get(memory_id).access_count == 1

