@@ -13,7 +13,7 @@ import pydantic
 from hivemem.config import Settings
 from hivemem.errors import HivememError
 from hivemem.model import GLOBAL_SCOPE, FusionMethod, MemoryType, RetrievalMode, Source
-from hivemem.schemas import MemoryCreate, RecallRequest, describe_errors
+from hivemem.schemas import MemoryCreate, RecallRequest, RecallResponse, describe_errors
 from hivemem.scope import derive_scope
 
 __all__ = ["main"]
@@ -80,6 +80,15 @@ def _print_json(value: object) -> None:
     print(json.dumps(value, indent=2, default=str))
 
 
+def _print_results(response: RecallResponse) -> None:
+    if not response.results:
+        print("no memories found")
+    for r in response.results:
+        label = "CONFIRMED" if r.source is Source.USER_CONFIRMED else "INFERRED"
+        print(f"[{label}] {r.score:.3f}  {r.title}  ({r.memory_type.value}, {r.scope or 'global'}, {r.id})")
+        print(f"    {r.content}")
+
+
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
         from api.main import serve
@@ -125,13 +134,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         elif args.command == "remember":
             response = service.remember(recall, caller)
             if args.json:
-                _print_json(response.model_dump(mode="json"))
-            elif not response.results:
-                print("no memories found")
-            for r in response.results:
-                label = "CONFIRMED" if r.source is Source.USER_CONFIRMED else "INFERRED"
-                print(f"[{label}] {r.score:.3f}  {r.title}  ({r.memory_type.value}, {r.scope or 'global'}, {r.id})")
-                print(f"    {r.content}")
+                _print_json(response.model_dump(mode="json", exclude_none=True))
+            else:
+                _print_results(response)
         elif args.command == "get":
             _print_json(service.get(args.id).model_dump(mode="json"))
         elif args.command == "forget":

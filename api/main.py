@@ -41,10 +41,11 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        opened = (
-            service if service is not None else await anyio.to_thread.run_sync(MemoryService.from_settings, settings)
-        )
-        await anyio.to_thread.run_sync(opened.warm_up)
+        opened = service
+        if opened is None:
+            # Opened here, closed here; load the model now so /readyz means ready.
+            opened = await anyio.to_thread.run_sync(MemoryService.from_settings, settings)
+            await anyio.to_thread.run_sync(opened.warm_up)
         holder["service"] = opened
         app.state.service = opened
         try:
@@ -69,16 +70,24 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
 
 
 def serve(settings: Settings, *, host: str | None = None, port: int | None = None) -> None:
-    """Run the app with uvicorn on ``host:port`` (defaults from settings)."""
+    """Open the store, then run the app with uvicorn on ``host:port`` (defaults from settings).
+
+    The service is opened before the server starts, so a bad store or model fails here with one
+    clear error instead of inside the server's startup.
+    """
     import uvicorn
 
     overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     # Validate again: --host must pass the same safety check as HIVEMEM_HOST.
     settings = Settings.model_validate(settings.model_dump() | overrides)
-    app = create_app(settings)
-    print(
-        f"hivemem serving on http://{settings.host}:{settings.port} (REST /v1, MCP /mcp), "
-        f"store {settings.resolved_store_url()}",
-        flush=True,
-    )
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+    service = MemoryService.from_settings(settings)
+    try:
+        service.warm_up()
+        print(
+            f"hivemem serving on http://{settings.host}:{settings.port} (REST /v1, MCP /mcp), "
+            f"store {settings.resolved_store_url()}",
+            flush=True,
+        )
+        uvicorn.run(create_app(settings, service), host=settings.host, port=settings.port, log_level=settings.log_level)
+    finally:
+        service.close()

@@ -40,7 +40,12 @@ def reinforce(existing: Memory, incoming: Memory, now: datetime) -> Memory:
 
 
 def resolve(incoming: Memory, exact_duplicate: Memory | None, now: datetime) -> Resolution:
-    """Decide between storing ``incoming`` and reinforcing the exact duplicate already in its scope."""
-    if exact_duplicate is None or exact_duplicate.id == incoming.id:
+    """Decide between storing ``incoming`` and reinforcing the exact duplicate already in its scope.
+
+    A duplicate with ``incoming``'s own id is a redelivered job: the stored memory stays as it is.
+    """
+    if exact_duplicate is None:
         return Resolution(WriteOutcome.STORED, incoming)
+    if exact_duplicate.id == incoming.id:
+        return Resolution(WriteOutcome.STORED, exact_duplicate)
     return Resolution(WriteOutcome.REINFORCED, reinforce(exact_duplicate, incoming, now))

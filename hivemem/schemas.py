@@ -25,6 +25,7 @@ from hivemem.scope import validate_scope
 
 __all__ = [
     "MAX_QUERIES",
+    "MAX_QUERY_LENGTH",
     "MemorizeResult",
     "MemoryCreate",
     "MemoryPublic",
@@ -37,7 +38,7 @@ __all__ = [
 MAX_QUERIES = 5
 Tag = Annotated[StrictStr, Field(min_length=1, max_length=64)]
 FilePath = Annotated[StrictStr, Field(min_length=1, max_length=500)]
-Query = Annotated[StrictStr, Field(min_length=1, max_length=2000)]
+MAX_QUERY_LENGTH = 2000
 
 
 def _scope_or_none(value: str | None) -> str | None:
@@ -45,9 +46,9 @@ def _scope_or_none(value: str | None) -> str | None:
 
 
 class MemoryCreate(BaseModel):
-    """What a caller sends to memorize."""
+    """What a caller sends to memorize. Surrounding whitespace is stripped before the length checks."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     title: Annotated[StrictStr, Field(min_length=5, max_length=200)]
     content: Annotated[StrictStr, Field(min_length=10, max_length=10_000)]
@@ -59,13 +60,6 @@ class MemoryCreate(BaseModel):
     related_files: Annotated[list[FilePath], Field(max_length=64)] = Field(default_factory=list)
     details: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("title", "content")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
-
     _check_scope = field_validator("scope")(_scope_or_none)
 
 
@@ -74,7 +68,7 @@ class RecallRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: Query | Annotated[list[Query], Field(min_length=1, max_length=MAX_QUERIES)]
+    query: str | list[str] = Field(description="A query, or 1-5 queries whose results are fused.")
     scope: StrictStr | None = None
     limit: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
     memory_types: list[MemoryType] | None = None
@@ -85,6 +79,23 @@ class RecallRequest(BaseModel):
     explain: StrictBool = False
 
     _check_scope = field_validator("scope")(_scope_or_none)
+
+    @field_validator("query", mode="before")
+    @classmethod
+    def _queries(cls, value: object) -> str | list[str]:
+        # One check with one message, instead of pydantic's per-branch union errors.
+        raw: list[object] = value if isinstance(value, list) else [value]
+        texts = [t for t in raw if isinstance(t, str)]
+        if not isinstance(value, str | list) or len(texts) != len(raw):
+            raise ValueError("must be a string or a list of strings")
+        if not 1 <= len(texts) <= MAX_QUERIES:
+            raise ValueError(f"must hold 1 to {MAX_QUERIES} queries, got {len(texts)}")
+        for text in texts:
+            if not text.strip():
+                raise ValueError("a query must not be empty")
+            if len(text) > MAX_QUERY_LENGTH:
+                raise ValueError(f"a query must be at most {MAX_QUERY_LENGTH} characters")
+        return value if isinstance(value, str) else texts
 
     @field_validator("created_after", "created_before")
     @classmethod
@@ -188,11 +199,16 @@ class RecallResponse(BaseModel):
     results: list[RecallResult]
 
 
-def describe_errors(errors: list[dict[str, Any]]) -> str:
-    """One line per pydantic error, each naming its field: ``title: String should have at least 5 characters``."""
+def describe_errors(errors: list[dict[str, Any]], *, request_location: bool = False) -> str:
+    """One line per pydantic error, each naming its field: ``title: String should have at least 5 characters``.
+
+    ``request_location``: the first part of each location is FastAPI's (``body``, ``query``, ``path``)
+    and is left out.
+    """
     lines = []
     for error in errors:
         message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-        where = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "query"))
+        loc = list(error.get("loc", ()))[1 if request_location else 0 :]
+        where = ".".join(str(p) for p in loc)
         lines.append(f"{where}: {message}" if where else message)
     return "; ".join(lines)

@@ -16,13 +16,14 @@ Rules every implementation follows:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from hivemem.fusion import Candidate
 from hivemem.model import AuditEvent, DuplicatePolicy, Memory, MemoryState, MemoryType, Relation
+from hivemem.resolution import Resolution
 
 __all__ = ["DEFAULT_STATES", "SearchFilter", "Store"]
 
@@ -70,6 +71,16 @@ class Store(Protocol):
         nothing and returns False, OVERWRITE replaces the whole memory. An embedding whose length
         is not ``dimension`` raises ``EmbeddingMismatchError``; a memory without one is stored and
         found only by keyword search.
+        """
+        ...
+
+    def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:
+        """Atomically resolve and write one incoming memory; returns ``decide``'s resolution.
+
+        Looks up the memory holding ``incoming``'s content hash in its scope, calls ``decide`` with
+        it (or None) and writes the memory ``decide`` returns: inserted when its id is new, replacing
+        the stored one otherwise. Calls for the same scope and content are serialized with each
+        other and with every other write, across threads and processes, so no update is lost.
         """
         ...
 

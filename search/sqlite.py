@@ -14,7 +14,7 @@ import json
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,10 +40,13 @@ from hivemem.model import (
     RelationType,
     Source,
 )
+from hivemem.resolution import Resolution
 from search.base import SearchFilter
 from search.sqlite_schema import MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
 
 __all__ = ["SQLiteStore"]
+
+_ASSIGNMENTS = ", ".join(f"{column.strip()} = ?" for column in MEMORY_COLUMNS.split(","))
 
 _BUSY_TIMEOUT_S = 30.0
 _MAX_QUERY_TERMS = 64
@@ -285,27 +288,39 @@ class SQLiteStore:
 
     # -- writes --------------------------------------------------------------------------------
 
-    def put(self, memory: Memory, policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> bool:
+    def _write_row(self, conn: sqlite3.Connection, memory: Memory, policy: DuplicatePolicy) -> bool:
         values = self._row_values(memory)
-        placeholders = _marks(values)
-        with self._write() as conn:
-            exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
-            try:
-                if exists is None:
-                    conn.execute(f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({placeholders})", values)
-                elif policy is DuplicatePolicy.FAIL:
-                    raise DuplicateMemoryError(f"memory {memory.id} already exists")
-                elif policy is DuplicatePolicy.SKIP:
-                    return False
-                else:
-                    # UPDATE keeps the rowid, so the FTS update trigger fires (REPLACE would not).
-                    assignments = ", ".join(f"{c.strip()} = ?" for c in MEMORY_COLUMNS.split(","))
-                    conn.execute(f"UPDATE memories SET {assignments} WHERE id = ?", (*values, memory.id))
-            except sqlite3.IntegrityError as exc:
-                raise DuplicateMemoryError(
-                    f"scope {memory.scope!r} already holds a memory with this content (hash {memory.content_hash[:12]})"
-                ) from exc
+        exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
+        try:
+            if exists is None:
+                conn.execute(f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({_marks(values)})", values)
+            elif policy is DuplicatePolicy.FAIL:
+                raise DuplicateMemoryError(f"memory {memory.id} already exists")
+            elif policy is DuplicatePolicy.SKIP:
+                return False
+            else:
+                # UPDATE keeps the rowid, so the FTS update trigger fires (REPLACE would not).
+                conn.execute(f"UPDATE memories SET {_ASSIGNMENTS} WHERE id = ?", (*values, memory.id))
+        except sqlite3.IntegrityError as exc:
+            raise DuplicateMemoryError(
+                f"scope {memory.scope!r} already holds a memory with this content (hash {memory.content_hash[:12]})"
+            ) from exc
         return True
+
+    def put(self, memory: Memory, policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> bool:
+        with self._write() as conn:
+            return self._write_row(conn, memory, policy)
+
+    def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:
+        # One BEGIN IMMEDIATE unit: the lookup, the decision and the write see no other writer.
+        with self._write() as conn:
+            row = conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE scope = ? AND content_hash = ?",
+                (incoming.scope, incoming.content_hash),
+            ).fetchone()
+            resolution = decide(None if row is None else self._memory(row))
+            self._write_row(conn, resolution.memory, DuplicatePolicy.OVERWRITE)
+        return resolution
 
     def delete(self, memory_id: str) -> Memory:
         with self._write() as conn:

@@ -86,7 +86,10 @@ class TransformersEmbedder:
             try:
                 import torch
                 from transformers import AutoModel, AutoTokenizer
+                from transformers.utils import logging as transformers_logging
 
+                # A progress bar on stderr is noise in server logs and stdio MCP sessions.
+                transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
                 tokenizer = AutoTokenizer.from_pretrained(self._source)
                 model = AutoModel.from_pretrained(self._source).to(self._device)
                 model.eval()

@@ -11,68 +11,52 @@ from dataclasses import replace
 from datetime import datetime
 
 from hivemem.embedding import Embedder
-from hivemem.errors import DuplicateMemoryError
-from hivemem.model import DuplicatePolicy, Memory, WriteOutcome
+from hivemem.model import DuplicatePolicy, Memory
 from hivemem.resolution import Resolution, resolve
 from search.base import Store
 
 __all__ = ["memorize", "memorize_many", "record_access"]
 
 
+def _embedded(embedder: Embedder, memories: Sequence[Memory]) -> list[Memory]:
+    vectors = embedder.embed_passages([m.embedding_text() for m in memories])
+    return [replace(m, embedding=v, embedding_model=embedder.model_id) for m, v in zip(memories, vectors, strict=True)]
+
+
 def _write(store: Store, embedder: Embedder, incoming: Memory, now: datetime) -> Resolution:
-    resolution = resolve(incoming, store.find_by_hash(incoming.scope, incoming.content_hash), now)
-    if resolution.outcome is WriteOutcome.REINFORCED:
-        # An exact duplicate needs no embedding: the stored one already has it.
-        store.put(resolution.memory, DuplicatePolicy.OVERWRITE)
-        return resolution
-    vector = embedder.embed_passages([incoming.embedding_text()])[0]
-    memory = replace(incoming, embedding=vector, embedding_model=embedder.model_id)
-    store.put(memory, DuplicatePolicy.SKIP)  # SKIP: a redelivered job finds its own id stored
-    return Resolution(WriteOutcome.STORED, memory)
+    resolution = store.write_resolved(incoming, lambda existing: resolve(incoming, existing, now))
+    if resolution.memory.embedding is None:
+        # Stored without a vector: the duplicate seen before embedding vanished in between.
+        memory = _embedded(embedder, [resolution.memory])[0]
+        store.put(memory, DuplicatePolicy.OVERWRITE)
+        return Resolution(resolution.outcome, memory)
+    return resolution
 
 
 def memorize(store: Store, embedder: Embedder, incoming: Memory, now: datetime) -> Resolution:
     """Resolve ``incoming`` against its scope (embed → resolve → write) and store the outcome.
 
-    Exact duplicates (same content hash in the scope) reinforce the stored memory. If another
-    process stored the same content between our check and our write, the store's uniqueness
-    rejects ours and we resolve again, which then reinforces theirs.
+    Exact duplicates (same content hash in the scope) reinforce the stored memory and need no
+    embedding; the resolution and its write are one atomic store operation, so two processes
+    writing the same fact at once end with one memory and no lost reinforcement.
     """
-    try:
-        return _write(store, embedder, incoming, now)
-    except DuplicateMemoryError:
-        return _write(store, embedder, incoming, now)
+    if store.find_by_hash(incoming.scope, incoming.content_hash) is None:
+        incoming = _embedded(embedder, [incoming])[0]
+    return _write(store, embedder, incoming, now)
 
 
 def memorize_many(store: Store, embedder: Embedder, incoming: Sequence[Memory], now: datetime) -> list[Resolution]:
     """Bulk memorize (imports, benchmarks): one embedder call for every memory that needs a vector.
 
-    Duplicates within the batch reinforce the first of them, as sequential calls would.
+    Outcomes are those of one ``memorize`` per memory, in order: a later copy of content earlier
+    in the batch reinforces it.
     """
-    resolutions: list[Resolution | None] = [None] * len(incoming)
-    pending: dict[tuple[str, str], int] = {}
+    first_of_content: dict[tuple[str, str], int] = {}
     for i, memory in enumerate(incoming):
-        key = (memory.scope, memory.content_hash)
-        if key in pending:
-            continue
-        existing = store.find_by_hash(memory.scope, memory.content_hash)
-        if existing is not None and existing.id != memory.id:
-            resolutions[i] = memorize(store, embedder, memory, now)
-        else:
-            pending[key] = i
-    order = list(pending.values())
-    vectors = embedder.embed_passages([incoming[i].embedding_text() for i in order])
-    for i, vector in zip(order, vectors, strict=True):
-        memory = replace(incoming[i], embedding=vector, embedding_model=embedder.model_id)
-        try:
-            store.put(memory, DuplicatePolicy.SKIP)
-            resolutions[i] = Resolution(WriteOutcome.STORED, memory)
-        except DuplicateMemoryError:
-            resolutions[i] = memorize(store, embedder, incoming[i], now)
-    for i, memory in enumerate(incoming):
-        if resolutions[i] is None:  # a later copy of a memory earlier in this batch
-            resolutions[i] = memorize(store, embedder, memory, now)
-    return [r for r in resolutions if r is not None]
+        first_of_content.setdefault((memory.scope, memory.content_hash), i)
+    new = [i for (scope, digest), i in first_of_content.items() if store.find_by_hash(scope, digest) is None]
+    ready = dict(zip(new, _embedded(embedder, [incoming[i] for i in new]), strict=True))
+    return [_write(store, embedder, ready.get(i, memory), now) for i, memory in enumerate(incoming)]
 
 
 def record_access(store: Store, memory_ids: Sequence[str], at: datetime) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -20,8 +21,10 @@ from hivemem.model import (
     Relation,
     RelationType,
     Source,
+    WriteOutcome,
     new_memory_id,
 )
+from hivemem.resolution import Resolution
 from search import SearchFilter, Store
 
 
@@ -280,3 +283,39 @@ def test_memory_without_embedding_is_found_by_keywords_only(store: Store, embedd
     where = SearchFilter(scopes=["p"])
     assert [c.id for c in store.keyword_search("zebras", where, 5)] == [memory.id]
     assert store.vector_search(embedder.embed_queries(["zebras"])[0], where, 5) == []
+
+
+def test_write_resolved_inserts_then_hands_the_duplicate_to_decide(store: Store, embedder: HashEmbedder) -> None:
+    first = make(embedder, "The build cache lives in S3.")
+    seen: list[Memory | None] = []
+
+    def decide(existing: Memory | None) -> Resolution:
+        seen.append(existing)
+        if existing is None:
+            return Resolution(WriteOutcome.STORED, first)
+        return Resolution(WriteOutcome.REINFORCED, replace(existing, access_count=existing.access_count + 1))
+
+    assert store.write_resolved(first, decide).outcome is WriteOutcome.STORED
+    again = make(embedder, "The build cache lives in S3.")
+    resolution = store.write_resolved(again, decide)
+    assert resolution.outcome is WriteOutcome.REINFORCED
+    assert seen[0] is None
+    assert seen[1] is not None and seen[1].id == first.id
+    assert store.count() == 1
+    assert store.get(first.id).access_count == 1
+
+
+def test_write_resolved_loses_no_update_under_concurrency(store: Store, embedder: HashEmbedder) -> None:
+    memory = make(embedder, "Counted by many writers at once.")
+    store.put(memory)
+
+    def bump(existing: Memory | None) -> Resolution:
+        assert existing is not None
+        return Resolution(WriteOutcome.REINFORCED, replace(existing, access_count=existing.access_count + 1))
+
+    threads = [threading.Thread(target=lambda: store.write_resolved(memory, bump)) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert store.get(memory.id).access_count == 16

@@ -1,0 +1,18 @@
+"""Fixtures for the in-process API tests: the real app (lifespan included) over a temporary store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from hivemem.config import Settings
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    """A TestClient entered as a context manager, so the lifespan opens and closes the service."""
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client

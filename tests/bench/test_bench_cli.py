@@ -1,0 +1,100 @@
+"""`hivemem bench …` end to end on tiny data files in the real formats (the real data is not needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from api.cli import main
+
+LOCOMO = [
+    {
+        "sample_id": "conv-1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy called Biscuit last week!"},
+                {"speaker": "Bob", "dia_id": "D1:2", "text": "Congrats! I started learning the violin."},
+                {
+                    "speaker": "Ann",
+                    "dia_id": "D1:3",
+                    "text": "Look at this.",
+                    "img_url": ["x"],
+                    "blip_caption": "a photo of a red bicycle",
+                },
+            ],
+            "session_2_date_time": "2:00 pm on 9 June, 2023",
+            "session_2": [
+                {"speaker": "Bob", "dia_id": "D2:1", "text": "My violin teacher says I improved a lot."},
+                {"speaker": "Ann", "dia_id": "D2:2", "text": "Biscuit chewed my shoes again."},
+            ],
+        },
+        "qa": [
+            {"question": "What is the name of Ann's puppy?", "answer": "Biscuit", "evidence": ["D1:1"], "category": 1},
+            {
+                "question": "What instrument does Bob play?",
+                "answer": "violin",
+                "evidence": ["D1:2; D2:1"],
+                "category": 4,
+            },
+            {"question": "What color is Ann's bicycle?", "answer": "red", "evidence": ["D1:3"], "category": 2},
+            {"question": "Adversarial", "adversarial_answer": "x", "evidence": ["D1:1"], "category": 5},
+        ],
+    }
+]
+
+
+def test_locomo_bench_reports_every_metric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps(LOCOMO))
+    out = tmp_path / "report.json"
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    for mode in ("hybrid", "bm25", "dense"):
+        assert main(["bench", "locomo", "--data", str(data), "--json", str(out), "--mode", mode]) == 0
+        report = json.loads(out.read_text())
+        assert report["questions"] == 3  # category 5 is left out
+        assert set(report["by_category"]) == {"1", "2", "4"}
+        assert 0.0 <= report["hit@1"] <= report["hit@5"] <= report["hit@10"] <= 1.0
+        assert report["mode"] == mode
+    assert main(["bench", "locomo", "--data", str(data), "--json", str(out), "--mode", "bm25", "--fusion", "rrf"]) == 0
+    report = json.loads(out.read_text())
+    assert report["fusion"] == "rrf"
+    assert capsys.readouterr().out.rstrip().endswith(out.read_text().rstrip())  # printed and written alike
+    # Keyword questions with their answer words in the evidence: BM25 must find them.
+    assert report["hit@5"] == 1.0
+
+
+def test_scifact_bench_reports_ndcg_and_recall(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "scifact"
+    (folder / "qrels").mkdir(parents=True)
+    docs = [
+        {
+            "_id": "10",
+            "title": "Aspirin and heart attacks",
+            "text": "Daily aspirin lowers the risk of myocardial infarction.",
+        },
+        {"_id": "20", "title": "Vitamin D", "text": "Vitamin D deficiency is common in northern latitudes."},
+        {"_id": "30", "title": "Sleep", "text": "Short sleep duration is associated with obesity in children."},
+    ]
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    queries = [{"_id": "1", "text": "aspirin reduces myocardial infarction risk"}, {"_id": "2", "text": "unjudged"}]
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n")
+    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n1\t10\t1\n")
+    out = tmp_path / "report.json"
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    assert main(["bench", "scifact", "--data", str(folder), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report == {"queries": 1, "ndcg@10": 1.0, "recall@100": 1.0, "mode": "hybrid", "fusion": "minmax"}
+
+
+def test_bench_with_missing_data_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "locomo", "--data", str(tmp_path / "nope.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err

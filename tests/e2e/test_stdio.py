@@ -1,0 +1,278 @@
+"""Real processes without a server: MCP over stdio (``hivemem mcp``) and the one-shot CLI commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.e2e.helpers import free_port, hivemem_command, hivemem_env, run_cli, run_cli_json
+
+WIDGETS = "github.com/acme/widgets"
+
+
+def stdio_params(data_dir: Path, cwd: Path, *args: str) -> StdioServerParameters:
+    command, *prefix = hivemem_command()
+    return StdioServerParameters(command=command, args=[*prefix, "mcp", *args], env=hivemem_env(data_dir), cwd=cwd)
+
+
+def test_mcp_stdio_scope_comes_from_the_git_remote(data_dir: Path, git_checkout: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        with anyio.fail_after(60):
+            await session()
+
+    async def session() -> None:
+        async with Client(stdio_params(data_dir, git_checkout)) as client:
+            seen["tools"] = {t.name for t in (await client.list_tools()).tools}
+            seen["instructions"] = client.instructions
+
+            created = await client.call_tool(
+                "memorize",
+                {
+                    "title": "Widget rendering quirk",
+                    "content": "Widgets render twice in dev because of React strict mode; not a bug.",
+                    "source": "user_confirmed",
+                },
+            )
+            assert not created.is_error, created.content
+            seen["id"] = created.structured_content["id"]
+
+            found = await client.call_tool("remember", {"query": "widgets render twice strict mode"})
+            assert not found.is_error, found.content
+            seen["found"] = found.structured_content["results"]
+
+            refused = await client.call_tool("forget", {"id": seen["id"]})
+            seen["refused"] = refused.is_error
+
+            forgot = await client.call_tool("forget", {"id": seen["id"], "confirm": True})
+            assert not forgot.is_error, forgot.content
+
+            after = await client.call_tool("remember", {"query": "widgets render twice strict mode"})
+            seen["after"] = [r["id"] for r in after.structured_content["results"]]
+
+    anyio.run(main)
+    assert seen["tools"] == {"memorize", "remember", "forget"}
+    assert seen["instructions"] and "remember" in seen["instructions"]
+    top = seen["found"][0]
+    assert top["id"] == seen["id"]
+    assert top["scope"] == WIDGETS
+    assert top["label"] == "[CONFIRMED]"
+    assert seen["refused"] is True
+    assert seen["id"] not in seen["after"]
+
+
+def test_mcp_stdio_scope_flag_overrides_the_working_dir(data_dir: Path, git_checkout: Path) -> None:
+    created: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with Client(stdio_params(data_dir, git_checkout, "--scope", "github.com/acme/other")) as client:
+            result = await client.call_tool(
+                "memorize", {"title": "Scoped by flag", "content": "The --scope flag wins over the git remote."}
+            )
+            assert not result.is_error, result.content
+            created.update(result.structured_content)
+
+    anyio.run(main)
+    memory = run_cli_json("get", created["id"], data_dir=data_dir, cwd=git_checkout)
+    assert memory["scope"] == "github.com/acme/other"
+
+
+# -- the one-shot CLI -----------------------------------------------------------------------------
+
+
+def test_cli_commands_see_each_others_writes(data_dir: Path, git_checkout: Path) -> None:
+    created = run_cli_json(
+        "memorize",
+        "--title",
+        "Widget build cache",
+        "--content",
+        "The widgets build cache lives in .turbo; clear it when builds go stale.",
+        "--tag",
+        "build",
+        data_dir=data_dir,
+        cwd=git_checkout,
+    )
+    assert created["outcome"] == "stored"
+    memory_id = created["id"]
+
+    memory = run_cli_json("get", memory_id, data_dir=data_dir, cwd=git_checkout)
+    assert memory["scope"] == WIDGETS
+    assert memory["source"] == "user_confirmed"
+    assert memory["author"] == "cli"
+    assert memory["tags"] == ["build"]
+
+    text = run_cli("remember", "widgets build cache", data_dir=data_dir, cwd=git_checkout)
+    assert text.returncode == 0
+    assert "[CONFIRMED]" in text.stdout
+    assert memory_id in text.stdout
+    assert WIDGETS in text.stdout
+
+    again = run_cli_json(
+        "memorize",
+        "--title",
+        "Same thing",
+        "--content",
+        "The widgets build cache lives in .turbo; clear it when builds go stale.",
+        data_dir=data_dir,
+        cwd=git_checkout,
+    )
+    assert again == {"id": memory_id, "outcome": "reinforced"}
+
+    forgot = run_cli("forget", memory_id, "--confirm", data_dir=data_dir, cwd=git_checkout)
+    assert forgot.returncode == 0, forgot.stderr
+    assert memory_id in forgot.stdout
+
+    missing = run_cli("get", memory_id, data_dir=data_dir, cwd=git_checkout)
+    assert missing.returncode != 0
+    assert memory_id in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+def test_cli_remember_json_output_is_json(data_dir: Path, git_checkout: Path) -> None:
+    memory_id = run_cli_json(
+        "memorize",
+        "--title",
+        "JSON output",
+        "--content",
+        "Machine readable recall output.",
+        data_dir=data_dir,
+        cwd=git_checkout,
+    )["id"]
+    done = run_cli("remember", "machine readable recall", "--json", data_dir=data_dir, cwd=git_checkout)
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["results"][0]["id"] == memory_id
+
+
+def test_cli_scope_outside_git_is_local_parent_dir(data_dir: Path, tmp_path: Path) -> None:
+    plain = tmp_path / "projects" / "notes"
+    plain.mkdir(parents=True)
+    created = run_cli_json(
+        "memorize", "--title", "Plain folder", "--content", "No git here, scope is local.", data_dir=data_dir, cwd=plain
+    )
+    assert run_cli_json("get", created["id"], data_dir=data_dir, cwd=plain)["scope"] == "local/projects/notes"
+
+    glob = run_cli_json(
+        "memorize",
+        "--global",
+        "--title",
+        "Global one",
+        "--content",
+        "Shared by every project.",
+        data_dir=data_dir,
+        cwd=plain,
+    )
+    assert run_cli_json("get", glob["id"], data_dir=data_dir, cwd=plain)["scope"] == ""
+
+
+def test_cli_recall_in_another_project_does_not_see_this_one(
+    data_dir: Path, git_checkout: Path, tmp_path: Path
+) -> None:
+    run_cli_json(
+        "memorize",
+        "--title",
+        "Widget secret",
+        "--content",
+        "Widgets use port 4100 locally.",
+        data_dir=data_dir,
+        cwd=git_checkout,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    found = run_cli_json("remember", "widgets port", "--json", data_dir=data_dir, cwd=elsewhere)
+    assert found["results"] == []
+    text = run_cli("remember", "widgets port", data_dir=data_dir, cwd=elsewhere)
+    assert "no memories found" in text.stdout
+
+
+def test_cli_forget_without_confirm_refuses_and_keeps_the_memory(data_dir: Path, git_checkout: Path) -> None:
+    memory_id = run_cli_json(
+        "memorize",
+        "--title",
+        "Do not lose me",
+        "--content",
+        "Precious knowledge lives here.",
+        data_dir=data_dir,
+        cwd=git_checkout,
+    )["id"]
+    refused = run_cli("forget", memory_id, data_dir=data_dir, cwd=git_checkout)
+    assert refused.returncode != 0
+    assert "confirm" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert run_cli_json("get", memory_id, data_dir=data_dir, cwd=git_checkout)["id"] == memory_id
+
+
+def test_cli_invalid_input_is_a_clear_error(data_dir: Path, tmp_path: Path) -> None:
+    short = run_cli("memorize", "--title", "ab", "--content", "Long enough content.", data_dir=data_dir, cwd=tmp_path)
+    assert short.returncode == 2
+    assert "title" in short.stderr
+    assert "Traceback" not in short.stderr
+
+    bad_scope = run_cli(
+        "memorize",
+        "--title",
+        "Fine title",
+        "--content",
+        "Long enough content.",
+        "--scope",
+        "../etc",
+        data_dir=data_dir,
+        cwd=tmp_path,
+    )
+    assert bad_scope.returncode == 2
+    assert "scope" in bad_scope.stderr
+    assert "Traceback" not in bad_scope.stderr
+
+    nothing = run_cli_json("remember", "long enough content", "--json", data_dir=data_dir, cwd=tmp_path)
+    assert nothing["results"] == []
+
+
+def test_serve_refuses_a_directory_as_the_database(data_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "not-a-file.db"
+    folder.mkdir()
+    done = run_cli(
+        "serve",
+        "--port",
+        str(free_port()),
+        data_dir=data_dir,
+        cwd=tmp_path,
+        timeout=60,
+        HIVEMEM_STORE_URL=f"sqlite:///{folder}",
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "is a directory" in output
+    assert str(folder) in output
+    assert not any(folder.iterdir())
+
+
+def test_cli_refuses_a_directory_as_the_database(data_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "db-folder"
+    folder.mkdir()
+    done = run_cli("remember", "anything", data_dir=data_dir, cwd=tmp_path, HIVEMEM_STORE_URL=f"sqlite:///{folder}")
+    assert done.returncode == 2
+    assert "is a directory" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_cli_refuses_a_file_that_is_not_sqlite(data_dir: Path, tmp_path: Path) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not a database, just some bytes " * 100)
+    done = run_cli("remember", "anything", data_dir=data_dir, cwd=tmp_path, HIVEMEM_STORE_URL=f"sqlite:///{junk}")
+    assert done.returncode == 2
+    assert str(junk) in done.stderr
+    assert "Traceback" not in done.stderr
+    assert junk.read_bytes().startswith(b"this is not a database")
+
+
+def test_cli_config_reports_the_environment(data_dir: Path, tmp_path: Path) -> None:
+    done = run_cli("config", data_dir=data_dir, cwd=tmp_path)
+    assert done.returncode == 0
+    config = json.loads(done.stdout)
+    assert config["embed_model"] == "hash:64"
+    assert Path(config["data_dir"]) == data_dir
