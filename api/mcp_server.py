@@ -57,8 +57,17 @@ harmful or stored by mistake. Don't forget things for being old: old memories fa
 their own and may still matter. Requires `confirm: true`; take the id from `remember`."""
 
 
-def _label(source: Source) -> str:
-    return "[CONFIRMED]" if source is Source.USER_CONFIRMED else "[INFERRED]"
+def _reporting_errors(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """The tool, with every failure turned into an MCP tool error an agent can act on."""
+
+    @functools.wraps(tool)
+    def reporting(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return tool(*args, **kwargs)
+        except Exception as exc:
+            raise tool_error(exc) from exc
+
+    return reporting
 
 
 def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOBAL_SCOPE) -> MCPServer:
@@ -78,20 +87,17 @@ def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOB
         scope: Annotated[str | None, Field(description="Override the project scope.")] = None,
         global_: Annotated[bool, Field(alias="global", description="Store for every project.")] = False,
     ) -> dict[str, Any]:
-        try:
-            request = MemoryCreate(
-                title=title,
-                content=content,
-                memory_type=memory_type,
-                importance=importance,
-                source=source,
-                tags=tags or [],
-                related_files=related_files or [],
-                scope=GLOBAL_SCOPE if global_ else scope,
-            )
-            return service().memorize(request, caller()).model_dump(mode="json")
-        except Exception as exc:
-            raise tool_error(exc) from exc
+        request = MemoryCreate(
+            title=title,
+            content=content,
+            memory_type=memory_type,
+            importance=importance,
+            source=source,
+            tags=tags or [],
+            related_files=related_files or [],
+            scope=GLOBAL_SCOPE if global_ else scope,
+        )
+        return service().memorize(request, caller()).model_dump(mode="json")
 
     def remember(
         query: Annotated[str | list[str], Field(description="A query, or 1-5 queries to fuse.")],
@@ -102,32 +108,22 @@ def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOB
         created_before: Annotated[datetime | None, Field(description="ISO 8601 with timezone.")] = None,
         scope: Annotated[str | None, Field(description="Override the project scope.")] = None,
     ) -> dict[str, Any]:
-        try:
-            request = RecallRequest(
-                query=query,
-                limit=limit,
-                memory_types=memory_types,
-                tags=tags,
-                created_after=created_after,
-                created_before=created_before,
-                scope=scope,
-            )
-            response = service().remember(request, caller())
-        except Exception as exc:
-            raise tool_error(exc) from exc
-        results = [
-            {"label": _label(r.source), **r.model_dump(mode="json", exclude_none=True)} for r in response.results
-        ]
-        return {"results": results}
+        request = RecallRequest(
+            query=query,
+            limit=limit,
+            memory_types=memory_types,
+            tags=tags,
+            created_after=created_after,
+            created_before=created_before,
+            scope=scope,
+        )
+        return service().remember(request, caller()).model_dump(mode="json", exclude_none=True)
 
     def forget(
         id: Annotated[str, Field(description="The memory id, from remember.")],
         confirm: Annotated[bool, Field(description="Must be true.")] = False,
     ) -> dict[str, Any]:
-        try:
-            removed = service().forget(id, confirm=confirm, caller=caller())
-        except Exception as exc:
-            raise tool_error(exc) from exc
+        removed = service().forget(id, confirm=confirm, caller=caller())
         return {"forgotten": removed.id, "title": removed.title}
 
     memorize_tool = Tool.from_function(
@@ -143,21 +139,22 @@ def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOB
             kwargs["global_"] = kwargs.pop("global")
         return memorize(**kwargs)
 
-    memorize_tool.fn = memorize_by_wire_names
+    memorize_tool.fn = _reporting_errors(memorize_by_wire_names)
     tools = [
         memorize_tool,
         Tool.from_function(
-            remember,
+            _reporting_errors(remember),
             description=REMEMBER,
             annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
         ),
         Tool.from_function(
-            forget,
+            _reporting_errors(forget),
             description=FORGET,
             annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
         ),
     ]
-    return MCPServer(name="hivemem", instructions=INSTRUCTIONS, tools=tools)
+    # The SDK logs every session-manager start at INFO; the server logs what matters itself.
+    return MCPServer(name="hivemem", instructions=INSTRUCTIONS, tools=tools, log_level="WARNING")
 
 
 def run_stdio(settings: Settings, *, scope: str | None = None) -> None:

@@ -172,23 +172,17 @@ class RecallResult(BaseModel):
     score: float
     created_at: datetime
     tags: list[str]
+    label: str = Field(description="`[CONFIRMED]` when a user vouched for it, else `[INFERRED]`: verify those.")
     explain: dict[str, float | int | None] | None = None
 
     @classmethod
     def of(cls, hit: Hit, *, explain: bool = False) -> RecallResult:
         """The public view of one hit."""
-        m = hit.memory
+        shared = MemoryPublic.of(hit.memory).model_dump(include=set(cls.model_fields))
         return cls(
-            id=m.id,
-            title=m.title,
-            content=m.content,
-            scope=m.scope,
-            memory_type=m.memory_type,
-            importance=m.importance,
-            source=m.source,
+            **shared,
             score=round(hit.score, 6),
-            created_at=m.created_at,
-            tags=m.tags,
+            label="[CONFIRMED]" if hit.memory.source is Source.USER_CONFIRMED else "[INFERRED]",
             explain=dict(hit.explain) if explain else None,
         )
 

@@ -15,6 +15,7 @@ from hivemem.schemas import MemoryCreate, RecallRequest
 from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, load_embedder
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
+pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,33 @@
+"""Recall quality on the LoCoMo dev conversations with the real model: the figures the product promises.
+
+Runs only where the benchmark data folder sits beside the repository (``../shared/data``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from api.bench.locomo import run_locomo
+from hivemem.config import Settings
+from hivemem.model import FusionMethod, RetrievalMode
+
+LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo-dev.json"
+
+pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.data,
+    pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo dev data not found at {LOCOMO}"),
+]
+
+
+def test_hybrid_reaches_the_target_and_beats_each_leg(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    hit5 = {
+        mode: run_locomo(LOCOMO, settings, mode=mode, fusion=FusionMethod.MINMAX)["hit@5"] for mode in RetrievalMode
+    }
+    assert hit5[RetrievalMode.HYBRID] >= 0.60
+    assert hit5[RetrievalMode.HYBRID] > hit5[RetrievalMode.BM25]
+    assert hit5[RetrievalMode.HYBRID] > hit5[RetrievalMode.DENSE]
