@@ -7,6 +7,8 @@ pays for every word in its context, so they say what matters and nothing else.
 from __future__ import annotations
 
 import functools
+import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +27,8 @@ from hivemem.schemas import MemoryCreate, RecallRequest
 from hivemem.scope import derive_scope
 
 __all__ = ["INSTRUCTIONS", "build_mcp", "run_stdio"]
+
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "hivemem is this team's long-term memory. Call `remember` before you decide, design, debug or "
@@ -157,9 +161,18 @@ def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOB
     return MCPServer(name="hivemem", instructions=INSTRUCTIONS, tools=tools, log_level="WARNING")
 
 
+def _warm_up(service: MemoryService) -> None:
+    try:
+        service.warm_up()
+    except Exception:  # the first tool call reports the same error to the agent
+        log.warning("loading the embedding model failed", exc_info=True)
+
+
 def run_stdio(settings: Settings, *, scope: str | None = None) -> None:
     """Serve MCP on stdin/stdout in the scope given, or the one derived from the working directory."""
     service = MemoryService.from_settings(settings)
+    # Load the model while the client handshakes, so the first tool call doesn't wait for it.
+    threading.Thread(target=_warm_up, args=(service,), name="hivemem-warm-up", daemon=True).start()
     try:
         server = build_mcp(lambda: service, default_scope=derive_scope(Path.cwd()) if scope is None else scope)
         server.run("stdio")

@@ -43,12 +43,14 @@ from hivemem.model import (
 from hivemem.resolution import Resolution
 from search.base import SearchFilter
 from search.sqlite_schema import MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
+from search.vector_index import VectorIndex
 
 __all__ = ["SQLiteStore"]
 
 _ASSIGNMENTS = ", ".join(f"{column.strip()} = ?" for column in MEMORY_COLUMNS.split(","))
 
 _BUSY_TIMEOUT_S = 30.0
+_LOAD_CHUNK = 500
 _MAX_QUERY_TERMS = 64
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Lucene's English stop set: words that match nearly every memory only add noise to BM25, and
@@ -132,6 +134,7 @@ class SQLiteStore:
         self._init_schema(embedding_model, dimension)
         self._embedding_model = embedding_model
         self._dimension = dimension
+        self._vectors = VectorIndex(dimension)
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -195,9 +198,21 @@ class SQLiteStore:
                     conn.execute("ROLLBACK")
                     raise StoreUnavailableError(f"commit failed: {exc}") from exc
 
+    def _check_schema_version(self) -> None:
+        has_meta = self._writer.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        if has_meta is None:
+            return
+        row = self._writer.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is not None and row[0] != SCHEMA_VERSION:
+            raise StoreUnavailableError(
+                f"{self._path} has schema version {row[0]}, this hivemem reads version {SCHEMA_VERSION}: "
+                "open it with the hivemem release that wrote it, or start a new database"
+            )
+
     def _init_schema(self, embedding_model: str, dimension: int) -> None:
         try:
             with self._write_lock:
+                self._check_schema_version()
                 # executescript commits on its own, so it runs outside a unit of work; every
                 # statement is IF NOT EXISTS, so racing processes converge on one schema.
                 self._writer.executescript(SCHEMA)
@@ -450,16 +465,21 @@ class SQLiteStore:
         if limit < 1:
             return []
         clause, params = self._where(where)
-        sql = f"SELECT m.id AS id, m.embedding AS embedding FROM memories m WHERE m.embedding IS NOT NULL AND {clause}"
+        # The filter runs in SQL and reads no blobs; vectors come from the process-local index.
+        sql = f"SELECT m.rowid, m.id, m.vec_version FROM memories m WHERE m.embedding IS NOT NULL AND {clause}"
         with self._read() as conn:
             rows = conn.execute(sql, params).fetchall()
+            stale = self._vectors.stale((row[0], row[2]) for row in rows)
+            for start in range(0, len(stale), _LOAD_CHUNK):
+                chunk = stale[start : start + _LOAD_CHUNK]
+                loaded = conn.execute(
+                    f"SELECT rowid, vec_version, embedding FROM memories WHERE rowid IN ({_marks(chunk)})", chunk
+                ).fetchall()
+                self._vectors.load((row[0], row[1], row[2]) for row in loaded)
         if not rows:
             return []
-        ids = [row["id"] for row in rows]
-        matrix = np.frombuffer(b"".join(row["embedding"] for row in rows), dtype=np.float32).reshape(len(rows), -1)
-        query = np.asarray(vector, dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
-        scores = (matrix @ query) / np.where(norms == 0, 1.0, norms)
+        ids = [row[1] for row in rows]
+        scores = self._vectors.cosine(vector, [row[0] for row in rows])
         top = min(limit, len(ids))
         best = np.argpartition(-scores, top - 1)[:top]
         ranked = sorted(best.tolist(), key=lambda i: (-float(scores[i]), ids[i]))

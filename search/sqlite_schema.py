@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 # The FTS5 table is external-content: it indexes `memories` without holding a second copy of
 # the text, and the three triggers keep it in step (the sqlite-utils `enable_fts` pattern).
@@ -14,7 +14,8 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 
 CREATE TABLE IF NOT EXISTS memories (
-    rowid INTEGER PRIMARY KEY,
+    -- AUTOINCREMENT: a rowid is never reused, so the vector cache can key on it.
+    rowid INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     scope TEXT NOT NULL,
     title TEXT NOT NULL,
@@ -35,7 +36,8 @@ CREATE TABLE IF NOT EXISTS memories (
     valid_to TEXT,
     details TEXT NOT NULL DEFAULT '{}',
     embedding BLOB,
-    embedding_model TEXT NOT NULL DEFAULT ''
+    embedding_model TEXT NOT NULL DEFAULT '',
+    vec_version INTEGER NOT NULL DEFAULT 0
 );
 
 -- One memory per content in a scope: the last line of defence of exact-duplicate resolution
@@ -61,6 +63,12 @@ CREATE TRIGGER IF NOT EXISTS memories_au AFTER UPDATE OF title, content, tags ON
     INSERT INTO memories_fts(memories_fts, rowid, title, content, tags)
         VALUES ('delete', old.rowid, old.title, old.content, old.tags);
     INSERT INTO memories_fts(rowid, title, content, tags) VALUES (new.rowid, new.title, new.content, new.tags);
+END;
+
+-- Every write of an embedding bumps vec_version, which tells process-local vector caches
+-- (search.vector_index) that their copy of the row is stale.
+CREATE TRIGGER IF NOT EXISTS memories_vec AFTER UPDATE OF embedding ON memories BEGIN
+    UPDATE memories SET vec_version = old.vec_version + 1 WHERE rowid = new.rowid;
 END;
 
 CREATE TABLE IF NOT EXISTS relations (

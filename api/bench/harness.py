@@ -13,6 +13,7 @@ from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, RetrievalMode
 from hivemem.schemas import MemoryCreate
+from search.sqlite_schema import SCHEMA_VERSION
 from workers.embed import load_embedder
 
 __all__ = ["BenchCorpus", "bench_service", "emit"]
@@ -46,7 +47,8 @@ def bench_service(
     embedder = load_embedder(settings)
     folder = settings.data_dir.expanduser() / "bench"
     folder.mkdir(parents=True, exist_ok=True)
-    key = _fingerprint(corpus, f"{embedder.model_id}:{settings.passage_prefix}")
+    # The store's schema version is part of the key: an upgrade rebuilds instead of failing.
+    key = _fingerprint(corpus, f"{embedder.model_id}:{settings.passage_prefix}:{SCHEMA_VERSION}")
     db = folder / f"{name}-{key}.db"
     ids_file = db.with_suffix(".ids.json")
     if fresh or not ids_file.exists():

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import ConfigError, EmbeddingMismatchError, StoreUnavailableError
+from hivemem.model import DuplicatePolicy
 from search import SearchFilter, open_store
 from tests.contract.test_store_contract import make
 
@@ -56,3 +58,32 @@ def test_directory_or_garbage_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_unknown_urls_name_the_accepted_schemes(url: str) -> None:
     with pytest.raises(ConfigError, match="sqlite"):
         open_store(url, embedding_model="m", dimension=8)
+
+
+def test_a_database_of_another_schema_version_is_refused(tmp_path: Path, embedder: HashEmbedder) -> None:
+    path = tmp_path / "hive.db"
+    open_store(f"sqlite:///{path}", embedding_model=embedder.model_id, dimension=embedder.dimension).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    with pytest.raises(StoreUnavailableError, match="schema version 1"):
+        open_store(f"sqlite:///{path}", embedding_model=embedder.model_id, dimension=embedder.dimension)
+
+
+def test_vectors_written_by_another_process_are_seen(tmp_path: Path, embedder: HashEmbedder) -> None:
+    url = f"sqlite:///{tmp_path / 'hive.db'}"
+    reader = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    writer = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    try:
+        memory = make(embedder, "alpha bravo charlie")
+        writer.put(memory)
+        where = SearchFilter(scopes=["p"])
+        assert reader.vector_search(memory.embedding or [], where, 1)[0].score == pytest.approx(1.0, abs=1e-5)
+        # The other connection rewrites the vector: the reader's cached copy must not be used.
+        other = make(embedder, "delta echo foxtrot")
+        writer.put(replace(memory, embedding=other.embedding), DuplicatePolicy.OVERWRITE)
+        assert reader.vector_search(other.embedding or [], where, 1)[0].score == pytest.approx(1.0, abs=1e-5)
+        writer.delete(memory.id)
+        assert reader.vector_search(other.embedding or [], where, 1) == []
+    finally:
+        reader.close()
+        writer.close()
