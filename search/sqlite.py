@@ -4,8 +4,8 @@ FTS5 (BM25) for keywords, float32 vectors with exact cosine in numpy, WAL so rea
 block the writer. All writes in a process go through **one** connection guarded by a lock,
 each unit of work in ``BEGIN IMMEDIATE``; other processes on the same file wait on SQLite's
 busy timeout, so several ``hivemem`` processes may share a file on one machine (never over a
-network filesystem: WAL needs shared memory). For a team or many writers, use the distributed
-shape (OpenSearch).
+network filesystem: WAL needs shared memory). A team server with many writers is what the
+distributed shape (OpenSearch, on the roadmap) is for.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,20 +34,23 @@ from hivemem.model import (
     AuditEvent,
     DuplicatePolicy,
     Memory,
-    MemoryState,
-    MemoryType,
     Relation,
-    RelationType,
-    Source,
 )
 from hivemem.resolution import Resolution
 from search.base import SearchFilter
+from search.sqlite_rows import (
+    ASSIGNMENTS,
+    audit_from_row,
+    memory_from_row,
+    memory_row,
+    relation_from_row,
+    to_timestamp,
+)
 from search.sqlite_schema import MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
 from search.vector_index import VectorIndex
 
 __all__ = ["SQLiteStore"]
 
-_ASSIGNMENTS = ", ".join(f"{column.strip()} = ?" for column in MEMORY_COLUMNS.split(","))
 
 _BUSY_TIMEOUT_S = 30.0
 _LOAD_CHUNK = 500
@@ -92,15 +95,6 @@ _STOPWORDS = frozenset(
         "with",
     ]
 )
-
-
-def _ts(value: datetime | None) -> str | None:
-    # One fixed format so text comparison is time comparison.
-    return None if value is None else value.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def _dt(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
 
 
 def _marks(values: Sequence[object]) -> str:
@@ -255,56 +249,10 @@ class SQLiteStore:
         """The database file (``:memory:`` for an in-memory store)."""
         return self._path
 
-    # -- rows ----------------------------------------------------------------------------------
-
-    def _row_values(self, m: Memory) -> tuple[Any, ...]:
-        blob = None
-        if m.embedding is not None:
-            if len(m.embedding) != self._dimension:
-                raise EmbeddingMismatchError(
-                    f"embedding has {len(m.embedding)} dimensions, the store expects {self._dimension}"
-                )
-            blob = np.asarray(m.embedding, dtype=np.float32).tobytes()
-        return (
-            m.id, m.scope, m.title, m.content, json.dumps(m.tags), m.content_hash, m.memory_type.value,
-            float(m.importance), m.source.value, json.dumps(m.related_files), m.state.value, m.author,
-            _ts(m.created_at), _ts(m.updated_at), _ts(m.last_accessed_at), m.access_count,
-            _ts(m.valid_from), _ts(m.valid_to), json.dumps(m.details), blob, m.embedding_model,
-        )  # fmt: skip
-
-    @staticmethod
-    def _memory(row: sqlite3.Row) -> Memory:
-        blob = row["embedding"]
-        created, updated = _dt(row["created_at"]), _dt(row["updated_at"])
-        assert created is not None and updated is not None
-        return Memory(
-            id=row["id"],
-            scope=row["scope"],
-            title=row["title"],
-            content=row["content"],
-            content_hash=row["content_hash"],
-            memory_type=MemoryType(row["memory_type"]),
-            importance=row["importance"],
-            source=Source(row["source"]),
-            tags=json.loads(row["tags"]),
-            related_files=json.loads(row["related_files"]),
-            state=MemoryState(row["state"]),
-            author=row["author"],
-            created_at=created,
-            updated_at=updated,
-            last_accessed_at=_dt(row["last_accessed_at"]),
-            access_count=row["access_count"],
-            valid_from=_dt(row["valid_from"]),
-            valid_to=_dt(row["valid_to"]),
-            details=json.loads(row["details"]),
-            embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32).tolist(),
-            embedding_model=row["embedding_model"],
-        )
-
     # -- writes --------------------------------------------------------------------------------
 
     def _write_row(self, conn: sqlite3.Connection, memory: Memory, policy: DuplicatePolicy) -> bool:
-        values = self._row_values(memory)
+        values = memory_row(memory, self._dimension)
         exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
         try:
             if exists is None:
@@ -315,7 +263,7 @@ class SQLiteStore:
                 return False
             else:
                 # UPDATE keeps the rowid, so the FTS update trigger fires (REPLACE would not).
-                conn.execute(f"UPDATE memories SET {_ASSIGNMENTS} WHERE id = ?", (*values, memory.id))
+                conn.execute(f"UPDATE memories SET {ASSIGNMENTS} WHERE id = ?", (*values, memory.id))
         except sqlite3.IntegrityError as exc:
             raise DuplicateMemoryError(
                 f"scope {memory.scope!r} already holds a memory with this content (hash {memory.content_hash[:12]})"
@@ -333,7 +281,7 @@ class SQLiteStore:
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE scope = ? AND content_hash = ?",
                 (incoming.scope, incoming.content_hash),
             ).fetchone()
-            resolution = decide(None if row is None else self._memory(row))
+            resolution = decide(None if row is None else memory_from_row(row))
             self._write_row(conn, resolution.memory, DuplicatePolicy.OVERWRITE)
         return resolution
 
@@ -344,7 +292,7 @@ class SQLiteStore:
                 raise MemoryNotFoundError(f"no memory with id {memory_id}")
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             conn.execute("DELETE FROM relations WHERE source_id = ? OR target_id = ?", (memory_id, memory_id))
-        return self._memory(row)
+        return memory_from_row(row)
 
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
@@ -353,7 +301,7 @@ class SQLiteStore:
         with self._write() as conn:
             conn.execute(
                 f"UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id IN ({marks})",
-                (_ts(at), *memory_ids),
+                (to_timestamp(at), *memory_ids),
             )
 
     def add_relation(self, relation: Relation) -> None:
@@ -367,7 +315,7 @@ class SQLiteStore:
                 "INSERT OR IGNORE INTO relations(source_id, target_id, type, strength, author, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (relation.source_id, relation.target_id, relation.type.value, relation.strength,
-                 relation.author, _ts(relation.created_at)),
+                 relation.author, to_timestamp(relation.created_at)),
             )  # fmt: skip
 
     def audit(self, event: AuditEvent) -> None:
@@ -380,7 +328,7 @@ class SQLiteStore:
                     event.scope,
                     event.author,
                     json.dumps(event.detail),
-                    _ts(event.at),
+                    to_timestamp(event.at),
                 ),
             )
 
@@ -391,7 +339,7 @@ class SQLiteStore:
             row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
         if row is None:
             raise MemoryNotFoundError(f"no memory with id {memory_id}")
-        return self._memory(row)
+        return memory_from_row(row)
 
     def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
         if not memory_ids:
@@ -399,7 +347,7 @@ class SQLiteStore:
         marks = _marks(memory_ids)
         with self._read() as conn:
             rows = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", tuple(memory_ids))
-            by_id = {row["id"]: self._memory(row) for row in rows}
+            by_id = {row["id"]: memory_from_row(row) for row in rows}
         return [by_id[i] for i in memory_ids if i in by_id]
 
     def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:
@@ -408,7 +356,7 @@ class SQLiteStore:
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE scope = ? AND content_hash = ?",
                 (scope, content_hash),
             ).fetchone()
-        return None if row is None else self._memory(row)
+        return None if row is None else memory_from_row(row)
 
     def count(self, scopes: Sequence[str] | None = None) -> int:
         with self._read() as conn:
@@ -433,10 +381,10 @@ class SQLiteStore:
             params += list(where.tags)
         if where.created_after is not None:
             clauses.append("m.created_at >= ?")
-            params.append(_ts(where.created_after))
+            params.append(to_timestamp(where.created_after))
         if where.created_before is not None:
             clauses.append("m.created_at < ?")
-            params.append(_ts(where.created_before))
+            params.append(to_timestamp(where.created_before))
         if where.exclude_ids:
             clauses.append(f"m.id NOT IN ({_marks(where.exclude_ids)})")
             params += list(where.exclude_ids)
@@ -491,33 +439,13 @@ class SQLiteStore:
                 "SELECT * FROM relations WHERE source_id = ? OR target_id = ? ORDER BY created_at",
                 (memory_id, memory_id),
             ).fetchall()
-        return [
-            Relation(
-                source_id=r["source_id"],
-                target_id=r["target_id"],
-                type=RelationType(r["type"]),
-                strength=r["strength"],
-                author=r["author"],
-                created_at=datetime.fromisoformat(r["created_at"]),
-            )
-            for r in rows
-        ]
+        return [relation_from_row(r) for r in rows]
 
     def audit_log(self, memory_id: str | None = None) -> list[AuditEvent]:
         sql = "SELECT * FROM audit" + (" WHERE memory_id = ?" if memory_id is not None else "") + " ORDER BY seq"
         with self._read() as conn:
             rows = conn.execute(sql, () if memory_id is None else (memory_id,)).fetchall()
-        return [
-            AuditEvent(
-                action=r["action"],
-                memory_id=r["memory_id"],
-                scope=r["scope"],
-                author=r["author"],
-                detail=json.loads(r["detail"]),
-                at=datetime.fromisoformat(r["at"]),
-            )
-            for r in rows
-        ]
+        return [audit_from_row(r) for r in rows]
 
     # -- lifecycle -----------------------------------------------------------------------------
 
