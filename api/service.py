@@ -69,8 +69,8 @@ class MemoryService:
         return Memory(
             id=new_memory_id(),
             scope=scope,
-            title=request.title.strip(),
-            content=request.content.strip(),
+            title=request.title,
+            content=request.content,
             content_hash=content_hash(request.content),
             memory_type=request.memory_type,
             importance=request.importance,

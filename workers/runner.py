@@ -1,15 +1,13 @@
 """The in-process runner: the embedded shape's job queue, with the same job functions as workers.
 
-``memorize`` runs in the caller's thread, serialized per scope so two requests writing the same
-fact at once end with one memory. Access reinforcement goes to one background thread so recall
-never waits on a write.
+``memorize`` runs in the caller's thread; the store resolves and writes atomically, so two
+requests writing the same fact at once end with one memory without any lock here. Access
+reinforcement goes to one background thread so recall never waits on a write.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,30 +28,15 @@ class InProcessRunner:
     def __init__(self, store: Store, embedder: Embedder) -> None:
         self._store = store
         self._embedder = embedder
-        self._scope_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
-        self._locks_guard = threading.Lock()
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-bg")
-
-    def _scope_lock(self, scope: str) -> threading.Lock:
-        with self._locks_guard:
-            return self._scope_locks[scope]
 
     def memorize(self, memory: Memory) -> Resolution:
         """Run the memorize job now and return its resolution."""
-        with self._scope_lock(memory.scope):
-            return jobs.memorize(self._store, self._embedder, memory, utcnow())
+        return jobs.memorize(self._store, self._embedder, memory, utcnow())
 
     def memorize_many(self, memories: Sequence[Memory]) -> list[Resolution]:
-        """Run a bulk memorize now; memories of one scope are serialized with single writes."""
-        scopes = sorted({m.scope for m in memories})
-        locks = [self._scope_lock(s) for s in scopes]
-        for lock in locks:  # sorted order: two bulk calls can never deadlock each other
-            lock.acquire()
-        try:
-            return jobs.memorize_many(self._store, self._embedder, memories, utcnow())
-        finally:
-            for lock in reversed(locks):
-                lock.release()
+        """Run a bulk memorize now, embedding every new text in one batch."""
+        return jobs.memorize_many(self._store, self._embedder, memories, utcnow())
 
     def record_access(self, memory_ids: Sequence[str]) -> None:
         """Queue access reinforcement for these ids; returns at once."""
