@@ -84,8 +84,7 @@ def _print_results(response: RecallResponse) -> None:
     if not response.results:
         print("no memories found")
     for r in response.results:
-        label = "CONFIRMED" if r.source is Source.USER_CONFIRMED else "INFERRED"
-        print(f"[{label}] {r.score:.3f}  {r.title}  ({r.memory_type.value}, {r.scope or 'global'}, {r.id})")
+        print(f"{r.label} {r.score:.3f}  {r.title}  ({r.memory_type.value}, {r.scope or 'global'}, {r.id})")
         print(f"    {r.content}")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pydantic
@@ -81,7 +80,7 @@ def install_handlers(app: FastAPI) -> None:
             _body(
                 "validation_error",
                 describe_errors(errors),
-                detail=json.loads(json.dumps(detail, default=str)),
+                detail=detail,
             ),
             status_code=422,
         )

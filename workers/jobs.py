@@ -19,6 +19,8 @@ __all__ = ["memorize", "memorize_many", "record_access"]
 
 
 def _embedded(embedder: Embedder, memories: Sequence[Memory]) -> list[Memory]:
+    if not memories:
+        return []
     vectors = embedder.embed_passages([m.embedding_text() for m in memories])
     return [replace(m, embedding=v, embedding_model=embedder.model_id) for m, v in zip(memories, vectors, strict=True)]
 
@@ -40,9 +42,7 @@ def memorize(store: Store, embedder: Embedder, incoming: Memory, now: datetime) 
     embedding; the resolution and its write are one atomic store operation, so two processes
     writing the same fact at once end with one memory and no lost reinforcement.
     """
-    if store.find_by_hash(incoming.scope, incoming.content_hash) is None:
-        incoming = _embedded(embedder, [incoming])[0]
-    return _write(store, embedder, incoming, now)
+    return memorize_many(store, embedder, [incoming], now)[0]
 
 
 def memorize_many(store: Store, embedder: Embedder, incoming: Sequence[Memory], now: datetime) -> list[Resolution]:
