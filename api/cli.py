@@ -1,4 +1,4 @@
-"""The ``hivemem`` command line: serve, mcp, memorize, remember, get, forget, config, bench."""
+"""The ``hivemem`` command line: serve, mcp, memorize, remember, get, forget, config, worker, beat, bench."""
 
 from __future__ import annotations
 
@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pydantic
 
+from api.cli_opensearch import add_parser as add_opensearch_parser
+from api.cli_opensearch import run as run_opensearch
 from hivemem.config import Settings
 from hivemem.errors import HivememError
 from hivemem.model import GLOBAL_SCOPE, FusionMethod, MemoryType, RetrievalMode, Source
 from hivemem.schemas import MemoryCreate, RecallRequest, RecallResponse, describe_errors
 from hivemem.scope import derive_scope
+from workers.queues import QUEUES
 
 __all__ = ["main"]
 
@@ -58,6 +61,17 @@ def _parser() -> argparse.ArgumentParser:
     forget.add_argument("--confirm", action="store_true", help="required: forgetting cannot be undone")
 
     sub.add_parser("config", help="print the effective settings")
+    add_opensearch_parser(sub)
+
+    worker = sub.add_parser("worker", help="run a Celery worker of the distributed shape (needs HIVEMEM_BROKER_URL)")
+    worker.add_argument("--queues", default=",".join(QUEUES), help=f"comma list (default all: {','.join(QUEUES)})")
+    worker.add_argument("--concurrency", type=int, default=None, help="pool processes (default: one per CPU)")
+    worker.add_argument("--device", choices=["cpu", "cuda"], default=None, help="embedder device (default: setting)")
+    worker.add_argument("--pool", choices=["prefork", "solo", "threads"], default="prefork")
+    worker.add_argument("--loglevel", default=None, help="default: HIVEMEM_LOG_LEVEL")
+
+    beat = sub.add_parser("beat", help="run the scheduler of periodic jobs (one per deployment)")
+    beat.add_argument("--loglevel", default=None, help="default: HIVEMEM_LOG_LEVEL")
 
     bench = sub.add_parser("bench", help="benchmarks over the real store and recall path")
     bench_sub = bench.add_subparsers(dest="bench", required=True)
@@ -73,6 +87,14 @@ def _parser() -> argparse.ArgumentParser:
         b.add_argument("--mode", choices=[m.value for m in RetrievalMode], default=RetrievalMode.HYBRID.value)
         b.add_argument("--fusion", choices=[f.value for f in FusionMethod], default=None, help="default: the setting")
         b.add_argument("--fresh", action="store_true", help="rebuild the bench database")
+    t = bench_sub.add_parser("throughput", help="memorize/s and recall latency, embedded and Celery + Redis")
+    t.add_argument("--shape", choices=["embedded", "celery"], action="append", help="default: both")
+    t.add_argument("--workers", type=int, action="append", help="Celery workers (repeatable; default 1 and 2)")
+    t.add_argument("--memories", type=int, default=300, help="single memorize calls")
+    t.add_argument("--bulk", type=int, default=1000, help="memories in the bulk memorize")
+    t.add_argument("--queries", type=int, default=300, help="recall calls")
+    t.add_argument("--clients", type=int, default=8, help="concurrent callers")
+    t.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     return parser
 
 
@@ -102,8 +124,23 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "config":
         _print_json(settings.public_dict())
         return 0
+    if args.command == "opensearch":
+        return run_opensearch(args, settings)
     if args.command == "bench":
         return _bench(args, settings)
+    if args.command in ("worker", "beat"):
+        from api.worker_cli import run_beat, run_worker
+
+        if args.command == "beat":
+            return run_beat(settings, loglevel=args.loglevel)
+        return run_worker(
+            settings,
+            queues=args.queues,
+            concurrency=args.concurrency,
+            device=args.device,
+            pool=args.pool,
+            loglevel=args.loglevel,
+        )
 
     from api.service import Caller, MemoryService
 
@@ -147,6 +184,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _bench(args: argparse.Namespace, settings: Settings) -> int:
+    if args.bench == "throughput":
+        return _bench_throughput(args, settings)
     if not args.data.exists():
         print(f"error: --data {args.data} does not exist", file=sys.stderr)
         return 2
@@ -163,6 +202,28 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
 
         report = run_scifact(args.data, settings, qrels=args.qrels, mode=mode, fusion=fusion, fresh=args.fresh)
         emit(report, args.json_out)
+    return 0
+
+
+def _bench_throughput(args: argparse.Namespace, settings: Settings) -> int:
+    from api.bench.harness import emit
+    from api.bench.throughput import run_throughput
+
+    runs = []
+    for shape in args.shape or ["embedded", "celery"]:
+        for workers in (args.workers or [1, 2]) if shape == "celery" else [0]:
+            runs.append(
+                run_throughput(
+                    settings,
+                    shape=shape,
+                    workers=workers,
+                    memories=args.memories,
+                    bulk=args.bulk,
+                    queries=args.queries,
+                    clients=args.clients,
+                )
+            )
+    emit({"bench": "throughput", "runs": runs}, args.json_out)
     return 0
 
 

@@ -11,12 +11,15 @@ from fastapi.responses import JSONResponse
 from mcp.server.mcpserver.exceptions import ToolError
 
 from hivemem.errors import (
+    BrokerUnavailableError,
     ConfigError,
     ConfirmationRequired,
     DuplicateMemoryError,
     EmbeddingError,
     EmbeddingMismatchError,
     HivememError,
+    JobError,
+    JobNotFoundError,
     MemoryNotFoundError,
     StoreUnavailableError,
     ValidationError,
@@ -30,6 +33,9 @@ _STATUS: tuple[tuple[type[HivememError], int, str], ...] = (
     (ValidationError, 422, "validation_error"),
     (ConfirmationRequired, 400, "confirmation_required"),
     (MemoryNotFoundError, 404, "not_found"),
+    (JobNotFoundError, 404, "job_not_found"),
+    (BrokerUnavailableError, 503, "broker_unavailable"),
+    (JobError, 500, "job_failed"),
     (DuplicateMemoryError, 409, "duplicate"),
     (EmbeddingMismatchError, 409, "embedding_mismatch"),
     (StoreUnavailableError, 503, "store_unavailable"),

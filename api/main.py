@@ -11,7 +11,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from api.errors import install_handlers
 from api.mcp_server import build_mcp
-from api.routes import health, memories
+from api.routes import health, jobs, memories
 from api.service import MemoryService
 from hivemem.config import LOOPBACK_HOSTS, Settings
 
@@ -63,6 +63,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     )
     install_handlers(app)
     app.include_router(memories.router)
+    app.include_router(jobs.router)
     app.include_router(health.router)
     # Mounted last: FastAPI's own routes match first, everything else falls to the MCP app (/mcp).
     app.mount("/", mcp_app)

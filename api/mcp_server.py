@@ -1,4 +1,4 @@
-"""The MCP server: tools ``memorize``, ``remember``, ``forget``, over stdio and mounted at /mcp.
+"""The MCP server: tools ``memorize``, ``remember``, ``job``, ``forget``, over stdio and mounted at /mcp.
 
 Tool descriptions are product text: the agent reads them to decide when and how to call, and
 pays for every word in its context, so they say what matters and nothing else.
@@ -47,7 +47,11 @@ Importance: 0.9-1.0 critical (security, data loss, hard constraints); 0.7-0.8 de
 0.5 normal facts and fixes; 0.2-0.3 minor details.
 source: `user_confirmed` when the user stated or approved it, `agent_inferred` when you concluded it.
 Scope defaults to the current project; `global: true` stores it for every project (personal preferences, \
-general lessons)."""
+general lessons).
+An answer without `outcome` means the memory is still queued: `job` tells when it is stored."""
+
+JOB = """State of a memorize job by its `job_id`: queued, running, done (with each memory's id and outcome) \
+or failed (with the error)."""
 
 REMEMBER = """Recall memories by meaning. Use it before deciding, designing, debugging, or asking the user \
 something they may have said before, and before `memorize` (to avoid duplicates).
@@ -130,6 +134,11 @@ def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOB
         removed = service().forget(id, confirm=confirm, caller=caller())
         return {"forgotten": removed.id, "title": removed.title}
 
+    def job(
+        job_id: Annotated[str, Field(description="The job_id a memorize answer gave.")],
+    ) -> dict[str, Any]:
+        return service().job(job_id).model_dump(mode="json")
+
     memorize_tool = Tool.from_function(
         memorize,
         description=MEMORIZE,
@@ -149,6 +158,11 @@ def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOB
         Tool.from_function(
             _reporting_errors(remember),
             description=REMEMBER,
+            annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
+        ),
+        Tool.from_function(
+            _reporting_errors(job),
+            description=JOB,
             annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
         ),
         Tool.from_function(

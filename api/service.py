@@ -1,7 +1,9 @@
 """The service every interface calls: REST routes, MCP tools and the CLI hold no logic of their own.
 
 Write path: validate (in :mod:`hivemem.schemas`) → resolve scope → assign id → run the memorize
-job → outcome. Read path: recall in the scope set (scope + global) → access reinforcement queued
+job (in-process, or queued on Celery workers when a broker is set) → outcome, or the job id when
+the job is not done within ``HIVEMEM_MEMORIZE_WAIT_S``.
+Read path: recall in the scope set (scope + global) → access reinforcement queued
 in the background. Forget: confirm required, audit record written.
 """
 
@@ -14,8 +16,13 @@ from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.errors import ConfirmationRequired
 from hivemem.hashing import content_hash
+from hivemem.jobs import JobState
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, Memory, RetrievalMode, new_memory_id, utcnow
 from hivemem.schemas import (
+    BulkMemorizeResult,
+    DeadLetterPublic,
+    JobPublic,
+    MemorizeAccepted,
     MemorizeResult,
     MemoryCreate,
     MemoryPublic,
@@ -24,12 +31,13 @@ from hivemem.schemas import (
     RecallResult,
 )
 from hivemem.scope import recall_scopes
+from hivemem.tickets import Ticket
 from search import SearchFilter, Store, open_store
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
-from workers.runner import InProcessRunner
+from workers.runner import InProcessRunner, Runner
 
-__all__ = ["Caller", "MemoryService"]
+__all__ = ["Caller", "MemoryService", "make_runner"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +48,27 @@ class Caller:
     default_scope: str = GLOBAL_SCOPE
 
 
+def make_runner(settings: Settings, store: Store, embedder: Embedder) -> Runner:
+    """The runner the settings ask for: Celery workers when a broker is set, else this process."""
+    if settings.broker_url:
+        from workers.celery_runner import CeleryRunner
+
+        return CeleryRunner(settings)
+    return InProcessRunner(store, embedder)
+
+
+def _results(ticket: Ticket) -> list[MemorizeResult]:
+    return [MemorizeResult(id=r.memory_id, outcome=r.outcome, job_id=ticket.job_id) for r in ticket.results or ()]
+
+
 class MemoryService:
     """memorize / remember / get / forget over one store, one embedder and one job runner."""
 
-    def __init__(self, settings: Settings, store: Store, embedder: Embedder) -> None:
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder, runner: Runner | None = None) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
-        self.runner = InProcessRunner(store, embedder)
+        self.runner = runner or make_runner(settings, store, embedder)
         self.recaller = Recaller(store, embedder, RecallParams.from_settings(settings))
 
     @classmethod
@@ -55,7 +76,10 @@ class MemoryService:
         """Open the configured store with the configured embedder (loaded lazily)."""
         embedder = embedder or load_embedder(settings)
         store = open_store(
-            settings.resolved_store_url(), embedding_model=embedder.model_id, dimension=embedder.dimension
+            settings.resolved_store_url(),
+            embedding_model=embedder.model_id,
+            dimension=embedder.dimension,
+            settings=settings,
         )
         return cls(settings, store, embedder)
 
@@ -83,15 +107,45 @@ class MemoryService:
             details=request.details,
         )
 
-    def memorize(self, request: MemoryCreate, caller: Caller = Caller()) -> MemorizeResult:
-        """Store a memory, or reinforce the identical one already in its scope."""
-        resolution = self.runner.memorize(self._new_memory(request, caller))
-        return MemorizeResult(id=resolution.memory.id, outcome=resolution.outcome)
+    def memorize(self, request: MemoryCreate, caller: Caller = Caller()) -> MemorizeResult | MemorizeAccepted:
+        """Store a memory, or reinforce the identical one already in its scope.
+
+        With a broker, a job not done within ``memorize_wait_s`` is answered with its id instead.
+        """
+        memory = self._new_memory(request, caller)
+        ticket = self.runner.memorize(memory)
+        if ticket.results is None:
+            state = self.runner.board.get(ticket.job_id).state
+            return MemorizeAccepted(id=memory.id, job_id=ticket.job_id, state=state)
+        return _results(ticket)[0]
+
+    def memorize_bulk(
+        self, requests: list[MemoryCreate], caller: Caller = Caller(), *, wait_s: float | None = None
+    ) -> BulkMemorizeResult:
+        """Store many memories as one job (batched embedding); results once done within ``wait_s``.
+
+        ``wait_s`` defaults to ``memorize_wait_s``; None in ``memorize_many`` means until done.
+        """
+        memories = [self._new_memory(r, caller) for r in requests]
+        wait = self.settings.memorize_wait_s if wait_s is None else wait_s
+        ticket = self.runner.memorize_bulk(memories, wait_s=wait)
+        ids = [m.id for m in memories]
+        if ticket.results is None:
+            return BulkMemorizeResult(job_id=ticket.job_id, state=self.runner.board.get(ticket.job_id).state, ids=ids)
+        return BulkMemorizeResult(job_id=ticket.job_id, state=JobState.DONE, ids=ids, results=_results(ticket))
 
     def memorize_many(self, requests: list[MemoryCreate], caller: Caller = Caller()) -> list[MemorizeResult]:
-        """Bulk memorize with batched embedding; same outcomes as one call per memory."""
-        resolutions = self.runner.memorize_many([self._new_memory(r, caller) for r in requests])
-        return [MemorizeResult(id=r.memory.id, outcome=r.outcome) for r in resolutions]
+        """Bulk memorize with batched embedding, waiting until done; same outcomes as one call per memory."""
+        ticket = self.runner.memorize_bulk([self._new_memory(r, caller) for r in requests], wait_s=None)
+        return _results(ticket)
+
+    def job(self, job_id: str) -> JobPublic:
+        """A job's state, progress and result. Raises ``JobNotFoundError``."""
+        return JobPublic.of(self.runner.board.get(job_id))
+
+    def dead_letters(self, limit: int = 100) -> list[DeadLetterPublic]:
+        """Tasks that failed for good, newest first."""
+        return [DeadLetterPublic.of(letter) for letter in self.runner.board.dead_letters(limit)]
 
     def remember(self, request: RecallRequest, caller: Caller = Caller(), *, reinforce: bool = True) -> RecallResponse:
         """Recall by meaning in the caller's scope plus global.
@@ -146,14 +200,15 @@ class MemoryService:
         self.embedder.embed_queries(["warm up"])
 
     def ready(self) -> dict[str, bool]:
-        """Readiness of each dependency: the store answers, the embedder is usable."""
+        """Readiness of each dependency: the store answers, the embedder is usable, and with a
+        broker, the broker answers and at least one worker is up."""
         checks = {"store": False, "embedder": False}
         with suppress(Exception):
             self.store.count([GLOBAL_SCOPE])
             checks["store"] = True
         with suppress(Exception):
             checks["embedder"] = self.embedder.dimension > 0
-        return checks
+        return checks | self.runner.ready()
 
     def close(self) -> None:
         """Finish background jobs and close the store."""

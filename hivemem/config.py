@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import (
@@ -22,9 +22,10 @@ from pydantic_settings import (
 
 from hivemem.model import FusionMethod
 
-__all__ = ["LOOPBACK_HOSTS", "Settings", "config_file_path", "default_data_dir"]
+__all__ = ["BROKER_SCHEMES", "LOOPBACK_HOSTS", "Settings", "config_file_path", "default_data_dir"]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+BROKER_SCHEMES = ("redis", "rediss")
 
 
 def default_data_dir() -> Path:
@@ -49,12 +50,87 @@ class Settings(BaseSettings):
 
     store_url: str = Field(
         default="",
-        description="Where memories live. `sqlite:///PATH` (default: `DATA_DIR/hivemem.db`) or `sqlite://:memory:`.",
+        description="Where memories live. `sqlite:///PATH` (default: `DATA_DIR/hivemem.db`), `sqlite://:memory:`, "
+        "or an OpenSearch cluster: `opensearch+http://HOST:9200`, `opensearch+https://USER:PASS@HOST:9200` "
+        "(optional `?index=PREFIX`).",
+    )
+    # -- OpenSearch store (read only when store_url is an opensearch+http(s) URL) --
+    opensearch_index: str = Field(
+        default="hivemem",
+        pattern=r"^[a-z0-9][a-z0-9_\-]{0,150}$",
+        description="Name prefix of the OpenSearch aliases (`PREFIX`, `PREFIX-relations`, …); the URL's "
+        "`?index=` wins. Each alias points at a versioned index (`PREFIX-v1`), so a mapping change is a reindex.",
+    )
+    opensearch_knn_engine: Literal["lucene", "faiss"] = Field(
+        default="lucene",
+        description="k-NN engine of the HNSW graph. `lucene` filters inside the graph walk and falls back to "
+        "exact search for small scopes; `faiss` scales further (quantization) at the cost of native memory.",
+    )
+    opensearch_space_type: Literal["cosinesimil", "innerproduct", "l2"] = Field(
+        default="cosinesimil",
+        description="k-NN space type; scores are converted back to cosine, so fusion sees the same scale as SQLite.",
+    )
+    opensearch_hnsw_m: int = Field(default=16, ge=2, le=512, description="HNSW `m`: links per node.")
+    opensearch_ef_construction: int = Field(
+        default=128, ge=2, le=4096, description="HNSW `ef_construction`: candidate list size while indexing."
+    )
+    opensearch_ef_search: int = Field(
+        default=100, ge=1, le=10000, description="HNSW `ef_search` (raised to `k` when smaller) for each query."
+    )
+    opensearch_shards: int = Field(default=1, ge=1, le=1024, description="Primary shards of each new index.")
+    opensearch_replicas: int = Field(default=1, ge=0, le=32, description="Replicas of each new index.")
+    opensearch_hybrid: Literal["core", "native"] = Field(
+        default="core",
+        description="How recall fuses BM25 and k-NN on OpenSearch: `core` (both legs in one `_msearch`, fused by "
+        "hivemem exactly as on SQLite) or `native` (a `hybrid` query with the search pipeline that "
+        "`hivemem opensearch setup` creates).",
+    )
+    opensearch_verify_certs: bool = Field(default=True, description="Verify the cluster's TLS certificate.")
+    opensearch_ca_certs: Path | None = Field(
+        default=None, description="CA bundle (PEM) that signed the cluster's certificate; empty uses the system's."
+    )
+    opensearch_timeout_s: float = Field(default=10.0, gt=0, le=600, description="Timeout of one OpenSearch request.")
+    opensearch_max_retries: int = Field(
+        default=3, ge=0, le=20, description="Retries of an OpenSearch request on connection errors and timeouts."
     )
     broker_url: str = Field(
         default="",
-        description="Job broker. Empty runs jobs in-process (the embedded shape, the only one available so "
-        "far); a `redis://` URL is refused until the Celery workers land.",
+        description="Job broker and result backend. Empty runs jobs in-process (the embedded shape); "
+        "`redis://[:PASSWORD@]HOST:PORT/DB` (or `rediss://`) queues them for Celery workers (`hivemem worker`).",
+    )
+    memorize_wait_s: float = Field(
+        default=2.0,
+        ge=0.0,
+        le=60.0,
+        description="With a broker: how long `memorize` waits for its job before answering 202 with the job id.",
+    )
+    job_retries: int = Field(
+        default=5, ge=0, le=100, description="Retries of a job whose store is unreachable, with exponential backoff."
+    )
+    job_retry_backoff_max_s: int = Field(
+        default=60, ge=1, le=3600, description="Longest wait between two retries of a job."
+    )
+    job_ttl_s: int = Field(
+        default=7 * 24 * 3600,
+        ge=60,
+        description="How long job records and dead letters are kept in the broker after their last change.",
+    )
+    broker_visibility_timeout_s: int = Field(
+        default=3600,
+        ge=1,
+        description="Seconds before a job taken by a worker that died is handed to another worker. Longer than "
+        "the slowest job, or a slow job runs twice (harmless: jobs are idempotent, but wasteful).",
+    )
+    resolve_lock_timeout_s: int = Field(
+        default=60,
+        ge=1,
+        description="Lifetime of a scope's resolve lock: a worker killed while holding it blocks its scope no longer.",
+    )
+    embed_batch_window_ms: int = Field(
+        default=5,
+        ge=0,
+        le=1000,
+        description="With a broker: memorize calls arriving within this window are embedded as one batch.",
     )
     data_dir: Path = Field(
         default_factory=default_data_dir,
@@ -112,10 +188,10 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> Settings:
-        if self.broker_url:
+        if self.broker_url and self.broker_url.split(":", 1)[0].lower() not in BROKER_SCHEMES:
             raise ValueError(
-                "broker_url: the distributed shape (Celery over Redis) is not available yet; "
-                "leave HIVEMEM_BROKER_URL empty to run jobs in-process"
+                f"broker_url: {self.broker_url.split(':', 1)[0]!r} is not a supported broker; use "
+                "redis://HOST:PORT/DB (or rediss://), or leave it empty to run jobs in-process"
             )
         if not self.allow_unauthenticated_network and self.host not in LOOPBACK_HOSTS:
             raise ValueError(

@@ -6,6 +6,8 @@
     ├── ConfirmationRequired     a destructive call came without confirm=true
     ├── EmbeddingError           the embedder could not load or encode
     ├── JobError                 a background job failed
+    │   ├── JobNotFoundError         no job with that id (or it has expired)
+    │   └── BrokerUnavailableError   the job broker cannot be reached
     └── StoreError               the store could not do what was asked
         ├── MemoryNotFoundError      no memory with that id (in the caller's scopes)
         ├── DuplicateMemoryError     the id exists and the policy is FAIL
@@ -19,6 +21,7 @@ Backends translate their driver errors at their boundary (``raise … from exc``
 from __future__ import annotations
 
 __all__ = [
+    "BrokerUnavailableError",
     "ConfigError",
     "ConfirmationRequired",
     "DuplicateMemoryError",
@@ -26,6 +29,7 @@ __all__ = [
     "EmbeddingMismatchError",
     "HivememError",
     "JobError",
+    "JobNotFoundError",
     "MemoryNotFoundError",
     "StoreError",
     "StoreUnavailableError",
@@ -59,6 +63,14 @@ class EmbeddingError(HivememError):
 
 class JobError(HivememError):
     """A background job failed; the message carries the job's error."""
+
+
+class JobNotFoundError(JobError):
+    """No job with that id: never created, or expired after the job retention time."""
+
+
+class BrokerUnavailableError(JobError):
+    """The job broker (Redis) cannot be reached, so no job could be queued or read."""
 
 
 class StoreError(HivememError):

@@ -20,12 +20,19 @@ from pydantic import (
     field_validator,
 )
 
+from hivemem.jobs import DeadLetter, Job, JobKind, JobState
 from hivemem.model import Hit, Memory, MemoryType, Source, WriteOutcome
 from hivemem.scope import validate_scope
 
 __all__ = [
+    "MAX_BULK_MEMORIES",
     "MAX_QUERIES",
     "MAX_QUERY_LENGTH",
+    "BulkMemorizeRequest",
+    "BulkMemorizeResult",
+    "DeadLetterPublic",
+    "JobPublic",
+    "MemorizeAccepted",
     "MemorizeResult",
     "MemoryCreate",
     "MemoryPublic",
@@ -36,6 +43,7 @@ __all__ = [
 ]
 
 MAX_QUERIES = 5
+MAX_BULK_MEMORIES = 1000
 Tag = Annotated[StrictStr, Field(min_length=1, max_length=64)]
 FilePath = Annotated[StrictStr, Field(min_length=1, max_length=500)]
 MAX_QUERY_LENGTH = 2000
@@ -110,10 +118,92 @@ class RecallRequest(BaseModel):
 
 
 class MemorizeResult(BaseModel):
-    """The answer to memorize: the memory's id and what happened to it."""
+    """The answer to memorize: the memory's id and what happened to it.
+
+    ``id`` is the stored memory's: a new one when ``stored``, the existing one when ``reinforced``.
+    ``job_id`` names the job that did it (``GET /v1/jobs/{job_id}``).
+    """
 
     id: str
     outcome: WriteOutcome
+    job_id: str | None = None
+
+
+class MemorizeAccepted(BaseModel):
+    """The answer to memorize when its job is still running (HTTP 202): poll ``GET /v1/jobs/{job_id}``.
+
+    ``id`` is the id assigned to the new memory; if the job finds the same content already in the
+    scope it reinforces that memory instead, and the job's result names it.
+    """
+
+    id: str
+    job_id: str
+    state: JobState
+
+
+class BulkMemorizeRequest(BaseModel):
+    """Many memories in one call (imports): embedded in batches, on the low-priority ``ingest`` queue."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memories: list[MemoryCreate] = Field(min_length=1, max_length=MAX_BULK_MEMORIES)
+
+
+class BulkMemorizeResult(BaseModel):
+    """The answer to a bulk memorize: the job, the ids assigned in order, and the outcomes once done."""
+
+    job_id: str
+    state: JobState
+    ids: list[str]
+    results: list[MemorizeResult] | None = None
+
+
+class JobPublic(BaseModel):
+    """A job as callers see it. ``progress`` is the fraction of its items done (0-1)."""
+
+    id: str
+    kind: JobKind
+    state: JobState
+    progress: float
+    result: dict[str, Any] | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, job: Job) -> JobPublic:
+        """The public view of a job."""
+        return cls(
+            id=job.id,
+            kind=job.kind,
+            state=job.state,
+            progress=round(job.progress, 4),
+            result=job.result,
+            error=job.error,
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+        )
+
+
+class DeadLetterPublic(BaseModel):
+    """A task that failed for good, and the jobs it failed."""
+
+    task: str
+    job_ids: list[str]
+    error: str
+    attempts: int
+    failed_at: datetime
+
+    @classmethod
+    def of(cls, letter: DeadLetter) -> DeadLetterPublic:
+        """The public view of a dead letter."""
+        return cls(
+            task=letter.task,
+            job_ids=list(letter.job_ids),
+            error=letter.error,
+            attempts=letter.attempts,
+            failed_at=letter.failed_at,
+        )
 
 
 class MemoryPublic(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from hivemem.errors import ConfigError
@@ -9,7 +10,10 @@ from search.base import DEFAULT_STATES, SearchFilter, Store
 
 __all__ = ["DEFAULT_STATES", "SUPPORTED_SCHEMES", "SearchFilter", "Store", "open_store", "sqlite_path"]
 
-SUPPORTED_SCHEMES = ("sqlite",)
+if TYPE_CHECKING:
+    from hivemem.config import Settings
+
+SUPPORTED_SCHEMES = ("sqlite", "opensearch+http", "opensearch+https")
 
 
 def sqlite_path(url: str) -> str:
@@ -23,10 +27,13 @@ def sqlite_path(url: str) -> str:
     return unquote(parts.path[1:])
 
 
-def open_store(url: str, *, embedding_model: str, dimension: int) -> Store:
+def open_store(url: str, *, embedding_model: str, dimension: int, settings: Settings | None = None) -> Store:
     """Open the store a URL names. The only place in hivemem that picks a backend.
 
-    ``sqlite:///PATH`` or ``sqlite://:memory:`` gives a :class:`search.sqlite.SQLiteStore`.
+    ``sqlite:///PATH`` or ``sqlite://:memory:`` gives a :class:`search.sqlite.SQLiteStore`;
+    ``opensearch+http://HOST:PORT`` or ``opensearch+https://USER:PASS@HOST:PORT`` (optional
+    ``?index=PREFIX``) gives a :class:`search.opensearch.OpenSearchStore`, configured by the
+    ``opensearch_*`` fields of ``settings`` (None: the defaults).
     The store records ``embedding_model`` and ``dimension`` on first open and refuses a mismatch.
     Raises ``ConfigError`` for any other scheme.
     """
@@ -35,4 +42,8 @@ def open_store(url: str, *, embedding_model: str, dimension: int) -> Store:
         from search.sqlite import SQLiteStore
 
         return SQLiteStore(sqlite_path(url), embedding_model=embedding_model, dimension=dimension)
+    if scheme in ("opensearch+http", "opensearch+https"):
+        from search.opensearch import OpenSearchStore
+
+        return OpenSearchStore(url, embedding_model=embedding_model, dimension=dimension, settings=settings)
     raise ConfigError(f"unsupported store URL {url!r}: accepted schemes are {', '.join(SUPPORTED_SCHEMES)}")

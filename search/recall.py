@@ -5,6 +5,11 @@ store query; the legs are fused by :mod:`hivemem.fusion`; several queries are fu
 Then each candidate's relevance is moved by its decayed strength and scaled by trust
 (:mod:`hivemem.decay`), ``min_relevance`` drops weak results and ``limit`` cuts the list.
 Recall never writes: access reinforcement is the caller's background job.
+
+Two optional store capabilities, used when a store has them: :class:`SearchesLegsTogether` (every
+leg of every query in one round trip, e.g. OpenSearch ``_msearch``; fusion still happens here, so
+rankings agree with the SQLite store) and :class:`FusesNatively` (an engine-side hybrid query whose
+pipeline does the same arithmetic, enabled by the store's own configuration).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol, runtime_checkable
 
 from hivemem.config import Settings
 from hivemem.decay import rescore, strength, trust_factor
@@ -20,9 +26,46 @@ from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
 from hivemem.model import FusionMethod, Hit, RetrievalMode
 from search.base import SearchFilter, Store
 
-__all__ = ["RecallParams", "Recaller"]
+__all__ = ["FusesNatively", "LegQuery", "Legs", "RecallParams", "Recaller", "SearchesLegsTogether"]
 
 _BM25, _DENSE = "bm25", "dense"
+
+
+@dataclass(frozen=True, slots=True)
+class LegQuery:
+    """One query's legs: ``text`` for BM25 and ``vector`` for k-NN; None skips that leg."""
+
+    text: str | None
+    vector: Sequence[float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Legs:
+    """One query's candidates per leg, as ``keyword_search``/``vector_search`` would return them; None if not run."""
+
+    keyword: list[Candidate] | None
+    vector: list[Candidate] | None
+
+
+@runtime_checkable
+class SearchesLegsTogether(Protocol):
+    """A store that runs every leg of several queries in one round trip."""
+
+    def search_legs(self, queries: Sequence[LegQuery], where: SearchFilter, limit: int) -> list[Legs]:
+        """For each query, in order, the legs it asks for, each exactly as the single-leg methods answer."""
+        ...
+
+
+@runtime_checkable
+class FusesNatively(Protocol):
+    """A store that can fuse BM25 and k-NN in the engine (OpenSearch ``hybrid`` + search pipeline)."""
+
+    def native_hybrid(
+        self, text: str, vector: Sequence[float], where: SearchFilter, limit: int, *, fusion: FusionMethod
+    ) -> list[Candidate] | None:
+        """Fused candidates, best first: min-max scores in [0, 1], or unweighted RRF sums. None when the
+        store is not configured for native fusion or cannot run it for this input."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,20 +116,60 @@ class Recaller:
             return [Fused(f.id, f.score / ceiling, f.ranks) for f in fused]
         return minmax_fuse(legs, weights)
 
-    def _one_query(self, text: str, vector: Sequence[float] | None, where: SearchFilter) -> list[Fused]:
-        n = self.params.candidates_per_leg
-        legs: dict[str, Sequence[Candidate]] = {}
-        weights: dict[str, float] = {}
-        if self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.BM25):
-            legs[_BM25] = self._store.keyword_search(text, where, n)
-            weights[_BM25] = self.params.bm25_weight if self.params.mode is RetrievalMode.HYBRID else 1.0
-        if vector is not None:
-            legs[_DENSE] = self._store.vector_search(vector, where, n)
-            weights[_DENSE] = 1.0 - self.params.bm25_weight if self.params.mode is RetrievalMode.HYBRID else 1.0
+    def _weights(self, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
+        hybrid = self.params.mode is RetrievalMode.HYBRID
+        weights = {
+            leg: (self.params.bm25_weight if leg == _BM25 else 1.0 - self.params.bm25_weight) if hybrid else 1.0
+            for leg in legs
+        }
         if sum(weights.values()) <= 0:
             # A weight of 0 on the only useful leg would fuse nothing; fall back to equal weights.
             weights = dict.fromkeys(legs, 1.0)
-        return self._fuse(legs, weights)
+        return weights
+
+    def _native(self, text: str, vector: Sequence[float] | None, where: SearchFilter) -> list[Fused] | None:
+        if self.params.mode is not RetrievalMode.HYBRID or vector is None or not isinstance(self._store, FusesNatively):
+            return None
+        found = self._store.native_hybrid(
+            text, vector, where, self.params.candidates_per_leg, fusion=self.params.fusion
+        )
+        if found is None:
+            return None
+        # The engine's RRF sums 1/(k + rank) over two equally weighted legs; scale it as _fuse does.
+        scale = (self.params.rrf_k + 1) / 2 if self.params.fusion is FusionMethod.RRF else 1.0
+        return [Fused(c.id, c.score * scale, {}) for c in found]
+
+    def _legs(
+        self, queries: Sequence[str], vectors: Sequence[Sequence[float] | None], where: SearchFilter
+    ) -> list[dict[str, Sequence[Candidate]]]:
+        n = self.params.candidates_per_leg
+        with_text = self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.BM25)
+        if isinstance(self._store, SearchesLegsTogether):
+            asked = [LegQuery(q if with_text else None, v) for q, v in zip(queries, vectors, strict=True)]
+            found = self._store.search_legs(asked, where, n)
+            return [
+                {leg: c for leg, c in ((_BM25, legs.keyword), (_DENSE, legs.vector)) if c is not None} for legs in found
+            ]
+        per_query: list[dict[str, Sequence[Candidate]]] = []
+        for text, vector in zip(queries, vectors, strict=True):
+            legs: dict[str, Sequence[Candidate]] = {}
+            if with_text:
+                legs[_BM25] = self._store.keyword_search(text, where, n)
+            if vector is not None:
+                legs[_DENSE] = self._store.vector_search(vector, where, n)
+            per_query.append(legs)
+        return per_query
+
+    def _per_query(
+        self, queries: Sequence[str], vectors: Sequence[Sequence[float] | None], where: SearchFilter
+    ) -> list[list[Fused]]:
+        results: list[list[Fused] | None] = [self._native(q, v, where) for q, v in zip(queries, vectors, strict=True)]
+        rest = [i for i, r in enumerate(results) if r is None]
+        if rest:
+            gathered = self._legs([queries[i] for i in rest], [vectors[i] for i in rest], where)
+            for i, legs in zip(rest, gathered, strict=True):
+                results[i] = self._fuse(legs, self._weights(legs)) if legs else []
+        return [r or [] for r in results]
 
     def recall(
         self,
@@ -103,7 +186,7 @@ class Recaller:
         vectors: list[Sequence[float] | None] = [None] * len(queries)
         if self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
             vectors = list(self._embedder.embed_queries(list(queries)))
-        per_query = [self._one_query(q, v, where) for q, v in zip(queries, vectors, strict=True)]
+        per_query = self._per_query(queries, vectors, where)
         if len(per_query) == 1:
             fused = per_query[0]
         else:

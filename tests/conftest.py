@@ -7,9 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
+from tests.services import RedisServer, redis_server_binary
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -37,3 +39,22 @@ def settings(tmp_path: Path) -> Settings:
 def embedder() -> HashEmbedder:
     """The deterministic test embedder."""
     return HashEmbedder(64)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One private ``redis-server`` for the session (the Debian package ``redis-server``)."""
+    binary = redis_server_binary()
+    if binary is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server; .ci/run does it)")
+    server = RedisServer(binary, tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The private Redis, emptied for this test."""
+    redis.Redis.from_url(redis_server.url).flushall()
+    return redis_server.url

@@ -15,7 +15,7 @@ from hivemem.model import DuplicatePolicy, Memory
 from hivemem.resolution import Resolution, resolve
 from search.base import Store
 
-__all__ = ["memorize", "memorize_many", "record_access"]
+__all__ = ["embed_new", "memorize", "memorize_many", "record_access", "write_all"]
 
 
 def _embedded(embedder: Embedder, memories: Sequence[Memory]) -> list[Memory]:
@@ -51,12 +51,26 @@ def memorize_many(store: Store, embedder: Embedder, incoming: Sequence[Memory], 
     Outcomes are those of one ``memorize`` per memory, in order: a later copy of content earlier
     in the batch reinforces it.
     """
+    return write_all(store, embedder, embed_new(store, embedder, incoming), now)
+
+
+def embed_new(store: Store, embedder: Embedder, incoming: Sequence[Memory]) -> list[Memory]:
+    """The embed step: ``incoming`` with vectors, in one embedder call, for every memory that needs one.
+
+    Content already stored in its scope, or repeated earlier in the batch, will only reinforce, so
+    it is not embedded.
+    """
     first_of_content: dict[tuple[str, str], int] = {}
     for i, memory in enumerate(incoming):
         first_of_content.setdefault((memory.scope, memory.content_hash), i)
     new = [i for (scope, digest), i in first_of_content.items() if store.find_by_hash(scope, digest) is None]
     ready = dict(zip(new, _embedded(embedder, [incoming[i] for i in new]), strict=True))
-    return [_write(store, embedder, ready.get(i, memory), now) for i, memory in enumerate(incoming)]
+    return [ready.get(i, memory) for i, memory in enumerate(incoming)]
+
+
+def write_all(store: Store, embedder: Embedder, memories: Sequence[Memory], now: datetime) -> list[Resolution]:
+    """The resolve-and-write step, in order, each memory atomically (see ``Store.write_resolved``)."""
+    return [_write(store, embedder, memory, now) for memory in memories]
 
 
 def record_access(store: Store, memory_ids: Sequence[str], at: datetime) -> None:

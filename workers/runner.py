@@ -1,8 +1,9 @@
-"""The in-process runner: the embedded shape's job queue, with the same job functions as workers.
+"""Runners: how the gateway gets jobs done. One interface, two shapes.
 
-``memorize`` runs in the caller's thread; the store resolves and writes atomically, so two
-requests writing the same fact at once end with one memory without any lock here. Access
-reinforcement goes to one background thread so recall never waits on a write.
+:class:`InProcessRunner` (embedded) runs the job functions in the caller's thread: every ticket it
+returns is done. :class:`workers.celery_runner.CeleryRunner` (distributed) queues the same job
+functions on Celery workers and waits a short while for them. Both record every job on a
+:class:`workers.job_board.JobBoard`, so ``GET /v1/jobs/{id}`` works the same in both shapes.
 """
 
 from __future__ import annotations
@@ -10,33 +11,102 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
 
 from hivemem.embedding import Embedder
+from hivemem.jobs import Job, JobKind, new_job_id
 from hivemem.model import Memory, utcnow
 from hivemem.resolution import Resolution
+from hivemem.tickets import ItemResult, Ticket
 from search.base import Store
 from workers import jobs
+from workers.job_board import JobBoard, MemoryJobBoard
 
-__all__ = ["InProcessRunner"]
+__all__ = ["InProcessRunner", "Runner"]
 
 log = logging.getLogger(__name__)
 
 
-class InProcessRunner:
-    """Runs jobs in this process. Thread-safe."""
+class Runner(Protocol):
+    """Runs memorize jobs and background reinforcement; thread-safe."""
 
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    @property
+    def board(self) -> JobBoard:
+        """Where this runner's jobs are recorded."""
+        ...
+
+    def memorize(self, memory: Memory) -> Ticket:
+        """Resolve and store one memory (id assigned by the caller)."""
+        ...
+
+    def memorize_bulk(self, memories: Sequence[Memory], *, wait_s: float | None) -> Ticket:
+        """Resolve and store many memories as one job; wait up to ``wait_s`` (None: until done)."""
+        ...
+
+    def record_access(self, memory_ids: Sequence[str]) -> None:
+        """Queue access reinforcement for these ids; returns at once and never raises."""
+        ...
+
+    def ready(self) -> dict[str, bool]:
+        """Readiness of what the runner depends on (broker, workers), by name."""
+        ...
+
+    def drain(self) -> None:
+        """Wait for background work queued by this process (tests, shutdown)."""
+        ...
+
+    def close(self) -> None:
+        """Finish queued work and release resources."""
+        ...
+
+
+def _ticket(job_id: str, resolutions: Sequence[Resolution]) -> Ticket:
+    return Ticket(job_id, tuple(ItemResult(r.memory.id, r.outcome) for r in resolutions))
+
+
+class InProcessRunner:
+    """Runs jobs in this process, in the caller's thread. Thread-safe.
+
+    ``memorize`` needs no lock: the store resolves and writes atomically, so two requests writing
+    the same fact at once end with one memory. Access reinforcement goes to one background
+    thread so recall never waits on a write.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder, board: JobBoard | None = None) -> None:
         self._store = store
         self._embedder = embedder
+        self._board = board or MemoryJobBoard()
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-bg")
 
-    def memorize(self, memory: Memory) -> Resolution:
-        """Run the memorize job now and return its resolution."""
-        return jobs.memorize(self._store, self._embedder, memory, utcnow())
+    @property
+    def board(self) -> JobBoard:
+        return self._board
 
-    def memorize_many(self, memories: Sequence[Memory]) -> list[Resolution]:
-        """Run a bulk memorize now, embedding every new text in one batch."""
-        return jobs.memorize_many(self._store, self._embedder, memories, utcnow())
+    def _run(self, kind: JobKind, memories: Sequence[Memory]) -> Ticket:
+        job = Job(id=new_job_id(), kind=kind, total=len(memories))
+        self._board.create(job)
+        self._board.start(job.id)
+        try:
+            resolutions = jobs.memorize_many(self._store, self._embedder, memories, utcnow())
+        except Exception as exc:
+            self._board.fail(job.id, f"{type(exc).__name__}: {exc}")
+            raise
+        self._board.record(
+            job.id,
+            {
+                m.id: {"index": i, "id": r.memory.id, "outcome": r.outcome.value}
+                for i, (m, r) in enumerate(zip(memories, resolutions, strict=True))
+            },
+        )
+        return _ticket(job.id, resolutions)
+
+    def memorize(self, memory: Memory) -> Ticket:
+        """Run the memorize job now; the ticket is done."""
+        return self._run(JobKind.MEMORIZE, [memory])
+
+    def memorize_bulk(self, memories: Sequence[Memory], *, wait_s: float | None = None) -> Ticket:
+        """Run a bulk memorize now, embedding every new text in one batch; the ticket is done."""
+        return self._run(JobKind.MEMORIZE_BULK, memories)
 
     def record_access(self, memory_ids: Sequence[str]) -> None:
         """Queue access reinforcement for these ids; returns at once."""
@@ -48,6 +118,10 @@ class InProcessRunner:
             jobs.record_access(self._store, memory_ids, utcnow())
         except Exception:  # a failed counter update must never surface to a caller
             log.exception("recording access for %d memories failed", len(memory_ids))
+
+    def ready(self) -> dict[str, bool]:
+        """Nothing beyond the store and the embedder, which the service checks itself."""
+        return {}
 
     def drain(self) -> None:
         """Wait for queued background jobs (tests, shutdown)."""

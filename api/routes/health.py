@@ -11,6 +11,10 @@ __all__ = ["router"]
 
 router = APIRouter(tags=["health"])
 
+# Without workers the gateway still serves recall and queues memorize (answering 202), so missing
+# workers degrade it without taking it out of a load balancer; the other checks are required.
+OPTIONAL_CHECKS = frozenset({"workers"})
+
 
 @router.get("/healthz")
 def healthz() -> dict[str, str]:
@@ -20,9 +24,17 @@ def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 def readyz(service: ServiceDep) -> JSONResponse:
-    """Every dependency answers (store, embedder); 503 with the failing ones otherwise."""
+    """Every dependency, by name: store, embedder and, with a broker, broker and workers.
+
+    200 `ready` when all answer; 200 `degraded` when only the workers are missing (memorize then
+    queues and answers 202); 503 `unavailable` with the failing checks otherwise.
+    """
     checks = service.ready()
-    ready = all(checks.values())
-    return JSONResponse(
-        {"status": "ready" if ready else "unavailable", "checks": checks}, status_code=200 if ready else 503
-    )
+    failing = {name for name, ok in checks.items() if not ok}
+    if not failing:
+        status, code = "ready", 200
+    elif failing <= OPTIONAL_CHECKS:
+        status, code = "degraded", 200
+    else:
+        status, code = "unavailable", 503
+    return JSONResponse({"status": status, "checks": checks}, status_code=code)

@@ -2,21 +2,57 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from api.deps import CallerDep, ServiceDep
-from hivemem.schemas import MemorizeResult, MemoryCreate, MemoryPublic, RecallRequest, RecallResponse
+from hivemem.schemas import (
+    BulkMemorizeRequest,
+    BulkMemorizeResult,
+    MemorizeAccepted,
+    MemorizeResult,
+    MemoryCreate,
+    MemoryPublic,
+    RecallRequest,
+    RecallResponse,
+)
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 
 
-@router.post("/memories", status_code=201, response_model=MemorizeResult)
-def memorize(body: MemoryCreate, service: ServiceDep, caller: CallerDep) -> MemorizeResult:
+@router.post(
+    "/memories",
+    status_code=201,
+    response_model=MemorizeResult | MemorizeAccepted,
+    responses={202: {"model": MemorizeAccepted, "description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
+)
+def memorize(body: MemoryCreate, service: ServiceDep, caller: CallerDep, response: Response) -> object:
     """Store a memory. `outcome` is `stored` for a new memory, `reinforced` when the same
-    content was already in the scope (its id is returned). Scope defaults to global (`""`)."""
-    return service.memorize(body, caller)
+    content was already in the scope (its id is returned). Scope defaults to global (`""`).
+    With workers, a job not done within `HIVEMEM_MEMORIZE_WAIT_S` answers 202 `{id, job_id}`."""
+    result = service.memorize(body, caller)
+    if isinstance(result, MemorizeAccepted):
+        response.status_code = 202
+    return result
+
+
+@router.post(
+    "/memories/bulk",
+    status_code=201,
+    response_model=BulkMemorizeResult,
+    response_model_exclude_none=True,
+    responses={202: {"description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
+)
+def memorize_bulk(
+    body: BulkMemorizeRequest, service: ServiceDep, caller: CallerDep, response: Response
+) -> BulkMemorizeResult:
+    """Store up to 1,000 memories as one job (batched embedding, the low-priority `ingest` queue).
+    201 with every outcome when done in time, else 202 with the job id and the ids assigned."""
+    result = service.memorize_bulk(body.memories, caller)
+    if result.results is None:
+        response.status_code = 202
+    return result
 
 
 @router.post("/remember", response_model=RecallResponse, response_model_exclude_none=True)

@@ -55,12 +55,13 @@ def test_tools_are_listed_with_descriptions_and_annotations(service: MemoryServi
         seen.update({tool.name: tool for tool in (await client.list_tools()).tools})
 
     run_with_client(service, body)
-    assert set(seen) == {"memorize", "remember", "forget"}
+    assert set(seen) == {"memorize", "remember", "job", "forget"}
     for tool in seen.values():
         assert tool.description and len(tool.description) > 50
         assert tool.annotations is not None
         assert tool.input_schema["type"] == "object"
     assert seen["remember"].annotations.read_only_hint is True
+    assert seen["job"].annotations.read_only_hint is True
     assert seen["memorize"].annotations.read_only_hint is False
     assert seen["forget"].annotations.destructive_hint is True
     assert seen["forget"].annotations.read_only_hint is False
@@ -84,6 +85,25 @@ def test_memorize_defaults_to_the_session_scope(service: MemoryService) -> None:
     run_with_client(service, body)
     assert out["outcome"] == "stored"
     assert service.get(out["id"]).scope == SCOPE
+
+
+def test_memorize_reports_its_job_and_job_tells_its_outcome(service: MemoryService) -> None:
+    out: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        stored = structured(
+            await client.call_tool("memorize", {"title": "Job reported", "content": "Every memorize names its job."})
+        )
+        out["stored"] = stored
+        out["job"] = structured(await client.call_tool("job", {"job_id": stored["job_id"]}))
+        out["missing"] = await client.call_tool("job", {"job_id": "job_nope"})
+
+    run_with_client(service, body)
+    assert out["stored"]["job_id"].startswith("job_")
+    job = out["job"]
+    assert (job["state"], job["kind"], job["progress"]) == ("done", "memorize", 1.0)
+    assert job["result"]["items"] == [{"id": out["stored"]["id"], "outcome": "stored"}]
+    assert "job_not_found" in error_text(out["missing"])
 
 
 def test_memorize_global_stores_in_the_global_scope(service: MemoryService) -> None:

@@ -98,3 +98,24 @@ def test_scifact_bench_reports_ndcg_and_recall(tmp_path: Path, monkeypatch: pyte
 def test_bench_with_missing_data_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "locomo", "--data", str(tmp_path / "nope.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_throughput_bench_measures_both_shapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, redis_server: object
+) -> None:
+    # redis_server: skips, saying why, where redis-server is not installed; the bench starts its own.
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path))
+    out = tmp_path / "throughput.json"
+    args = ["bench", "throughput", "--workers", "1", "--memories", "24", "--bulk", "70", "--queries", "20"]
+    assert main([*args, "--clients", "4", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == report
+    runs = {(r["shape"], r["workers"]): r for r in report["runs"]}
+    assert set(runs) == {("embedded", 0), ("celery", 1)}
+    for run in runs.values():
+        assert run["memories_stored"] == 8 + 24 + 70  # warm-up, single calls, bulk: each stored once
+        assert run["memorize_per_s"] > 0 and run["bulk_per_s"] > 0 and run["recall_per_s"] > 0
+        assert 0 < run["memorize_p50_ms"] <= run["memorize_p95_ms"]
+        assert 0 < run["recall_p50_ms"] <= run["recall_p95_ms"] <= run["recall_p99_ms"]
+        assert run["embed_model"] == "hash-64"

@@ -1,4 +1,8 @@
-"""One test per clause of the Store protocol (search/base.py), run against every backend."""
+"""One test per clause of the Store protocol (search/base.py), run against every backend.
+
+Tests of the vector leg carry ``needs_knn``: they run on SQLite and on a real OpenSearch cluster,
+and skip on osmem-server, which has no k-NN query.
+"""
 
 from __future__ import annotations
 
@@ -133,17 +137,35 @@ def test_delete_returns_memory_and_removes_it_from_search(store: Store, embedder
     assert store.delete(memory.id).id == memory.id
     where = SearchFilter(scopes=["p"])
     assert store.keyword_search("zanzibar", where, 10) == []
-    assert memory.id not in [c.id for c in store.vector_search(memory.embedding or [], where, 10)]
     assert store.relations(other.id) == []
+    assert store.count() == 1
 
 
-def test_scope_isolation_in_both_legs(store: Store, embedder: HashEmbedder) -> None:
+@pytest.mark.needs_knn
+def test_delete_removes_it_from_vector_search(store: Store, embedder: HashEmbedder) -> None:
+    memory = make(embedder, "Zanzibar is the codename of the auth service.")
+    store.put(memory)
+    store.delete(memory.id)
+    assert memory.id not in [c.id for c in store.vector_search(memory.embedding or [], SearchFilter(scopes=["p"]), 10)]
+
+
+def _two_teams(store: Store, embedder: HashEmbedder) -> tuple[Memory, Memory]:
     team_a = make(embedder, "Team A secret: kiwi rollout plan", scope="team-a")
     team_b = make(embedder, "Team B note: kiwi rollout plan", scope="team-b")
     store.put(team_a)
     store.put(team_b)
+    return team_a, team_b
+
+
+def test_scope_isolation_in_keyword_search(store: Store, embedder: HashEmbedder) -> None:
+    _, team_b = _two_teams(store, embedder)
+    assert [c.id for c in store.keyword_search("kiwi rollout", SearchFilter(scopes=["team-b"]), 10)] == [team_b.id]
+
+
+@pytest.mark.needs_knn
+def test_scope_isolation_in_vector_search(store: Store, embedder: HashEmbedder) -> None:
+    team_a, team_b = _two_teams(store, embedder)
     where = SearchFilter(scopes=["team-b"])
-    assert [c.id for c in store.keyword_search("kiwi rollout", where, 10)] == [team_b.id]
     assert [c.id for c in store.vector_search(team_a.embedding or [], where, 10)] == [team_b.id]
 
 
@@ -171,6 +193,7 @@ def test_keyword_search_stems_words(store: Store, embedder: HashEmbedder) -> Non
     assert [c.id for c in store.keyword_search("deployment", SearchFilter(scopes=["p"]), 5)] == [memory.id]
 
 
+@pytest.mark.needs_knn
 def test_vector_search_returns_exact_match_first(store: Store, embedder: HashEmbedder) -> None:
     memories = [make(embedder, f"distinct memory {word} text") for word in ("alpha", "bravo", "charlie", "delta")]
     for m in memories:
@@ -199,42 +222,55 @@ def test_limit_is_respected(store: Store, embedder: HashEmbedder) -> None:
         store.put(make(embedder, f"pipeline memory {i} about caching"))
     where = SearchFilter(scopes=["p"])
     assert len(store.keyword_search("caching pipeline", where, 5)) == 5
-    assert len(store.vector_search(embedder.embed_queries(["caching"])[0], where, 7)) == 7
+    assert store.keyword_search("caching pipeline", where, 0) == []
 
 
-def test_filters_apply_inside_both_legs(store: Store, embedder: HashEmbedder) -> None:
+@pytest.mark.needs_knn
+def test_vector_limit_is_respected(store: Store, embedder: HashEmbedder) -> None:
+    for i in range(12):
+        store.put(make(embedder, f"pipeline memory {i} about caching"))
+    assert len(store.vector_search(embedder.embed_queries(["caching"])[0], SearchFilter(scopes=["p"]), 7)) == 7
+
+
+def _filter_cases(store: Store, embedder: HashEmbedder) -> list[tuple[SearchFilter, set[str]]]:
     now = datetime.now(UTC)
     old = make(embedder, "Kafka consumer lag fix", created_at=now - timedelta(days=30), tags=["kafka"])
     new = make(embedder, "Kafka consumer lag decision", memory_type=MemoryType.DECISION, created_at=now, tags=["ops"])
     archived = make(embedder, "Kafka consumer lag archived", state=MemoryState.ARCHIVED)
     for m in (old, new, archived):
         store.put(m)
+    return [
+        (SearchFilter(scopes=["p"]), {old.id, new.id}),
+        (SearchFilter(scopes=["p"], memory_types=[MemoryType.DECISION]), {new.id}),
+        (SearchFilter(scopes=["p"], tags=["kafka", "nope"]), {old.id}),
+        (SearchFilter(scopes=["p"], created_after=now - timedelta(days=1)), {new.id}),
+        (SearchFilter(scopes=["p"], created_before=now - timedelta(days=1)), {old.id}),
+        (SearchFilter(scopes=["p"], states=[MemoryState.ARCHIVED]), {archived.id}),
+        (SearchFilter(scopes=["p"], exclude_ids=[old.id]), {new.id}),
+    ]
+
+
+def test_filters_apply_inside_keyword_search(store: Store, embedder: HashEmbedder) -> None:
+    for where, expected in _filter_cases(store, embedder):
+        assert {c.id for c in store.keyword_search("kafka consumer lag", where, 10)} == expected, where
+
+
+@pytest.mark.needs_knn
+def test_filters_apply_inside_vector_search(store: Store, embedder: HashEmbedder) -> None:
     query_vector = embedder.embed_queries(["kafka consumer lag"])[0]
-
-    def both(where: SearchFilter) -> tuple[set[str], set[str]]:
-        return (
-            {c.id for c in store.keyword_search("kafka consumer lag", where, 10)},
-            {c.id for c in store.vector_search(query_vector, where, 10)},
-        )
-
-    assert both(SearchFilter(scopes=["p"])) == ({old.id, new.id}, {old.id, new.id})
-    assert both(SearchFilter(scopes=["p"], memory_types=[MemoryType.DECISION])) == ({new.id}, {new.id})
-    assert both(SearchFilter(scopes=["p"], tags=["kafka", "nope"])) == ({old.id}, {old.id})
-    after = SearchFilter(scopes=["p"], created_after=now - timedelta(days=1))
-    assert both(after) == ({new.id}, {new.id})
-    before = SearchFilter(scopes=["p"], created_before=now - timedelta(days=1))
-    assert both(before) == ({old.id}, {old.id})
-    archived_only = SearchFilter(scopes=["p"], states=[MemoryState.ARCHIVED])
-    assert both(archived_only) == ({archived.id}, {archived.id})
-    excluded = SearchFilter(scopes=["p"], exclude_ids=[old.id])
-    assert both(excluded) == ({new.id}, {new.id})
+    for where, expected in _filter_cases(store, embedder):
+        assert {c.id for c in store.vector_search(query_vector, where, 10)} == expected, where
 
 
 def test_empty_store_searches_return_nothing(store: Store, embedder: HashEmbedder) -> None:
-    where = SearchFilter(scopes=["p"])
-    assert store.keyword_search("anything", where, 10) == []
-    assert store.vector_search(embedder.embed_queries(["anything"])[0], where, 10) == []
+    assert store.keyword_search("anything", SearchFilter(scopes=["p"]), 10) == []
     assert store.get_many(["a", "b"]) == []
+    assert store.find_by_hash("p", "0" * 64) is None
+
+
+@pytest.mark.needs_knn
+def test_empty_store_vector_search_returns_nothing(store: Store, embedder: HashEmbedder) -> None:
+    assert store.vector_search(embedder.embed_queries(["anything"])[0], SearchFilter(scopes=["p"]), 10) == []
 
 
 def test_get_many_keeps_order_and_skips_unknown(store: Store, embedder: HashEmbedder) -> None:
@@ -277,12 +313,18 @@ def test_audit_records_outlive_the_memory(store: Store, embedder: HashEmbedder) 
     assert len(store.audit_log()) == 1
 
 
-def test_memory_without_embedding_is_found_by_keywords_only(store: Store, embedder: HashEmbedder) -> None:
+def test_memory_without_embedding_is_found_by_keywords(store: Store, embedder: HashEmbedder) -> None:
     memory = replace(make(embedder, "Plain text memory about zebras."), embedding=None)
     store.put(memory)
-    where = SearchFilter(scopes=["p"])
-    assert [c.id for c in store.keyword_search("zebras", where, 5)] == [memory.id]
-    assert store.vector_search(embedder.embed_queries(["zebras"])[0], where, 5) == []
+    assert [c.id for c in store.keyword_search("zebras", SearchFilter(scopes=["p"]), 5)] == [memory.id]
+    assert store.get(memory.id).embedding is None
+
+
+@pytest.mark.needs_knn
+def test_memory_without_embedding_is_not_found_by_vector(store: Store, embedder: HashEmbedder) -> None:
+    memory = replace(make(embedder, "Plain text memory about zebras."), embedding=None)
+    store.put(memory)
+    assert store.vector_search(embedder.embed_queries(["zebras"])[0], SearchFilter(scopes=["p"]), 5) == []
 
 
 def test_write_resolved_inserts_then_hands_the_duplicate_to_decide(store: Store, embedder: HashEmbedder) -> None:

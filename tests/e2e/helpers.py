@@ -9,31 +9,17 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import IO, Any
 
 import httpx
 
+from api.bench.local_cluster import free_port, hivemem_command
+
 STARTUP_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def hivemem_command() -> list[str]:
-    """The installed ``hivemem`` console script next to this interpreter, else ``python -m api.cli``."""
-    script = Path(sys.executable).with_name("hivemem")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "api.cli"]
 
 
 def hivemem_env(data_dir: Path, **extra: str) -> dict[str, str]:

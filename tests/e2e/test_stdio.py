@@ -57,7 +57,7 @@ def test_mcp_stdio_scope_comes_from_the_git_remote(data_dir: Path, git_checkout:
             seen["after"] = [r["id"] for r in after.structured_content["results"]]
 
     anyio.run(main)
-    assert seen["tools"] == {"memorize", "remember", "forget"}
+    assert seen["tools"] == {"memorize", "remember", "job", "forget"}
     assert seen["instructions"] and "remember" in seen["instructions"]
     top = seen["found"][0]
     assert top["id"] == seen["id"]
@@ -122,7 +122,7 @@ def test_cli_commands_see_each_others_writes(data_dir: Path, git_checkout: Path)
         data_dir=data_dir,
         cwd=git_checkout,
     )
-    assert again == {"id": memory_id, "outcome": "reinforced"}
+    assert (again["id"], again["outcome"]) == (memory_id, "reinforced")
 
     forgot = run_cli("forget", memory_id, "--confirm", data_dir=data_dir, cwd=git_checkout)
     assert forgot.returncode == 0, forgot.stderr

@@ -51,6 +51,9 @@ def test_non_loopback_bind_needs_an_explicit_opt_in() -> None:
     assert Settings(host="::1").host == "::1"
 
 
-def test_a_broker_url_is_refused_until_the_distributed_shape_exists() -> None:
-    with pytest.raises(pydantic.ValidationError, match="not available yet"):
-        Settings(broker_url="redis://localhost:6379/0")
+def test_only_redis_brokers_are_accepted() -> None:
+    assert Settings(broker_url="redis://localhost:6379/0").broker_url == "redis://localhost:6379/0"
+    assert Settings(broker_url="rediss://:pw@cache:6380/1").broker_url.startswith("rediss://")
+    for url in ("amqp://guest@localhost//", "localhost:6379", "sqs://"):
+        with pytest.raises(pydantic.ValidationError, match="not a supported broker"):
+            Settings(broker_url=url)

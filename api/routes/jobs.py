@@ -1,0 +1,27 @@
+"""Jobs: the state of work done in the background, and the tasks that failed for good."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query
+
+from api.deps import ServiceDep
+from hivemem.schemas import DeadLetterPublic, JobPublic
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["jobs"])
+
+
+@router.get("/jobs/{job_id}", response_model=JobPublic)
+def get_job(job_id: str, service: ServiceDep) -> JobPublic:
+    """A job: `state` (`queued`, `running`, `done`, `failed`), `progress` (0-1), `result` once done
+    (each item's memory id and outcome), `error` once failed. 404 when unknown or expired."""
+    return service.job(job_id)
+
+
+@router.get("/dead-letters", response_model=list[DeadLetterPublic])
+def dead_letters(
+    service: ServiceDep, limit: int = Query(default=100, ge=1, le=1000, description="How many, newest first.")
+) -> list[DeadLetterPublic]:
+    """Tasks that failed for good (retries exhausted, or an error no retry fixes), newest first."""
+    return service.dead_letters(limit)

@@ -1,0 +1,67 @@
+"""``hivemem worker`` and ``hivemem beat``: the Celery worker and scheduler of the distributed shape."""
+
+from __future__ import annotations
+
+import os
+
+from hivemem.config import Settings
+from hivemem.errors import ConfigError
+from workers.queues import QUEUES
+
+__all__ = ["run_beat", "run_worker"]
+
+
+def parse_queues(spec: str) -> list[str]:
+    """The queue names of a comma list, checked against the known queues."""
+    queues = [q.strip() for q in spec.split(",") if q.strip()]
+    unknown = [q for q in queues if q not in QUEUES]
+    if not queues or unknown:
+        raise ConfigError(f"--queues: unknown queue(s) {unknown or [spec]}; known: {', '.join(QUEUES)}")
+    return queues
+
+
+def run_worker(
+    settings: Settings,
+    *,
+    queues: str,
+    concurrency: int | None,
+    device: str | None,
+    pool: str,
+    loglevel: str | None,
+) -> int:
+    """Run a worker consuming ``queues`` until stopped (SIGTERM finishes the running tasks first)."""
+    names = parse_queues(queues)
+    if device:
+        # Pool processes build their settings from the environment: the device must travel there.
+        os.environ["HIVEMEM_EMBED_DEVICE"] = device
+        settings = settings.model_copy(update={"embed_device": device})
+    from workers.celery_app import get_app
+
+    argv = [
+        "worker",
+        f"--queues={','.join(names)}",
+        f"--pool={pool}",
+        f"--loglevel={(loglevel or settings.log_level).upper()}",
+        f"--hostname=hivemem-{os.getpid()}@%h",
+        # Task events feed Flower; gossip and mingle only slow start-up for a pool of equals.
+        "--task-events",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    if concurrency:
+        argv.append(f"--concurrency={concurrency}")
+    get_app(settings).worker_main(argv)
+    return 0
+
+
+def run_beat(settings: Settings, *, loglevel: str | None) -> int:
+    """Run the scheduler of periodic jobs (one per deployment); its state file lives in DATA_DIR."""
+    from workers.celery_app import get_app
+
+    data_dir = settings.data_dir.expanduser()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    beat = get_app(settings).Beat(
+        schedule=str(data_dir / "celerybeat-schedule"), loglevel=(loglevel or settings.log_level).upper()
+    )
+    beat.run()
+    return 0

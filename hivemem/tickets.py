@@ -1,0 +1,33 @@
+"""Tickets: what a runner answers when it is given work, whether the work is done yet or not."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hivemem.model import WriteOutcome
+
+__all__ = ["ItemResult", "Ticket"]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """What happened to one incoming memory: the stored memory's id and the outcome."""
+
+    memory_id: str
+    outcome: WriteOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """A job and, once it has finished within the wait, one result per incoming memory, in order.
+
+    ``results`` is None while the job is still queued or running: poll the job by ``job_id``.
+    """
+
+    job_id: str
+    results: tuple[ItemResult, ...] | None = None
+
+    @property
+    def done(self) -> bool:
+        """True when the results are in."""
+        return self.results is not None

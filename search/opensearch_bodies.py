@@ -1,0 +1,431 @@
+"""Request bodies of the OpenSearch store: pure functions of settings and inputs, no I/O.
+
+Everything the store, ``hivemem opensearch setup`` and ``deploy/opensearch/*.json`` send is built
+here, so one place decides the mapping, the queries and the search pipelines, and the tests can
+validate every body against the OpenSearch API specification without a cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hivemem.config import Settings
+from hivemem.model import FusionMethod
+from search.base import SearchFilter
+from search.opensearch_docs import to_iso
+
+__all__ = [
+    "ENGLISH_STOPWORDS",
+    "SCHEMA_VERSION",
+    "VECTOR_FIELD",
+    "IndexNames",
+    "IndexOptions",
+    "audit_template",
+    "claims_template",
+    "hybrid_search",
+    "keyword_search",
+    "knn_search",
+    "memory_template",
+    "msearch_lines",
+    "pipeline_name",
+    "query_words",
+    "relations_template",
+    "score_to_cosine",
+    "search_filter",
+    "search_pipeline",
+]
+
+Json = dict[str, Any]
+
+SCHEMA_VERSION = "1"
+"""Version of the mapping below; bumping it means a new ``PREFIX-vN`` index and a reindex."""
+
+# The Lucene English stop set, word for word (`EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`); the SQLite
+# store drops the same words from queries, which keeps the two BM25 legs congruent.
+# fmt: off
+ENGLISH_STOPWORDS = frozenset([
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
+    "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was",
+    "will", "with",
+])
+# fmt: on
+_WORD = re.compile(r"\w+", re.UNICODE)
+_MAX_QUERY_TERMS = 64
+_TEXT_FIELDS = ["title", "content", "tags.text"]
+_INDEX_ANALYZER = "hivemem_text"
+_QUERY_ANALYZER = "hivemem_query"
+VECTOR_FIELD = "embedding"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexNames:
+    """The aliases (what the store talks to) and the versioned indices behind them, from one prefix."""
+
+    prefix: str
+    version: str = SCHEMA_VERSION
+
+    @property
+    def memories(self) -> str:
+        return self.prefix
+
+    @property
+    def relations(self) -> str:
+        return f"{self.prefix}-relations"
+
+    @property
+    def audit(self) -> str:
+        return f"{self.prefix}-audit"
+
+    @property
+    def claims(self) -> str:
+        return f"{self.prefix}-claims"
+
+    def aliases(self) -> tuple[str, str, str, str]:
+        """Every alias, memories first."""
+        return (self.memories, self.relations, self.audit, self.claims)
+
+    def index(self, alias: str) -> str:
+        """The versioned index behind ``alias``: a mapping change creates ``-v2`` and moves the alias."""
+        return f"{alias}-v{self.version}"
+
+    def template(self, alias: str) -> str:
+        """The index template's name for ``alias``."""
+        return f"{alias}-template"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexOptions:
+    """The OpenSearch knobs of :class:`hivemem.config.Settings`, plus the fusion settings the pipelines use."""
+
+    engine: Literal["lucene", "faiss"] = "lucene"
+    space_type: Literal["cosinesimil", "innerproduct", "l2"] = "cosinesimil"
+    hnsw_m: int = 16
+    ef_construction: int = 128
+    ef_search: int = 100
+    shards: int = 1
+    replicas: int = 1
+    hybrid: Literal["core", "native"] = "core"
+    fusion: FusionMethod = FusionMethod.MINMAX
+    bm25_weight: float = 0.5
+    rrf_k: int = 60
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> IndexOptions:
+        """The options as configured."""
+        return cls(
+            engine=settings.opensearch_knn_engine,
+            space_type=settings.opensearch_space_type,
+            hnsw_m=settings.opensearch_hnsw_m,
+            ef_construction=settings.opensearch_ef_construction,
+            ef_search=settings.opensearch_ef_search,
+            shards=settings.opensearch_shards,
+            replicas=settings.opensearch_replicas,
+            hybrid=settings.opensearch_hybrid,
+            fusion=settings.fusion,
+            bm25_weight=settings.bm25_weight,
+            rrf_k=settings.rrf_k,
+        )
+
+
+# -- index templates -----------------------------------------------------------------------------
+
+
+def _analysis() -> Json:
+    # FTS5 in the SQLite store indexes every word (porter, unicode61, diacritics removed) and the
+    # query drops stopwords; the same split here: the index analyzer keeps stopwords, so document
+    # lengths (and BM25 length normalisation) match, and only the search analyzer removes them.
+    # Apostrophes become spaces, as unicode61 splits on them ("user's" -> "user", "s").
+    base = ["lowercase", "asciifolding"]
+    tokenize = {"type": "custom", "tokenizer": "standard", "char_filter": ["hivemem_apostrophe"]}
+    return {
+        "char_filter": {"hivemem_apostrophe": {"type": "mapping", "mappings": ["'=>\\u0020", "\u2019=>\\u0020"]}},
+        "filter": {"hivemem_stop": {"type": "stop", "stopwords": "_english_"}},
+        "analyzer": {
+            _INDEX_ANALYZER: {**tokenize, "filter": [*base, "porter_stem"]},
+            _QUERY_ANALYZER: {**tokenize, "filter": [*base, "hivemem_stop", "porter_stem"]},
+        },
+    }
+
+
+def _index_settings(options: IndexOptions, *, knn: bool) -> Json:
+    index: Json = {"number_of_shards": options.shards, "number_of_replicas": options.replicas}
+    if knn:
+        index["knn"] = True
+        if options.engine == "faiss":
+            # Lucene reads ef_search per query (method_parameters); faiss takes an index default too.
+            index["knn.algo_param.ef_search"] = options.ef_search
+    return {"index": index}
+
+
+def _text() -> Json:
+    return {"type": "text", "analyzer": _INDEX_ANALYZER, "search_analyzer": _QUERY_ANALYZER}
+
+
+def _template(names: IndexNames, alias: str, settings: Json, mappings: Json) -> Json:
+    return {
+        "index_patterns": [f"{alias}-v*"],
+        "priority": 200,
+        "template": {"settings": settings, "mappings": mappings},
+        "_meta": {"hivemem_schema_version": names.version},
+    }
+
+
+def memory_template(names: IndexNames, options: IndexOptions, *, embedding_model: str, dimension: int) -> Json:
+    """The index template of the memories index: BM25 text fields, keyword filters, an HNSW vector.
+
+    ``_meta.hivemem`` records the embedding model and dimension; the store refuses a mismatch.
+    """
+    keyword = {"type": "keyword"}
+    mappings: Json = {
+        "dynamic": "strict",
+        "_meta": {
+            "hivemem": {
+                "schema_version": names.version,
+                "embedding_model": embedding_model,
+                "dimension": dimension,
+            }
+        },
+        "properties": {
+            "id": keyword,
+            "scope": keyword,
+            "title": _text(),
+            "content": _text(),
+            "tags": {"type": "keyword", "fields": {"text": _text()}},
+            "content_hash": keyword,
+            "memory_type": keyword,
+            "importance": {"type": "double"},
+            "source": keyword,
+            "related_files": keyword,
+            "state": keyword,
+            "author": keyword,
+            # date_nanos keeps the microseconds the filters compare (`date` would round to millis).
+            "created_at": {"type": "date_nanos"},
+            "updated_at": {"type": "date_nanos"},
+            "last_accessed_at": {"type": "date_nanos"},
+            "access_count": {"type": "long"},
+            "valid_from": {"type": "date"},
+            "valid_to": {"type": "date"},
+            "details": {"type": "object", "enabled": False},
+            "embedding_model": keyword,
+            VECTOR_FIELD: {
+                "type": "knn_vector",
+                "dimension": dimension,
+                "method": {
+                    "name": "hnsw",
+                    "engine": options.engine,
+                    "space_type": options.space_type,
+                    "parameters": {"m": options.hnsw_m, "ef_construction": options.ef_construction},
+                },
+            },
+        },
+    }
+    settings = _index_settings(options, knn=True)
+    settings["analysis"] = _analysis()
+    return _template(names, names.memories, settings, mappings)
+
+
+def relations_template(names: IndexNames, options: IndexOptions) -> Json:
+    """The index template of the relations index (one document per source, target and type)."""
+    keyword = {"type": "keyword"}
+    properties = {
+        "source_id": keyword,
+        "target_id": keyword,
+        "type": keyword,
+        "strength": {"type": "double"},
+        "author": keyword,
+        "created_at": {"type": "date_nanos"},
+    }
+    return _template(
+        names, names.relations, _index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}
+    )
+
+
+def audit_template(names: IndexNames, options: IndexOptions) -> Json:
+    """The index template of the audit log; ``seq`` orders records as they were appended."""
+    keyword = {"type": "keyword"}
+    properties = {
+        "seq": {"type": "long"},
+        "event_id": keyword,
+        "action": keyword,
+        "memory_id": keyword,
+        "scope": keyword,
+        "author": keyword,
+        "detail": {"type": "object", "enabled": False},
+        "at": {"type": "date_nanos"},
+    }
+    return _template(
+        names, names.audit, _index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}
+    )
+
+
+def claims_template(names: IndexNames, options: IndexOptions) -> Json:
+    """The index template of content claims: which memory holds a (scope, content hash)."""
+    keyword = {"type": "keyword"}
+    properties = {"memory_id": keyword, "scope": keyword, "content_hash": keyword, "claimed_at": {"type": "date"}}
+    return _template(
+        names, names.claims, _index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}
+    )
+
+
+# -- search pipelines ----------------------------------------------------------------------------
+
+
+def pipeline_name(names: IndexNames, fusion: FusionMethod) -> str:
+    """The search pipeline the native hybrid query uses for ``fusion``."""
+    return f"{names.prefix}-hybrid-{fusion.value}"
+
+
+def search_pipeline(options: IndexOptions, fusion: FusionMethod) -> Json:
+    """The search pipeline doing ``fusion`` in the engine, with the arithmetic of :mod:`hivemem.fusion`.
+
+    ``min_max`` + ``arithmetic_mean`` with weights ``[bm25_weight, 1 - bm25_weight]`` (the hybrid
+    query lists the BM25 sub-query first), or ``rrf`` with ``rank_constant = rrf_k``.
+    """
+    if fusion is FusionMethod.RRF:
+        return {
+            "description": "hivemem: reciprocal-rank fusion of the BM25 and k-NN legs",
+            "phase_results_processors": [
+                {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": options.rrf_k}}}
+            ],
+        }
+    weight = round(options.bm25_weight, 6)
+    return {
+        "description": "hivemem: min-max normalised, weighted mean of the BM25 and k-NN legs",
+        "phase_results_processors": [
+            {
+                "normalization-processor": {
+                    "normalization": {"technique": "min_max"},
+                    "combination": {
+                        "technique": "arithmetic_mean",
+                        "parameters": {"weights": [weight, round(1.0 - weight, 6)]},
+                    },
+                }
+            }
+        ],
+    }
+
+
+# -- queries -------------------------------------------------------------------------------------
+
+
+def query_words(text: str) -> tuple[str, bool] | None:
+    """The words a BM25 query searches, and whether they are only stopwords; None when there are none.
+
+    Words are deduplicated and capped as in the SQLite store. A query of stopwords alone still
+    searches (with the index analyzer), as it does on SQLite.
+    """
+    words = list(dict.fromkeys(w.casefold() for w in _WORD.findall(text)))
+    if not words:
+        return None
+    kept = [w for w in words if w not in ENGLISH_STOPWORDS]
+    return " ".join((kept or words)[:_MAX_QUERY_TERMS]), not kept
+
+
+def search_filter(where: SearchFilter) -> list[Json]:
+    """Filter clauses for ``where``; they go inside the BM25 bool and the k-NN ``filter``, never after."""
+    clauses: list[Json] = [
+        {"terms": {"scope": list(where.scopes)}},
+        {"terms": {"state": [s.value for s in where.states]}},
+    ]
+    if where.memory_types:
+        clauses.append({"terms": {"memory_type": [t.value for t in where.memory_types]}})
+    if where.tags:
+        clauses.append({"terms": {"tags": list(where.tags)}})
+    created: Json = {}
+    if where.created_after is not None:
+        created["gte"] = to_iso(where.created_after)
+    if where.created_before is not None:
+        created["lt"] = to_iso(where.created_before)
+    if created:
+        clauses.append({"range": {"created_at": created}})
+    if where.exclude_ids:
+        clauses.append({"bool": {"must_not": [{"terms": {"id": list(where.exclude_ids)}}]}})
+    return clauses
+
+
+def _text_query(words: str, stopwords_only: bool) -> Json:
+    if stopwords_only:
+        # The search analyzer would drop every word; search them with the index analyzer instead.
+        return {
+            "multi_match": {"query": words, "fields": _TEXT_FIELDS, "type": "most_fields", "analyzer": _INDEX_ANALYZER}
+        }
+    # combined_fields scores the fields as one (BM25F), as FTS5's bm25() does over its columns.
+    return {"combined_fields": {"query": words, "fields": _TEXT_FIELDS, "operator": "or"}}
+
+
+def _keyword_query(words: str, stopwords_only: bool, where: SearchFilter) -> Json:
+    return {"bool": {"must": [_text_query(words, stopwords_only)], "filter": search_filter(where)}}
+
+
+def _knn_query(vector: Sequence[float], where: SearchFilter, k: int, options: IndexOptions) -> Json:
+    return {
+        "knn": {
+            VECTOR_FIELD: {
+                "vector": [float(x) for x in vector],
+                "k": k,
+                "filter": {"bool": {"filter": search_filter(where)}},
+                "method_parameters": {"ef_search": max(options.ef_search, k)},
+            }
+        }
+    }
+
+
+def keyword_search(words: str, stopwords_only: bool, where: SearchFilter, limit: int) -> Json:
+    """The BM25 leg: best ``limit`` ids, ties broken by id (as the SQLite store does)."""
+    return {
+        "size": limit,
+        "_source": False,
+        "track_total_hits": False,
+        "query": _keyword_query(words, stopwords_only, where),
+        "sort": ["_score", {"id": "asc"}],
+    }
+
+
+def knn_search(vector: Sequence[float], where: SearchFilter, limit: int, options: IndexOptions) -> Json:
+    """The k-NN leg: the filter runs inside the graph search, so ``k`` neighbours all pass it."""
+    return {
+        "size": limit,
+        "_source": False,
+        "track_total_hits": False,
+        "query": _knn_query(vector, where, limit, options),
+    }
+
+
+def hybrid_search(
+    words: str, stopwords_only: bool, vector: Sequence[float], where: SearchFilter, limit: int, options: IndexOptions
+) -> Json:
+    """The native ``hybrid`` query: BM25 first, k-NN second (the pipeline weights are in that order)."""
+    return {
+        "size": limit,
+        "_source": False,
+        "track_total_hits": False,
+        "query": {
+            "hybrid": {
+                "queries": [_keyword_query(words, stopwords_only, where), _knn_query(vector, where, limit, options)]
+            }
+        },
+    }
+
+
+def msearch_lines(index: str, bodies: Sequence[Json]) -> list[Json]:
+    """The NDJSON lines of one ``_msearch``: a header naming ``index``, then the body, per search."""
+    lines: list[Json] = []
+    for body in bodies:
+        lines += [{"index": index}, body]
+    return lines
+
+
+def score_to_cosine(score: float, space_type: str) -> float:
+    """Undo the k-NN plugin's score translation, so the vector leg carries cosine as on SQLite.
+
+    Vectors are L2-normalised (the Embedder contract), so inner product and L2 map to cosine too.
+    """
+    if space_type == "cosinesimil":
+        return 2.0 * score - 1.0
+    if space_type == "innerproduct":
+        return score - 1.0 if score >= 1.0 else 1.0 - 1.0 / score
+    squared_distance = 1.0 / score - 1.0
+    return 1.0 - squared_distance / 2.0

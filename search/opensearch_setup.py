@@ -1,0 +1,164 @@
+"""Creating what the OpenSearch store needs: index templates, versioned indices behind aliases, pipelines.
+
+Idempotent and safe to run from several processes at once: an index that another process created
+first counts as existing. The store runs :func:`ensure` with ``update=False`` when it opens (create
+what is missing, check the rest); ``hivemem opensearch setup`` runs it with ``update=True`` (also
+rewrite templates and pipelines from the current settings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hivemem.errors import EmbeddingMismatchError, StoreError, StoreUnavailableError
+from hivemem.model import FusionMethod
+from search import opensearch_bodies as bodies
+from search.opensearch_bodies import IndexNames, IndexOptions
+from search.opensearch_client import ClusterTarget, translate_errors
+
+__all__ = ["SetupReport", "check_memory_index", "ensure", "exported_files", "templates"]
+
+Json = dict[str, Any]
+
+
+@dataclass(slots=True)
+class SetupReport:
+    """What :func:`ensure` did, one line per object: ``(kind, name, outcome)``."""
+
+    lines: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def add(self, kind: str, name: str, outcome: str) -> None:
+        self.lines.append((kind, name, outcome))
+
+    @property
+    def failed(self) -> list[tuple[str, str, str]]:
+        """The lines whose outcome is a failure."""
+        return [line for line in self.lines if line[2].startswith("failed")]
+
+    def render(self) -> str:
+        """One line per object, for the CLI."""
+        return "\n".join(f"{kind:<15} {name:<40} {outcome}" for kind, name, outcome in self.lines)
+
+
+def templates(names: IndexNames, options: IndexOptions, *, embedding_model: str, dimension: int) -> dict[str, Json]:
+    """Every index template, keyed by the alias it serves."""
+    return {
+        names.memories: bodies.memory_template(names, options, embedding_model=embedding_model, dimension=dimension),
+        names.relations: bodies.relations_template(names, options),
+        names.audit: bodies.audit_template(names, options),
+        names.claims: bodies.claims_template(names, options),
+    }
+
+
+def exported_files(
+    names: IndexNames, options: IndexOptions, *, embedding_model: str, dimension: int
+) -> dict[str, Json]:
+    """The JSON files of ``deploy/opensearch/``: every template and both search pipelines."""
+    built = templates(names, options, embedding_model=embedding_model, dimension=dimension)
+    suffixes = {names.memories: "", names.relations: "-relations", names.audit: "-audit", names.claims: "-claims"}
+    files = {f"index-template{suffixes[alias]}.json": body for alias, body in built.items()}
+    for fusion in FusionMethod:
+        files[f"search-pipeline-{fusion.value}.json"] = bodies.search_pipeline(options, fusion)
+    return files
+
+
+def check_memory_index(
+    client: Any, target: ClusterTarget, names: IndexNames, embedding_model: str, dimension: int
+) -> None:
+    """Refuse a memories index built for another embedding model, dimension or schema version."""
+    with translate_errors(target, f"reading the mapping of {names.memories}"):
+        response = client.indices.get_mapping(index=names.memories)
+    for index, body in response.items():
+        mappings = body.get("mappings", {})
+        meta = mappings.get("_meta", {}).get("hivemem", {})
+        stored_dim = mappings.get("properties", {}).get(bodies.VECTOR_FIELD, {}).get("dimension")
+        if meta.get("schema_version") != names.version:
+            raise StoreUnavailableError(
+                f"OpenSearch index {index} has hivemem schema version {meta.get('schema_version')!r}, this hivemem "
+                f"reads version {names.version}: reindex it or use another ?index= prefix"
+            )
+        if meta.get("embedding_model") != embedding_model or stored_dim != dimension:
+            raise EmbeddingMismatchError(
+                f"OpenSearch index {index} was built with embedding model {meta.get('embedding_model')!r} "
+                f"({stored_dim} dims), but {embedding_model!r} ({dimension} dims) is configured; set "
+                "HIVEMEM_EMBED_MODEL back or use another ?index= prefix"
+            )
+
+
+def _is(exc: StoreError, error_type: str) -> bool:
+    return error_type in str(exc)
+
+
+def _attempt(report: SetupReport, kind: str, name: str, outcome: str, call: Callable[[], object]) -> bool:
+    try:
+        call()
+    except StoreUnavailableError:
+        raise
+    except StoreError as exc:
+        report.add(kind, name, f"failed: {exc}")
+        return False
+    report.add(kind, name, outcome)
+    return True
+
+
+def ensure(
+    client: Any,
+    target: ClusterTarget,
+    names: IndexNames,
+    options: IndexOptions,
+    *,
+    embedding_model: str,
+    dimension: int,
+    update: bool,
+    pipelines: bool,
+) -> SetupReport:
+    """Create (and with ``update`` rewrite) templates, versioned indices with their aliases, and pipelines.
+
+    Raises ``EmbeddingMismatchError`` when the memories index exists for another model or
+    dimension, ``StoreUnavailableError`` when the cluster cannot be reached. A pipeline the
+    cluster refuses (no neural-search plugin) is reported as failed, not raised.
+    """
+    report = SetupReport()
+    for alias, template in templates(names, options, embedding_model=embedding_model, dimension=dimension).items():
+        template_name = names.template(alias)
+        with translate_errors(target, f"checking template {template_name}"):
+            template_exists = bool(client.indices.exists_index_template(name=template_name))
+        if update or not template_exists:
+
+            def put(name: str = template_name, body: Json = template) -> None:
+                with translate_errors(target, f"writing index template {name}"):
+                    client.indices.put_index_template(name=name, body=body)
+
+            _attempt(report, "index template", template_name, "updated" if template_exists else "created", put)
+        else:
+            report.add("index template", template_name, "exists")
+
+        with translate_errors(target, f"checking alias {alias}"):
+            alias_exists = bool(client.indices.exists_alias(name=alias))
+        if alias_exists:
+            report.add("alias", alias, "exists")
+            continue
+        index = names.index(alias)
+        body = {**template["template"], "aliases": {alias: {"is_write_index": True}}}
+        try:
+            with translate_errors(target, f"creating index {index}"):
+                client.indices.create(index=index, body=body)
+            report.add("index + alias", f"{index} <- {alias}", "created")
+        except StoreError as exc:
+            if not _is(exc, "resource_already_exists_exception"):
+                raise
+            report.add("index + alias", f"{index} <- {alias}", "exists (created concurrently)")
+    check_memory_index(client, target, names, embedding_model, dimension)
+    if pipelines:
+        for fusion in FusionMethod:
+            name = bodies.pipeline_name(names, fusion)
+            pipeline = bodies.search_pipeline(options, fusion)
+
+            def put_pipeline(name: str = name, body: Json = pipeline) -> None:
+                with translate_errors(target, f"writing search pipeline {name}"):
+                    client.search_pipeline.put(id=name, body=body)
+
+            _attempt(report, "search pipeline", name, "written", put_pipeline)
+    return report

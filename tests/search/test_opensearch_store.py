@@ -1,0 +1,254 @@
+"""What the contract suite does not show about the OpenSearch store: URLs, bad servers, claims across
+processes, bulk import, msearch in recall, native hybrid, and ``hivemem opensearch setup``."""
+
+from __future__ import annotations
+
+import multiprocessing
+import socket
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from api.cli import main
+from hivemem.config import Settings
+from hivemem.embedding import HashEmbedder
+from hivemem.errors import ConfigError, DuplicateMemoryError, EmbeddingMismatchError, StoreUnavailableError
+from hivemem.model import DuplicatePolicy, FusionMethod, RetrievalMode, utcnow
+from hivemem.resolution import resolve
+from search import SearchFilter, open_store
+from search.opensearch_client import parse_url
+from search.opensearch_docs import claim_id, to_iso
+from search.recall import LegQuery, Recaller, RecallParams, SearchesLegsTogether
+from tests.contract.test_store_contract import make
+from tests.opensearch_backend import NO_SPEC_REASON, OpenSearchBackend
+from tests.opensearch_spec import SpecValidator
+
+pytestmark = pytest.mark.opensearch
+
+
+@pytest.fixture
+def store(
+    opensearch_backend: OpenSearchBackend, embedder: HashEmbedder, spec_validator: SpecValidator | None
+) -> Iterator[Any]:
+    opened = opensearch_backend.open(embedder, Settings(opensearch_replicas=0), spec_validator)
+    yield opened
+    opened.drop()
+
+
+def test_urls_parse_with_credentials_and_index() -> None:
+    target = parse_url("opensearch+https://alice:s%40cret@search.example:9243/?index=team_a")
+    assert (target.host, target.port, target.use_ssl) == ("search.example", 9243, True)
+    assert (target.username, target.password, target.index) == ("alice", "s@cret", "team_a")
+    assert parse_url("opensearch+http://localhost").port == 9200
+    assert "alice" not in target.display
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["opensearch+http://", "opensearch+http://h:9200/path", "opensearch+http://h:9200/?shards=3", "opensearch+ftp://h"],
+)
+def test_bad_opensearch_urls_are_config_errors(url: str) -> None:
+    with pytest.raises(ConfigError):
+        open_store(url, embedding_model="m", dimension=8)
+
+
+def test_bad_index_prefix_is_a_config_error(opensearch_backend: OpenSearchBackend) -> None:
+    with pytest.raises(ConfigError, match="prefix"):
+        open_store(f"{opensearch_backend.url}/?index=Bad*Name", embedding_model="m", dimension=8)
+
+
+def test_unreachable_server_is_a_clear_store_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nobody listens once the socket closes
+    settings = Settings(opensearch_timeout_s=2, opensearch_max_retries=0)
+    with pytest.raises(StoreUnavailableError, match=f"cannot reach OpenSearch at http://127.0.0.1:{port}"):
+        open_store(f"opensearch+http://127.0.0.1:{port}", embedding_model="m", dimension=8, settings=settings)
+
+
+def test_open_store_picks_opensearch_and_refuses_another_model_or_dimension(
+    opensearch_backend: OpenSearchBackend, embedder: HashEmbedder
+) -> None:
+    url = opensearch_backend.url_for()
+    first = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    try:
+        assert type(first).__name__ == "OpenSearchStore"
+        with pytest.raises(EmbeddingMismatchError, match="hash-64"):
+            open_store(url, embedding_model=embedder.model_id, dimension=128)
+        with pytest.raises(EmbeddingMismatchError):
+            open_store(url, embedding_model="other-model", dimension=embedder.dimension)
+        again = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)
+        again.close()
+    finally:
+        first.drop()
+
+
+def test_a_stale_claim_is_taken_over(store: Any, embedder: HashEmbedder) -> None:
+    # A writer died between its claim and its memory: the claim names a memory that never came.
+    memory = make(embedder, "Claimed by a writer that crashed.")
+    stale = {
+        "memory_id": "ghost",
+        "scope": memory.scope,
+        "content_hash": memory.content_hash,
+        "claimed_at": to_iso(datetime.now(UTC) - timedelta(minutes=5)),
+    }
+    store.client.index(index=store.names.claims, id=claim_id(memory.scope, memory.content_hash), body=stale)
+    assert store.put(memory) is True
+    assert store.find_by_hash(memory.scope, memory.content_hash) == store.get(memory.id)
+
+
+def test_changing_content_moves_the_claim(store: Any, embedder: HashEmbedder) -> None:
+    memory = make(embedder, "First wording of the fact.")
+    store.put(memory)
+    reworded = make(embedder, "Second wording of the fact.", id=memory.id)
+    store.put(reworded, DuplicatePolicy.OVERWRITE)
+    assert store.find_by_hash("p", memory.content_hash) is None
+    assert store.find_by_hash("p", reworded.content_hash) is not None
+    store.put(make(embedder, "First wording of the fact."))  # the old content is free again
+    assert store.count() == 2
+
+
+def _resolve_many(url: str, model: str, dimension: int, content: str, times: int) -> None:
+    embedder = HashEmbedder(dimension)
+    store = open_store(url, embedding_model=model, dimension=dimension)
+    try:
+        for _ in range(times):
+            incoming = make(embedder, content)
+            store.write_resolved(incoming, lambda existing, m=incoming: resolve(m, existing, utcnow()))
+    finally:
+        store.close()
+
+
+def test_write_resolved_is_atomic_across_processes(store: Any, embedder: HashEmbedder) -> None:
+    url = same_prefix_url(store)
+    content = "Two processes learn the same fact at once."
+    spawn = multiprocessing.get_context("spawn")
+    workers = [
+        spawn.Process(target=_resolve_many, args=(url, embedder.model_id, embedder.dimension, content, 5))
+        for _ in range(3)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [w.exitcode for w in workers] == [0, 0, 0]
+    assert store.count() == 1
+    (memory,) = store.get_many([store.find_by_hash("p", make(embedder, content).content_hash).id])
+    assert memory.access_count == 14  # 15 writes: one stored, 14 reinforcements, none lost
+
+
+def same_prefix_url(store: Any) -> str:
+    """A URL to the cluster and index prefix of ``store``, for other processes."""
+    target = store._target
+    return (
+        f"opensearch+{'https' if target.use_ssl else 'http'}://{target.host}:{target.port}/?index={store.names.prefix}"
+    )
+
+
+def test_put_many_bulk_imports_then_refreshes(store: Any, embedder: HashEmbedder) -> None:
+    memories = [make(embedder, f"imported memory number {i} about zeppelins") for i in range(30)]
+    assert store.put_many(memories) == 30
+    assert store.count() == 30
+    assert len(store.keyword_search("zeppelins", SearchFilter(scopes=["p"]), 50)) == 30
+    with pytest.raises(DuplicateMemoryError):
+        store.put_many([memories[0], make(embedder, "a new one about zeppelins")])
+    assert store.count() == 31
+
+
+def test_recall_uses_one_msearch_for_every_leg(store: Any, embedder: HashEmbedder) -> None:
+    assert isinstance(store, SearchesLegsTogether)
+    store.put(make(embedder, "HTTP clients retry three times with exponential backoff.", title="Retry policy"))
+    store.put(make(embedder, "Logs are JSON lines shipped to the collector.", title="Logging format"))
+    where = SearchFilter(scopes=["p"])
+    legs = store.search_legs([LegQuery("exponential backoff", None), LegQuery("json logs", None)], where, 10)
+    assert [c.id for c in legs[0].keyword or []] == [
+        c.id for c in store.keyword_search("exponential backoff", where, 10)
+    ]
+    assert legs[1].vector is None and legs[1].keyword
+    calls: list[str] = []
+    original = store.client.msearch
+    store.client.msearch = lambda **kw: calls.append("msearch") or original(**kw)
+    recaller = Recaller(store, embedder, replace(RecallParams(), mode=RetrievalMode.BM25))
+    hits = recaller.recall(["exponential backoff", "retries"], where, limit=5, now=utcnow())
+    assert hits[0].memory.title == "Retry policy"
+    assert calls == ["msearch"]
+
+
+def test_native_hybrid_is_off_by_default_and_needs_a_pipeline(store: Any, embedder: HashEmbedder) -> None:
+    vector = embedder.embed_queries(["anything"])[0]
+    assert store.native_hybrid("anything", vector, SearchFilter(scopes=["p"]), 5, fusion=FusionMethod.MINMAX) is None
+    with pytest.raises(ConfigError, match="BM25_WEIGHT"):
+        open_store(
+            "opensearch+http://127.0.0.1:1",
+            embedding_model="m",
+            dimension=8,
+            settings=Settings(opensearch_hybrid="native", fusion=FusionMethod.RRF, bm25_weight=0.3),
+        )
+
+
+@pytest.mark.needs_knn
+def test_native_hybrid_ranks_like_core_fusion(opensearch_backend: OpenSearchBackend, embedder: HashEmbedder) -> None:
+    if not opensearch_backend.has_knn:
+        pytest.skip(opensearch_backend.no_knn_reason)
+    store = opensearch_backend.open(embedder, Settings(opensearch_replicas=0, opensearch_hybrid="native"), None)
+    try:
+        for text in ("Retry policy with exponential backoff", "Logs are JSON lines", "Backoff jitter avoids herds"):
+            store.put(make(embedder, text))
+        where = SearchFilter(scopes=["p"])
+        vector = embedder.embed_queries(["exponential backoff"])[0]
+        native = store.native_hybrid("exponential backoff", vector, where, 10, fusion=FusionMethod.MINMAX)
+        core = Recaller(store, embedder, RecallParams())._legs(["exponential backoff"], [vector], where)
+        from hivemem.fusion import minmax_fuse
+
+        fused = minmax_fuse(core[0], {"bm25": 0.5, "dense": 0.5})
+        assert native is not None and [c.id for c in native[:2]] == [f.id for f in fused[:2]]
+    finally:
+        store.drop()
+
+
+def test_setup_command_is_idempotent_and_reports_pipelines(
+    opensearch_backend: OpenSearchBackend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = opensearch_backend.url_for()
+    args = ["opensearch", "setup", "--url", url, "--model", "hash-16", "--dimension", "16"]
+    status = main(args)
+    first = capsys.readouterr()
+    assert "created" in first.out and "index template" in first.out
+    status_again = main(args)
+    second = capsys.readouterr()
+    assert "exists" in second.out and "updated" in second.out
+    if opensearch_backend.has_knn:
+        assert (status, status_again) == (0, 0)
+    else:  # osmem has no search pipelines: reported, exit status 1, indices still usable
+        assert (status, status_again) == (1, 1)
+        assert "search pipeline" in second.out and "failed" in second.out and "neural-search" in second.err
+    store = open_store(url, embedding_model="hash-16", dimension=16)
+    assert store.count() == 0
+    store.drop()
+
+
+def test_setup_export_writes_the_deploy_files(tmp_path: Path) -> None:
+    assert main(["opensearch", "setup", "--export", str(tmp_path)]) == 0
+    assert (tmp_path / "index-template.json").is_file() and (tmp_path / "search-pipeline-rrf.json").is_file()
+
+
+def test_every_request_went_through_the_spec_validator(
+    store: Any, embedder: HashEmbedder, spec_validator: SpecValidator | None
+) -> None:
+    if spec_validator is None:
+        pytest.skip(NO_SPEC_REASON)
+    memory = make(embedder, "Validated on the way out.")
+    store.put(memory)
+    store.write_resolved(memory, lambda existing: resolve(memory, existing, utcnow()))
+    store.keyword_search("validated", SearchFilter(scopes=["p"]), 5)
+    store.search_legs([LegQuery("validated", None)], SearchFilter(scopes=["p"]), 5)
+    store.record_access([memory.id], utcnow())
+    assert store.count() == 1 and store.get_many([memory.id])
+    store.delete(memory.id)
+    endpoints = {path.rsplit("/", 1)[-1] for _, path in spec_validator.seen}
+    assert {"_bulk", "_search", "_msearch", "_mget", "_count", "_delete_by_query"} <= endpoints
+    assert any(path.startswith("/_index_template/") for _, path in spec_validator.seen)

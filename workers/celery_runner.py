@@ -1,0 +1,136 @@
+"""The distributed shape's runner: the gateway side of the Celery queues.
+
+It records each job on the Redis job board, queues its task by name (the gateway needs no worker
+code, no model and no store write access) and waits up to ``HIVEMEM_MEMORIZE_WAIT_S`` for the
+outcome; a job still running then gets a ticket without results, which the API answers with 202
+and the job id.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from celery import Celery
+
+from hivemem.codec import memory_to_json
+from hivemem.config import Settings
+from hivemem.errors import BrokerUnavailableError, JobError
+from hivemem.jobs import Job, JobKind, JobState, new_job_id
+from hivemem.model import Memory, WriteOutcome, utcnow
+from hivemem.tickets import ItemResult, Ticket
+from workers.batcher import MicroBatcher
+from workers.celery_app import build_celery
+from workers.job_board import JobBoard, RedisJobBoard
+from workers.queues import Task
+
+__all__ = ["BULK_CHUNK", "CeleryRunner", "job_item"]
+
+log = logging.getLogger(__name__)
+
+# Memories per ingest task: big enough to embed efficiently, small enough that a crashed worker
+# redoes little and that several workers share one bulk job.
+BULK_CHUNK = 64
+
+
+def job_item(job_id: str, index: int, memory: Memory) -> dict[str, Any]:
+    """The wire form of one memory of one job: ``{"job_id", "index", "memory"}`` (no vector yet)."""
+    return {"job_id": job_id, "index": index, "memory": memory_to_json(replace(memory, embedding=None))}
+
+
+class CeleryRunner:
+    """Queues memorize jobs on Celery workers over Redis. Thread-safe."""
+
+    def __init__(self, settings: Settings, app: Celery | None = None, board: RedisJobBoard | None = None) -> None:
+        self._settings = settings
+        self._app = app or build_celery(settings)
+        self._board = board or RedisJobBoard.from_url(settings.broker_url, settings.job_ttl_s)
+        self._batcher = MicroBatcher(
+            lambda items: self._send(Task.EMBED, items),
+            window_s=settings.embed_batch_window_ms / 1000,
+            max_items=settings.embed_batch_size,
+        )
+
+    @property
+    def board(self) -> JobBoard:
+        return self._board
+
+    def _send(self, task: str, items: list[Any]) -> None:
+        try:
+            self._app.send_task(task, args=[items])
+        except Exception as exc:  # kombu raises its own and socket errors; callers need one class
+            raise BrokerUnavailableError(f"cannot queue {task}: {exc}") from exc
+
+    def _queued(self, job: Job, send: list[tuple[str, list[Any]]]) -> None:
+        self._board.create(job)
+        try:
+            for task, items in send:
+                self._send(task, items)
+        except BrokerUnavailableError as exc:
+            self._board.fail(job.id, str(exc))
+            raise
+
+    def memorize(self, memory: Memory) -> Ticket:
+        """Queue one memorize (batched with concurrent ones for embedding); wait for its outcome."""
+        job = Job(id=new_job_id(), kind=JobKind.MEMORIZE, total=1)
+        self._board.create(job)
+        try:
+            self._batcher.submit(job_item(job.id, 0, memory))
+        except BrokerUnavailableError as exc:
+            self._board.fail(job.id, str(exc))
+            raise
+        return self._wait(job.id, self._settings.memorize_wait_s)
+
+    def memorize_bulk(self, memories: Sequence[Memory], *, wait_s: float | None) -> Ticket:
+        """Queue a bulk memorize as ingest tasks of ``BULK_CHUNK`` memories; wait up to ``wait_s``."""
+        job = Job(id=new_job_id(), kind=JobKind.MEMORIZE_BULK, total=len(memories))
+        items = [job_item(job.id, i, m) for i, m in enumerate(memories)]
+        chunks = [(Task.INGEST, items[i : i + BULK_CHUNK]) for i in range(0, len(items), BULK_CHUNK)]
+        self._queued(job, chunks)
+        return self._wait(job.id, wait_s)
+
+    def _wait(self, job_id: str, wait_s: float | None) -> Ticket:
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        pause = 0.005
+        while True:
+            job = self._board.get(job_id)
+            if job.state is JobState.DONE and job.result is not None:
+                items = job.result["items"]
+                return Ticket(job_id, tuple(ItemResult(i["id"], WriteOutcome(i["outcome"])) for i in items))
+            if job.state is JobState.FAILED:
+                raise JobError(f"job {job_id} failed: {job.error}")
+            if deadline is not None and time.monotonic() >= deadline:
+                return Ticket(job_id)
+            remaining = 1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+            time.sleep(min(pause, remaining))
+            pause = min(pause * 2, 0.1)
+
+    def record_access(self, memory_ids: Sequence[str]) -> None:
+        """Queue access reinforcement on the maintenance queue; a broker outage only logs."""
+        if not memory_ids:
+            return
+        try:
+            self._app.send_task(Task.RECORD_ACCESS, args=[list(memory_ids), utcnow().isoformat()])
+        except Exception:  # reinforcement is best effort: recall must not fail for it
+            log.warning("queueing access reinforcement failed", exc_info=True)
+
+    def ready(self) -> dict[str, bool]:
+        """The broker answers, and at least one worker answers a ping within half a second."""
+        broker = self._board.ping()
+        workers = False
+        if broker:
+            try:
+                workers = bool(self._app.control.ping(timeout=0.5))
+            except Exception:
+                log.warning("pinging the workers failed", exc_info=True)
+        return {"broker": broker, "workers": workers}
+
+    def drain(self) -> None:
+        """Nothing runs in this process."""
+
+    def close(self) -> None:
+        """Release the broker connections."""
+        self._app.close()

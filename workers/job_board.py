@@ -1,0 +1,314 @@
+"""Where jobs and dead letters live: in this process (embedded) or in Redis (distributed).
+
+Both boards have the same contract, checked by ``tests/workers/test_job_board.py``:
+
+- ``record`` is idempotent per item: a redelivered task that records the same items again does
+  not move progress, so ``done`` counts each item once and a job is ``done`` exactly when every
+  item has an outcome.
+- A final state is final: ``start`` never takes a done or failed job back to running.
+- Records expire ``ttl_s`` after their last change; an unknown or expired id raises
+  ``JobNotFoundError``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from hivemem.errors import BrokerUnavailableError, JobNotFoundError
+from hivemem.jobs import DeadLetter, Job, JobKind, JobState
+from hivemem.model import utcnow
+
+if TYPE_CHECKING:
+    import redis
+    from redis.typing import EncodableT, FieldT
+
+__all__ = ["ItemOutcome", "JobBoard", "MemoryJobBoard", "RedisJobBoard", "job_result"]
+
+# One item's outcome, keyed by the id the gateway gave the incoming memory:
+# {"index": position in the job, "id": stored memory id, "outcome": "stored" | "reinforced"}.
+ItemOutcome = dict[str, Any]
+
+
+def job_result(items: Sequence[ItemOutcome]) -> dict[str, Any]:
+    """A finished job's result: its items in order and how many were stored or reinforced."""
+    ordered = sorted(items, key=lambda item: int(item["index"]))
+    outcomes = [str(item["outcome"]) for item in ordered]
+    return {
+        "items": [{"id": item["id"], "outcome": item["outcome"]} for item in ordered],
+        "stored": outcomes.count("stored"),
+        "reinforced": outcomes.count("reinforced"),
+    }
+
+
+class JobBoard(Protocol):
+    """Job records and dead letters, shared by the gateway (reads) and the workers (writes)."""
+
+    def create(self, job: Job) -> None:
+        """Record a new job (``queued``)."""
+        ...
+
+    def get(self, job_id: str) -> Job:
+        """The job, with its result once done. Raises ``JobNotFoundError``."""
+        ...
+
+    def start(self, job_id: str) -> None:
+        """Mark the job running, unless it is already final or unknown."""
+        ...
+
+    def record(self, job_id: str, outcomes: dict[str, ItemOutcome]) -> None:
+        """Record item outcomes (idempotent per incoming id); the job is done when all items have one."""
+        ...
+
+    def fail(self, job_id: str, error: str) -> None:
+        """Mark the job failed with ``error``, unless it is already done."""
+        ...
+
+    def add_dead_letter(self, letter: DeadLetter) -> None:
+        """Keep a record of a task that failed for good."""
+        ...
+
+    def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
+        """The most recent dead letters, newest first."""
+        ...
+
+    def ping(self) -> bool:
+        """True when the board can be read and written."""
+        ...
+
+
+class MemoryJobBoard:
+    """The embedded shape's board: a bounded, thread-safe dict. Jobs there finish before they are read."""
+
+    def __init__(self, ttl_s: int = 7 * 24 * 3600, max_jobs: int = 10_000) -> None:
+        self._ttl = timedelta(seconds=ttl_s)
+        self._max_jobs = max_jobs
+        self._lock = threading.Lock()
+        self._jobs: OrderedDict[str, tuple[Job, dict[str, ItemOutcome]]] = OrderedDict()
+        self._dead: list[DeadLetter] = []
+
+    def _expire(self, now: datetime) -> None:
+        while self._jobs:
+            oldest_id, (oldest, _) = next(iter(self._jobs.items()))
+            if len(self._jobs) <= self._max_jobs and oldest.updated_at > now - self._ttl:
+                break
+            del self._jobs[oldest_id]
+        self._dead = [d for d in self._dead if d.failed_at > now - self._ttl]
+
+    def _touch(self, job_id: str, job: Job, items: dict[str, ItemOutcome]) -> None:
+        self._jobs[job_id] = (job, items)
+        self._jobs.move_to_end(job_id)
+
+    def create(self, job: Job) -> None:
+        with self._lock:
+            self._expire(utcnow())
+            self._touch(job.id, replace(job), {})
+
+    def get(self, job_id: str) -> Job:
+        with self._lock:
+            entry = self._jobs.get(job_id)
+            if entry is None or entry[0].updated_at <= utcnow() - self._ttl:
+                raise JobNotFoundError(f"no job {job_id!r} (unknown, or expired)")
+            return replace(entry[0])
+
+    def start(self, job_id: str) -> None:
+        with self._lock:
+            entry = self._jobs.get(job_id)
+            if entry and entry[0].state is JobState.QUEUED:
+                self._touch(job_id, replace(entry[0], state=JobState.RUNNING, updated_at=utcnow()), entry[1])
+
+    def record(self, job_id: str, outcomes: dict[str, ItemOutcome]) -> None:
+        with self._lock:
+            entry = self._jobs.get(job_id)
+            if entry is None:
+                return
+            job, items = entry
+            items.update(outcomes)
+            done = len(items)
+            state, result = job.state, job.result
+            if done >= job.total and not job.state.final:
+                state, result = JobState.DONE, job_result(list(items.values()))
+            elif not job.state.final:
+                state = JobState.RUNNING
+            self._touch(job_id, replace(job, done=done, state=state, result=result, updated_at=utcnow()), items)
+
+    def fail(self, job_id: str, error: str) -> None:
+        with self._lock:
+            entry = self._jobs.get(job_id)
+            if entry and entry[0].state is not JobState.DONE:
+                self._touch(
+                    job_id, replace(entry[0], state=JobState.FAILED, error=error, updated_at=utcnow()), entry[1]
+                )
+
+    def add_dead_letter(self, letter: DeadLetter) -> None:
+        with self._lock:
+            self._dead.append(letter)
+
+    def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
+        with self._lock:
+            return list(reversed(self._dead[-limit:]))
+
+    def ping(self) -> bool:
+        return True
+
+
+_PREFIX = "hivemem:job:"
+_DEAD = "hivemem:dead-letters"
+
+# Finishing a job is one atomic step, so two workers recording its last items at the same moment
+# cannot both miss (or both half-write) the transition to done. KEYS: job hash, items hash.
+# ARGV: ttl, now, then field/value pairs of outcomes.
+_RECORD = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+local done = redis.call('HLEN', KEYS[2])
+local total = tonumber(redis.call('HGET', KEYS[1], 'total'))
+local state = redis.call('HGET', KEYS[1], 'state')
+redis.call('HSET', KEYS[1], 'done', done, 'updated_at', ARGV[2])
+if state ~= 'done' and state ~= 'failed' then
+  if done >= total then redis.call('HSET', KEYS[1], 'state', 'done')
+  else redis.call('HSET', KEYS[1], 'state', 'running') end
+end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[2], ARGV[1])
+return done
+"""
+
+# KEYS: job hash. ARGV: from-states (comma list), to-state, now, ttl, error or ''.
+_TRANSITION = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return 0 end
+if not string.find(',' .. ARGV[1] .. ',', ',' .. state .. ',', 1, true) then return 0 end
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'updated_at', ARGV[3])
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[5]) end
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
+
+
+class RedisJobBoard:
+    """The distributed shape's board: one Redis hash per job, one per job's items, a sorted set of dead letters."""
+
+    def __init__(self, client: redis.Redis, ttl_s: int = 7 * 24 * 3600) -> None:
+        self._redis = client
+        self._ttl = ttl_s
+        self._record = client.register_script(_RECORD)
+        self._transition = client.register_script(_TRANSITION)
+
+    @classmethod
+    def from_url(cls, url: str, ttl_s: int = 7 * 24 * 3600) -> RedisJobBoard:
+        """A board on the Redis server ``url`` names (the broker URL)."""
+        import redis
+
+        return cls(redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5), ttl_s)
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        import redis
+
+        try:
+            return fn(*args, **kwargs)
+        except redis.RedisError as exc:
+            raise BrokerUnavailableError(f"the job broker is unreachable: {exc}") from exc
+
+    def create(self, job: Job) -> None:
+        key = _PREFIX + job.id
+        fields: dict[FieldT, EncodableT] = {
+            "kind": job.kind.value,
+            "state": job.state.value,
+            "total": job.total,
+            "done": 0,
+            "created_at": job.created_at.isoformat(),
+            "updated_at": job.updated_at.isoformat(),
+        }
+        pipe = self._redis.pipeline()
+        pipe.hset(key, mapping=fields)
+        pipe.expire(key, self._ttl)
+        self._call(pipe.execute)
+
+    def get(self, job_id: str) -> Job:
+        pipe = self._redis.pipeline()
+        pipe.hgetall(_PREFIX + job_id)
+        pipe.hvals(_PREFIX + job_id + ":items")
+        raw, items = self._call(pipe.execute)
+        if not raw:
+            raise JobNotFoundError(f"no job {job_id!r} (unknown, or expired)")
+        fields = {k.decode(): v.decode() for k, v in raw.items()}
+        state = JobState(fields["state"])
+        outcomes = [json.loads(v) for v in items]
+        return Job(
+            id=job_id,
+            kind=JobKind(fields["kind"]),
+            state=state,
+            total=int(fields["total"]),
+            done=int(fields.get("done", 0)),
+            result=job_result(outcomes) if state is JobState.DONE else None,
+            error=fields.get("error"),
+            created_at=datetime.fromisoformat(fields["created_at"]),
+            updated_at=datetime.fromisoformat(fields["updated_at"]),
+        )
+
+    def start(self, job_id: str) -> None:
+        self._call(self._transition, keys=[_PREFIX + job_id], args=["queued", "running", _now(), self._ttl, ""])
+
+    def record(self, job_id: str, outcomes: dict[str, ItemOutcome]) -> None:
+        pairs: list[str] = []
+        for incoming_id, outcome in outcomes.items():
+            pairs += [incoming_id, json.dumps(outcome)]
+        keys = [_PREFIX + job_id, _PREFIX + job_id + ":items"]
+        self._call(self._record, keys=keys, args=[self._ttl, _now(), *pairs])
+
+    def fail(self, job_id: str, error: str) -> None:
+        args = ["queued,running,failed", "failed", _now(), self._ttl, error or "failed"]
+        self._call(self._transition, keys=[_PREFIX + job_id], args=args)
+
+    def add_dead_letter(self, letter: DeadLetter) -> None:
+        member = json.dumps(
+            {
+                "task": letter.task,
+                "job_ids": list(letter.job_ids),
+                "error": letter.error,
+                "attempts": letter.attempts,
+                "failed_at": letter.failed_at.isoformat(),
+            }
+        )
+        stamp = letter.failed_at.timestamp()
+        pipe = self._redis.pipeline()
+        pipe.zadd(_DEAD, {member: stamp})
+        pipe.zremrangebyscore(_DEAD, "-inf", stamp - self._ttl)
+        self._call(pipe.execute)
+
+    def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
+        raw = self._call(self._redis.zrevrange, _DEAD, 0, max(0, limit - 1))
+        letters = []
+        for member in raw:
+            data = json.loads(member)
+            letters.append(
+                DeadLetter(
+                    task=data["task"],
+                    job_ids=tuple(data["job_ids"]),
+                    error=data["error"],
+                    attempts=int(data["attempts"]),
+                    failed_at=datetime.fromisoformat(data["failed_at"]),
+                )
+            )
+        return letters
+
+    def prune(self) -> int:
+        """Drop dead letters older than the retention time; returns how many went."""
+        cutoff = utcnow().timestamp() - self._ttl
+        return int(self._call(self._redis.zremrangebyscore, _DEAD, "-inf", cutoff))
+
+    def ping(self) -> bool:
+        try:
+            return bool(self._call(self._redis.ping))
+        except BrokerUnavailableError:
+            return False
+
+
+def _now() -> str:
+    return utcnow().isoformat()

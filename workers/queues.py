@@ -1,0 +1,31 @@
+"""Queue and task names: the one vocabulary the gateway, the workers and the deploy files share.
+
+Names are plain strings so the gateway can queue a task by name without importing the worker code.
+"""
+
+from __future__ import annotations
+
+__all__ = ["QUEUES", "TASK_QUEUE", "Task"]
+
+# Listed from most to least urgent: a worker consuming several queues drains them in this order
+# (Redis `queue_order_strategy = priority`), so bulk `ingest` only runs when interactive work is done.
+QUEUES = ("embed", "resolve", "rerank", "maintenance", "consolidate", "ingest")
+
+
+class Task:
+    """Registered task names."""
+
+    EMBED = "hivemem.embed"
+    RESOLVE = "hivemem.resolve"
+    INGEST = "hivemem.ingest"
+    RECORD_ACCESS = "hivemem.record_access"
+    PRUNE_DEAD_LETTERS = "hivemem.prune_dead_letters"
+
+
+TASK_QUEUE = {
+    Task.EMBED: "embed",
+    Task.RESOLVE: "resolve",
+    Task.INGEST: "ingest",
+    Task.RECORD_ACCESS: "maintenance",
+    Task.PRUNE_DEAD_LETTERS: "maintenance",
+}

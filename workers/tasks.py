@@ -1,0 +1,151 @@
+"""The Celery tasks: thin wrappers that decode ids and payloads and call the job functions.
+
+Write path of one memorize: the gateway records the job and queues ``embed`` (one task may carry
+the memories of several concurrent requests, embedded as one batch); ``embed`` queues ``resolve``
+with the vectors; ``resolve`` takes the scope's lock, resolves and writes, and records each job's
+outcome. A bulk memorize is one ``ingest`` task per chunk, embedding and writing in one step.
+
+Every task is idempotent (memory ids come from the gateway; the store treats a memory whose id is
+already stored as done; outcomes are recorded per item), so redelivery after a crash is safe.
+Store and broker outages are retried with exponential backoff; a task that still fails, or fails
+in a way no retry can fix, marks its jobs failed and leaves a dead letter.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from celery import Celery
+from celery import Task as CeleryTask
+
+from hivemem.codec import memory_from_json, memory_to_json
+from hivemem.config import Settings
+from hivemem.errors import BrokerUnavailableError, StoreUnavailableError
+from hivemem.jobs import DeadLetter
+from hivemem.model import Memory, utcnow
+from hivemem.resolution import Resolution
+from workers import jobs
+from workers.context import current
+from workers.job_board import ItemOutcome
+from workers.queues import Task
+from workers.scope_lock import ScopeBusyError, scope_locks
+
+__all__ = ["JobItem", "register_tasks"]
+
+log = logging.getLogger(__name__)
+
+# One memory of one job, as it travels: {"job_id": ..., "index": position in the job, "memory": {...}}.
+JobItem = dict[str, Any]
+
+RETRYABLE = (StoreUnavailableError, BrokerUnavailableError, ScopeBusyError)
+
+
+def _job_ids(items: Sequence[JobItem]) -> list[str]:
+    # Only memorize tasks carry job items; maintenance tasks fail without failing a job.
+    return list(dict.fromkeys(str(item["job_id"]) for item in items if isinstance(item, dict) and "job_id" in item))
+
+
+class JobTask(CeleryTask):  # type: ignore[misc]
+    """Base of hivemem's tasks: late acks, backoff on outages, a dead letter when it fails for good."""
+
+    acks_late = True
+    reject_on_worker_lost = True
+    autoretry_for = RETRYABLE
+    retry_backoff = True
+    retry_jitter = True
+
+    def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
+        items: Sequence[Any] = args[0] if args and isinstance(args[0], list) else kwargs.get("items", [])
+        job_ids = _job_ids(items)
+        error = f"{type(exc).__name__}: {exc}"
+        board = current().board
+        try:
+            for job_id in job_ids:
+                board.fail(job_id, error)
+            board.add_dead_letter(
+                DeadLetter(task=self.name, job_ids=tuple(job_ids), error=error, attempts=self.request.retries + 1)
+            )
+        except BrokerUnavailableError:
+            log.exception("task %s failed (%s) and its dead letter could not be written", task_id, error)
+
+
+def _memories(items: Sequence[JobItem]) -> list[Memory]:
+    return [memory_from_json(item["memory"]) for item in items]
+
+
+def _start(items: Sequence[JobItem]) -> None:
+    board = current().board
+    for job_id in _job_ids(items):
+        board.start(job_id)
+
+
+def _resolve_and_record(items: Sequence[JobItem], memories: Sequence[Memory], settings: Settings) -> None:
+    context = current()
+    with scope_locks(
+        context.redis,
+        (m.scope for m in memories),
+        timeout_s=settings.resolve_lock_timeout_s,
+        wait_s=settings.resolve_lock_timeout_s,
+    ):
+        resolutions = jobs.write_all(context.store, context.embedder, memories, utcnow())
+    _record(items, resolutions)
+
+
+def _record(items: Sequence[JobItem], resolutions: Sequence[Resolution]) -> None:
+    by_job: dict[str, dict[str, ItemOutcome]] = {}
+    for item, resolution in zip(items, resolutions, strict=True):
+        incoming_id = str(item["memory"]["id"])
+        outcome = {"index": item["index"], "id": resolution.memory.id, "outcome": resolution.outcome.value}
+        by_job.setdefault(str(item["job_id"]), {})[incoming_id] = outcome
+    board = current().board
+    for job_id, outcomes in by_job.items():
+        board.record(job_id, outcomes)
+
+
+def register_tasks(app: Celery, settings: Settings) -> None:
+    """Register hivemem's tasks on ``app`` with the retry policy of ``settings``."""
+    options: dict[str, Any] = {
+        "base": JobTask,
+        "bind": True,
+        "max_retries": settings.job_retries,
+        "retry_backoff_max": settings.job_retry_backoff_max_s,
+    }
+
+    @app.task(name=Task.EMBED, **options)  # type: ignore[untyped-decorator]
+    def embed(self: CeleryTask, items: list[JobItem]) -> int:
+        """Embed the memories of one or more memorize jobs in one batch, then queue their resolve."""
+        _start(items)
+        context = current()
+        embedded = jobs.embed_new(context.store, context.embedder, _memories(items))
+        resolve_items = [item | {"memory": memory_to_json(m)} for item, m in zip(items, embedded, strict=True)]
+        app.send_task(Task.RESOLVE, args=[resolve_items])
+        return len(items)
+
+    @app.task(name=Task.RESOLVE, **options)  # type: ignore[untyped-decorator]
+    def resolve(self: CeleryTask, items: list[JobItem]) -> int:
+        """Resolve and write embedded memories under their scopes' locks; record each job's outcome."""
+        _resolve_and_record(items, _memories(items), settings)
+        return len(items)
+
+    @app.task(name=Task.INGEST, **options)  # type: ignore[untyped-decorator]
+    def ingest(self: CeleryTask, items: list[JobItem]) -> int:
+        """One chunk of a bulk memorize: embed and resolve in one step (low priority)."""
+        _start(items)
+        context = current()
+        embedded = jobs.embed_new(context.store, context.embedder, _memories(items))
+        _resolve_and_record(items, embedded, settings)
+        return len(items)
+
+    @app.task(name=Task.RECORD_ACCESS, **options)  # type: ignore[untyped-decorator]
+    def record_access(self: CeleryTask, memory_ids: list[str], at: str) -> int:
+        """Access reinforcement after a recall (counts, last access)."""
+        jobs.record_access(current().store, memory_ids, datetime.fromisoformat(at))
+        return len(memory_ids)
+
+    @app.task(name=Task.PRUNE_DEAD_LETTERS, **options)  # type: ignore[untyped-decorator]
+    def prune_dead_letters(self: CeleryTask) -> int:
+        """Drop dead letters older than the job retention time (scheduled by beat)."""
+        return current().board.prune()
