@@ -6,7 +6,6 @@ import asyncio
 import re
 from pathlib import Path
 
-import yaml
 from fastapi.routing import APIRoute
 from mcp import Client
 
@@ -46,10 +45,3 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert command is not None
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert ci[-1] == command.group(1)
-
-
-def test_compose_file_parses_and_builds_the_image() -> None:
-    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
-    service = compose["services"]["hivemem"]
-    assert (REPO / service["build"]["dockerfile"]).is_file()
-    assert service["ports"] == ["127.0.0.1:8765:8765"]
