@@ -1,0 +1,85 @@
+"""One ``opensearchpy`` client behind the store's error boundary, shared by its reads and writes.
+
+Every request goes through :meth:`Cluster.call`, which refuses a closed store and translates
+driver errors (:func:`search.opensearch_client.translate_errors`); the helpers here are the
+request shapes more than one part of the store needs: a checked ``_bulk``, a realtime GET that
+reads a missing document as None, and a paged scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any
+
+from hivemem.errors import StoreError, StoreUnavailableError
+from search.opensearch_client import ClusterTarget, translate_errors
+
+__all__ = ["Cluster"]
+
+Json = dict[str, Any]
+
+_PAGE = 1000
+
+
+class Cluster:
+    """The client of one store, the cluster it talks to, and whether the store is closed."""
+
+    def __init__(self, client: Any, target: ClusterTarget) -> None:
+        self.client = client
+        self.target = target
+        self.closed = False
+
+    def call(self, action: str, fn: Callable[[], Any]) -> Any:
+        """``fn()`` with the driver's errors translated; ``StoreUnavailableError`` once closed."""
+        if self.closed:
+            raise StoreUnavailableError("the store is closed")
+        with translate_errors(self.target, action):
+            return fn()
+
+    def bulk(self, lines: list[Json], refresh: str) -> list[Json]:
+        """One ``_bulk``; returns each item's result. Version conflicts (409) are left to the caller."""
+        response = self.call("bulk write", lambda: self.client.bulk(body=lines, refresh=refresh))
+        items = [next(iter(item.values())) for item in response["items"]]
+        for item in items:
+            status = int(item.get("status", 200))
+            if status >= 300 and status not in (404, 409):
+                error = item.get("error", {})
+                raise StoreError(f"OpenSearch bulk item {item.get('_id')} failed ({status}): {error}")
+        return items
+
+    def get_doc(self, alias: str, doc_id: str) -> Json | None:
+        """The realtime GET of one document; None when the document (not the index) is missing."""
+        from opensearchpy import NotFoundError
+
+        if self.closed:
+            raise StoreUnavailableError("the store is closed")
+        try:
+            with translate_errors(self.target, f"reading {alias}/{doc_id}"):
+                return dict(self.client.get(index=alias, id=doc_id))
+        except StoreError as exc:
+            if isinstance(exc.__cause__, NotFoundError) and "index_not_found" not in str(exc):
+                return None
+            raise
+
+    def scan(self, alias: str, query: Json, sort: list[Any]) -> Iterator[Json]:
+        """Every matching ``_source``, in ``sort`` order, page by page (``search_after``)."""
+        after: list[Any] | None = None
+        while True:
+            body: Json = {"size": _PAGE, "query": query, "sort": sort, "track_total_hits": False}
+            if after is not None:
+                body["search_after"] = after
+            response = self.call(f"searching {alias}", partial(self.client.search, index=alias, body=body))
+            hits = response["hits"]["hits"]
+            for hit in hits:
+                yield hit["_source"]
+            if len(hits) < _PAGE:
+                return
+            after = hits[-1]["sort"]
+
+    def close(self) -> None:
+        """Close the client. Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        self.client.close()

@@ -1,0 +1,332 @@
+"""The lock-free write protocol of the OpenSearch store: content claims and conditional writes.
+
+One memory holds each (scope, content hash): the claim document of that pair (in the ``-claims``
+alias, id :func:`search.opensearch_docs.claim_id`) names it, and is created with
+``op_type=create`` so that of two racing writers exactly one wins. Memories are written and
+deleted on the ``_seq_no``/``_primary_term`` they were read at, and a writer that loses (409)
+reads again, backs off and retries. :class:`MemoryWriter` is every write to the memories index,
+with the versioned reads those writes are conditioned on; it must be read as a whole to be
+trusted, which is why it is one module. :class:`search.opensearch.OpenSearchStore` composes it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from hivemem.errors import DuplicateMemoryError, MemoryNotFoundError, StoreError, StoreUnavailableError
+from hivemem.model import DuplicatePolicy, Memory
+from hivemem.resolution import Resolution
+from search.opensearch_bodies import IndexNames
+from search.opensearch_cluster import Cluster
+from search.opensearch_docs import claim_id, from_iso, memory_doc, memory_from_doc, to_iso
+
+__all__ = ["MemoryWriter", "Versioned"]
+
+Json = dict[str, Any]
+
+# A claim whose memory is missing (or holds other content) is another writer in flight between its
+# two requests, or the leftover of a writer that died there. Wait for the first; take over the
+# second once the claim is older than this lease.
+_CLAIM_LEASE_S = 30.0
+_MAX_ATTEMPTS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Versioned:
+    """A memory as read, with the sequence number and primary term that guard a conditional write."""
+
+    memory: Memory
+    seq_no: int
+    primary_term: int
+
+    @classmethod
+    def from_doc(cls, doc: Json) -> Versioned:
+        """The memory a GET or ``_mget`` document holds, with its version."""
+        return cls(memory_from_doc(doc["_source"]), int(doc["_seq_no"]), int(doc["_primary_term"]))
+
+
+class _Conflict(Exception):
+    """A conditional write lost to another writer; the caller reads and decides again."""
+
+
+def _backoff(attempt: int) -> None:
+    # Jitter spreads writers that collided on one document, so one of them wins the next round.
+    time.sleep(min(0.2, 0.002 * (2 ** min(attempt, 7))) * random.random())
+
+
+class MemoryWriter:
+    """Writes to the memories index of ``names``, each guarded by a claim and a version."""
+
+    def __init__(self, cluster: Cluster, names: IndexNames, dimension: int) -> None:
+        self._cluster = cluster
+        self._names = names
+        self._dimension = dimension
+
+    # -- versioned reads -----------------------------------------------------------------------
+
+    def read(self, memory_id: str) -> Versioned | None:
+        """The memory with that id as a realtime GET sees it, or None."""
+        doc = self._cluster.get_doc(self._names.memories, memory_id)
+        if doc is None or not doc.get("found", False):
+            return None
+        return Versioned.from_doc(doc)
+
+    def read_many(self, memory_ids: Sequence[str]) -> list[Versioned]:
+        """The memories with those ids that exist, in one ``_mget``."""
+        if not memory_ids:
+            return []
+        ids = list(memory_ids)
+        client = self._cluster.client
+        response = self._cluster.call(
+            "reading memories", lambda: client.mget(index=self._names.memories, body={"ids": ids})
+        )
+        return [Versioned.from_doc(doc) for doc in response["docs"] if doc.get("found")]
+
+    def holder(self, scope: str, content_hash: str) -> Versioned | None:
+        """The memory whose claim is on (scope, content hash), if it still holds that content."""
+        held = self._cluster.get_doc(self._names.claims, claim_id(scope, content_hash))
+        if held is None or not held.get("found", False):
+            return None
+        current = self.read(held["_source"]["memory_id"])
+        if current is None or (current.memory.scope, current.memory.content_hash) != (scope, content_hash):
+            return None
+        return current
+
+    # -- claims: one memory per (scope, content hash) --------------------------------------------
+
+    def _claim(self, memory: Memory) -> bool:
+        """Make ``memory`` the holder of its (scope, content hash). Returns True if the claim is new.
+
+        Raises ``DuplicateMemoryError`` when another live memory holds it.
+        """
+        cid = claim_id(memory.scope, memory.content_hash)
+        claim = {
+            "memory_id": memory.id,
+            "scope": memory.scope,
+            "content_hash": memory.content_hash,
+            "claimed_at": to_iso(datetime.now(UTC)),
+        }
+        from opensearchpy import ConflictError
+
+        client = self._cluster.client
+        for attempt in range(_MAX_ATTEMPTS):
+            try:
+                self._cluster.call(
+                    "claiming content",
+                    lambda: client.index(index=self._names.claims, id=cid, body=claim, op_type="create"),
+                )
+                return True
+            except StoreError as exc:
+                if not isinstance(exc.__cause__, ConflictError):
+                    raise
+            held = self._cluster.get_doc(self._names.claims, cid)
+            if held is None or not held.get("found", False):
+                continue  # released meanwhile: try to create it again
+            holder_id = held["_source"]["memory_id"]
+            if holder_id == memory.id:
+                return False
+            holder = self.read(holder_id)
+            if holder is not None and (holder.memory.scope, holder.memory.content_hash) == (
+                memory.scope,
+                memory.content_hash,
+            ):
+                raise DuplicateMemoryError(
+                    f"scope {memory.scope!r} already holds a memory with this content "
+                    f"(hash {memory.content_hash[:12]}): {holder_id}"
+                )
+            age = (datetime.now(UTC) - from_iso(held["_source"]["claimed_at"])).total_seconds()
+            if age < _CLAIM_LEASE_S:
+                _backoff(attempt)
+                continue
+            try:
+                self._cluster.call(
+                    "taking over a stale claim",
+                    partial(
+                        client.index,
+                        index=self._names.claims,
+                        id=cid,
+                        body=claim,
+                        if_seq_no=held["_seq_no"],
+                        if_primary_term=held["_primary_term"],
+                    ),
+                )
+                return True
+            except StoreError as exc:
+                if not isinstance(exc.__cause__, ConflictError):
+                    raise
+        raise StoreUnavailableError(f"could not claim content {memory.content_hash[:12]} in {memory.scope!r}")
+
+    def _release(self, scope: str, content_hash: str, memory_id: str) -> None:
+        """Drop the claim on (scope, content hash) if ``memory_id`` still holds it."""
+        cid = claim_id(scope, content_hash)
+        held = self._cluster.get_doc(self._names.claims, cid)
+        if held is None or not held.get("found", False) or held["_source"]["memory_id"] != memory_id:
+            return
+        # A conditional delete: if another writer took the claim meanwhile, it stays theirs.
+        self._cluster.bulk(
+            [
+                {
+                    "delete": {
+                        "_index": self._names.claims,
+                        "_id": cid,
+                        "if_seq_no": held["_seq_no"],
+                        "if_primary_term": held["_primary_term"],
+                    }
+                }
+            ],
+            refresh="false",
+        )
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def write(
+        self, memory: Memory, policy: DuplicatePolicy, *, expected: Versioned | None = None, read: bool = True
+    ) -> bool:
+        """Claim ``memory``'s content, then write it: create when new, else a conditional index.
+
+        ``expected`` is the version ``decide`` saw (write_resolved): a newer one on the cluster
+        raises ``_Conflict`` so the caller decides again. Otherwise a conflict re-reads and retries.
+        """
+        doc = memory_doc(memory, self._dimension)  # a bad vector fails here, before anything is written
+        for attempt in range(_MAX_ATTEMPTS):
+            current = expected if expected is not None else (self.read(memory.id) if read else None)
+            if current is not None and policy is DuplicatePolicy.FAIL:
+                raise DuplicateMemoryError(f"memory {memory.id} already exists")
+            if current is not None and policy is DuplicatePolicy.SKIP:
+                return False
+            self._claim(memory)
+            action: Json = {"_index": self._names.memories, "_id": memory.id}
+            if current is None:
+                line: Json = {"create": action}
+            else:
+                action["if_seq_no"] = current.seq_no
+                action["if_primary_term"] = current.primary_term
+                line = {"index": action}
+            (item,) = self._cluster.bulk([line, doc], refresh="wait_for")
+            if int(item.get("status", 200)) == 409:
+                if expected is not None:
+                    raise _Conflict
+                read = True
+                _backoff(attempt)
+                continue
+            if current is not None:
+                old = current.memory
+                if (old.scope, old.content_hash) != (memory.scope, memory.content_hash):
+                    self._release(old.scope, old.content_hash, memory.id)
+            return True
+        raise StoreUnavailableError(f"memory {memory.id}: too many concurrent writers, giving up")
+
+    def put_many(self, memories: Sequence[Memory], policy: DuplicatePolicy) -> int:
+        """Claim and write each memory in one ``_bulk`` without a refresh wait, then refresh once."""
+        docs = [memory_doc(m, self._dimension) for m in memories]
+        written, duplicates = 0, []
+        existing = {v.memory.id for v in self.read_many(list(dict.fromkeys(m.id for m in memories)))}
+        lines: list[Json] = []
+        for memory, doc in zip(memories, docs, strict=True):
+            if memory.id in existing and policy is not DuplicatePolicy.OVERWRITE:
+                if policy is DuplicatePolicy.FAIL:
+                    duplicates.append(memory.id)
+                continue
+            try:
+                self._claim(memory)
+            except DuplicateMemoryError:
+                duplicates.append(memory.id)
+                continue
+            lines += [
+                {"index" if memory.id in existing else "create": {"_index": self._names.memories, "_id": memory.id}}
+            ]
+            lines.append(doc)
+        if lines:
+            items = self._cluster.bulk(lines, refresh="false")
+            written = sum(1 for item in items if int(item.get("status", 200)) < 300)
+            duplicates += [str(item.get("_id")) for item in items if int(item.get("status", 200)) == 409]
+        client = self._cluster.client
+        self._cluster.call("refreshing after a bulk import", lambda: client.indices.refresh(index=self._names.memories))
+        if duplicates and policy is DuplicatePolicy.FAIL:
+            raise DuplicateMemoryError(f"{len(duplicates)} memories already existed: {duplicates[:5]}")
+        return written
+
+    def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:
+        """The atomic resolve-and-write of :meth:`search.base.Store.write_resolved`."""
+        # No lock, and nothing a crashed process can leave held. Uniqueness of (scope, hash) comes
+        # from the claim document, created with op_type=create: of two racing writers exactly one
+        # creates it, the other gets 409 and reinforces what the winner wrote. An update is a
+        # conditional write on the _seq_no/_primary_term that `decide` saw; a 409 means another
+        # writer got there first, so we read again and call `decide` again, and no update is lost.
+        # A distributed lock would need leases, fencing and a cleanup path for dead holders.
+        for attempt in range(_MAX_ATTEMPTS):
+            current = self.holder(incoming.scope, incoming.content_hash)
+            resolution = decide(None if current is None else current.memory)
+            target = resolution.memory
+            expected = current if current is not None and current.memory.id == target.id else None
+            try:
+                self.write(target, DuplicatePolicy.OVERWRITE, expected=expected, read=expected is None)
+            except (_Conflict, DuplicateMemoryError) as exc:
+                if isinstance(exc, DuplicateMemoryError) and current is not None:
+                    raise
+                _backoff(attempt)
+                continue
+            return resolution
+        raise StoreUnavailableError(f"could not resolve {incoming.id}: too many concurrent writers")
+
+    def delete(self, memory_id: str) -> Memory:
+        """Delete the memory on the version read and release its claim; return what was deleted.
+
+        Raises ``MemoryNotFoundError``. Its relations are the caller's to delete.
+        """
+        for attempt in range(_MAX_ATTEMPTS):
+            current = self.read(memory_id)
+            if current is None:
+                raise MemoryNotFoundError(f"no memory with id {memory_id}")
+            line = {
+                "delete": {
+                    "_index": self._names.memories,
+                    "_id": memory_id,
+                    "if_seq_no": current.seq_no,
+                    "if_primary_term": current.primary_term,
+                }
+            }
+            (item,) = self._cluster.bulk([line], refresh="wait_for")
+            status = int(item.get("status", 200))
+            if status == 409:
+                _backoff(attempt)
+                continue
+            if status == 404:
+                raise MemoryNotFoundError(f"no memory with id {memory_id}")
+            old = current.memory
+            self._release(old.scope, old.content_hash, memory_id)
+            return old
+        raise StoreUnavailableError(f"memory {memory_id}: too many concurrent writers, giving up")
+
+    def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
+        """Bump the access counters, each on the version read; unknown ids are ignored."""
+        pending = list(dict.fromkeys(memory_ids))
+        for attempt in range(_MAX_ATTEMPTS):
+            if not pending:
+                return
+            current = self.read_many(pending)
+            lines: list[Json] = []
+            for versioned in current:
+                m = versioned.memory
+                action = {
+                    "_index": self._names.memories,
+                    "_id": m.id,
+                    "if_seq_no": versioned.seq_no,
+                    "if_primary_term": versioned.primary_term,
+                }
+                bumped = replace(m, access_count=m.access_count + 1, last_accessed_at=at)
+                lines += [{"index": action}, memory_doc(bumped, self._dimension)]
+            if not lines:
+                return
+            # Counters are read by realtime GET, and recall never sorts on them: no refresh wait.
+            items = self._cluster.bulk(lines, refresh="false")
+            pending = [str(item["_id"]) for item in items if int(item.get("status", 200)) == 409]
+            if pending:
+                _backoff(attempt)
+        raise StoreUnavailableError("record_access: too many concurrent writers, giving up")
