@@ -50,6 +50,12 @@ def run_worker(
     ]
     if concurrency:
         argv.append(f"--concurrency={concurrency}")
+    if not settings.embed_threads:
+        # Each pool process embeds on its own: split the cores between them instead of letting
+        # every process start one torch thread per core, which oversubscribes the CPU.
+        threads = max(1, (os.cpu_count() or 1) // (concurrency or os.cpu_count() or 1))
+        os.environ["HIVEMEM_EMBED_THREADS"] = str(threads)
+        settings = settings.model_copy(update={"embed_threads": threads})
     get_app(settings).worker_main(argv)
     return 0
 

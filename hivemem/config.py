@@ -142,6 +142,13 @@ class Settings(BaseSettings):
     )
     embed_device: str = Field(default="cpu", description="Torch device for the embedder: `cpu` or `cuda`.")
     embed_batch_size: int = Field(default=32, ge=1, le=1024, description="Texts per embedder batch.")
+    embed_threads: int = Field(
+        default=0,
+        ge=0,
+        le=1024,
+        description="Torch threads per process for embedding; 0 is torch's default (one per core). "
+        "`hivemem worker` sets cores / concurrency when this is 0.",
+    )
     embed_max_length: int = Field(default=256, ge=8, le=8192, description="Tokens kept per text.")
     query_prefix: str = Field(default="", description="Prepended to recall queries (e5 models: `query: `).")
     passage_prefix: str = Field(

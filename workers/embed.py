@@ -45,7 +45,9 @@ class TransformersEmbedder:
         max_length: int = 256,
         query_prefix: str = "",
         passage_prefix: str = "",
+        threads: int = 0,
     ) -> None:
+        self._threads = threads
         self._source = model or str(packaged_model_path())
         self._model_id = model or PACKAGED_MODEL_ID
         self._device = device
@@ -96,6 +98,9 @@ class TransformersEmbedder:
                 if self._device == "cuda":
                     model = model.half()
                 torch.set_grad_enabled(False)
+                if self._threads:
+                    # Per process: several workers on one host must not each take every core.
+                    torch.set_num_threads(self._threads)
             except Exception as exc:
                 raise EmbeddingError(f"cannot load embedding model {self._source}: {exc}") from exc
             self._tokenizer, self._model = tokenizer, model
@@ -151,4 +156,5 @@ def load_embedder(settings: Settings) -> Embedder:
         max_length=settings.embed_max_length,
         query_prefix=settings.query_prefix,
         passage_prefix=settings.passage_prefix,
+        threads=settings.embed_threads,
     )

@@ -8,8 +8,10 @@ from __future__ import annotations
 __all__ = ["QUEUES", "TASK_QUEUE", "Task"]
 
 # Listed from most to least urgent: a worker consuming several queues drains them in this order
-# (Redis `queue_order_strategy = priority`), so bulk `ingest` only runs when interactive work is done.
-QUEUES = ("embed", "resolve", "rerank", "maintenance", "consolidate", "ingest")
+# (Redis `queue_order_strategy = priority`). `resolve` comes before `embed` so work already embedded
+# is finished before new work starts (otherwise a steady stream of embeds starves the writes and
+# every caller waits); bulk `ingest` only runs when interactive work is done.
+QUEUES = ("resolve", "embed", "rerank", "maintenance", "consolidate", "ingest")
 
 
 class Task:

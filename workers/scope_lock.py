@@ -46,7 +46,11 @@ def scope_locks(client: redis.Redis, scopes: Iterable[str], *, timeout_s: int, w
 
     with ExitStack() as held:
         for scope in sorted(set(scopes)):
-            lock = client.lock(_lock_name(scope), timeout=timeout_s, blocking_timeout=wait_s, thread_local=False)
+            # Poll every 5 ms, not redis-py's default 100 ms: a resolve holds the lock for a few
+            # milliseconds, so a waiter that sleeps 100 ms mostly waits for nothing.
+            lock = client.lock(
+                _lock_name(scope), timeout=timeout_s, sleep=0.005, blocking_timeout=wait_s, thread_local=False
+            )
             try:
                 acquired = lock.acquire()
             except redis_lib.RedisError as exc:

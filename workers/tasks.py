@@ -110,6 +110,9 @@ def register_tasks(app: Celery, settings: Settings) -> None:
     options: dict[str, Any] = {
         "base": JobTask,
         "bind": True,
+        # Bound to this app only: a process that builds several apps (tests, benchmarks) must not
+        # see each app's tasks registered on every other one.
+        "shared": False,
         "max_retries": settings.job_retries,
         "retry_backoff_max": settings.job_retry_backoff_max_s,
     }

@@ -94,3 +94,16 @@ def test_missing_model_folder_is_a_clear_error(tmp_path: pytest.TempPathFactory)
     embedder = TransformersEmbedder(str(tmp_path))
     with pytest.raises(EmbeddingError, match="cannot"):
         embedder.embed_passages(["text"])
+
+
+def test_threads_bound_the_torch_threads_of_the_process() -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        embedder = load_embedder(Settings(embed_threads=1))
+        assert isinstance(embedder, TransformersEmbedder)
+        embedder.load()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
