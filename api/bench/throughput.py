@@ -116,6 +116,8 @@ def _service(settings: Settings, shape: str, workers: int, folder: Path) -> Iter
             settings.model_dump() | store | {"broker_url": redis_server.url, "memorize_wait_s": 60.0}
         )
         env = _settings_env(gateway)
+        # The workers share this machine's cores: split them, as separate hosts would not need to.
+        env["HIVEMEM_EMBED_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
         for i in range(workers):
             process = WorkerProcess(env, cwd=folder, log_path=folder / f"worker-{i}.log")
             process.start(concurrency=1)
