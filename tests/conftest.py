@@ -56,5 +56,5 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 @pytest.fixture
 def redis_url(redis_server: RedisServer) -> str:
     """The private Redis, emptied for this test."""
-    redis.Redis.from_url(redis_server.url).flushall()
+    redis.Redis.from_url(redis_server.url).flushdb()
     return redis_server.url
