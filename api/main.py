@@ -13,7 +13,7 @@ from api.errors import install_handlers
 from api.mcp_server import build_mcp
 from api.routes import health, jobs, memories
 from api.service import MemoryService
-from hivemem.config import LOOPBACK_HOSTS, Settings
+from hivemem.config import LOOPBACK_HOSTS, Settings, redact_url
 
 __all__ = ["create_app", "serve"]
 
@@ -84,9 +84,10 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     service = MemoryService.from_settings(settings)
     try:
         service.warm_up()
+        jobs = f"on Celery workers via {redact_url(settings.broker_url)}" if settings.broker_url else "in-process"
         print(
             f"hivemem serving on http://{settings.host}:{settings.port} (REST /v1, MCP /mcp), "
-            f"store {settings.resolved_store_url()}",
+            f"store {redact_url(settings.resolved_store_url())}, jobs {jobs}",
             flush=True,
         )
         uvicorn.run(create_app(settings, service), host=settings.host, port=settings.port, log_level=settings.log_level)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, model_validator
 from pydantic_settings import (
@@ -22,10 +23,19 @@ from pydantic_settings import (
 
 from hivemem.model import FusionMethod
 
-__all__ = ["BROKER_SCHEMES", "LOOPBACK_HOSTS", "Settings", "config_file_path", "default_data_dir"]
+__all__ = ["BROKER_SCHEMES", "LOOPBACK_HOSTS", "Settings", "config_file_path", "default_data_dir", "redact_url"]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 BROKER_SCHEMES = ("redis", "rediss")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password, if any, replaced by ``***``: safe for logs and banners."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def default_data_dir() -> Path:
@@ -224,5 +234,8 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, toml)
 
     def public_dict(self) -> dict[str, Any]:
-        """The settings as JSON-able values, for `hivemem config` and diagnostics."""
-        return self.model_dump(mode="json")
+        """The settings as JSON-able values, for `hivemem config` and diagnostics; passwords in URLs redacted."""
+        values = self.model_dump(mode="json")
+        for name in ("store_url", "broker_url"):
+            values[name] = redact_url(values[name])
+        return values

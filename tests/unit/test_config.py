@@ -5,7 +5,7 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from hivemem.config import Settings
+from hivemem.config import Settings, redact_url
 from hivemem.model import FusionMethod
 
 
@@ -57,3 +57,20 @@ def test_only_redis_brokers_are_accepted() -> None:
     for url in ("amqp://guest@localhost//", "localhost:6379", "sqs://"):
         with pytest.raises(pydantic.ValidationError, match="not a supported broker"):
             Settings(broker_url=url)
+
+
+def test_urls_are_redacted_for_logs() -> None:
+    assert (
+        redact_url("opensearch+https://admin:S3cret!@os:9200/?index=x")
+        == "opensearch+https://admin:***@os:9200/?index=x"
+    )
+    assert redact_url("redis://:hunter2@cache:6379/0") == "redis://:***@cache:6379/0"
+    assert redact_url("sqlite:////data/hivemem.db") == "sqlite:////data/hivemem.db"
+    assert redact_url("redis://localhost:6379/0") == "redis://localhost:6379/0"
+
+
+def test_public_settings_hide_url_passwords() -> None:
+    settings = Settings(store_url="opensearch+https://admin:pw@os:9200", broker_url="redis://:pw2@cache:6379/0")
+    public = settings.public_dict()
+    assert public["store_url"] == "opensearch+https://admin:***@os:9200"
+    assert public["broker_url"] == "redis://:***@cache:6379/0"
