@@ -16,7 +16,6 @@ from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.errors import ConfirmationRequired
 from hivemem.hashing import content_hash
-from hivemem.jobs import JobState
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, Memory, RetrievalMode, new_memory_id, utcnow
 from hivemem.schemas import (
     BulkMemorizeResult,
@@ -115,8 +114,7 @@ class MemoryService:
         memory = self._new_memory(request, caller)
         ticket = self.runner.memorize(memory)
         if ticket.results is None:
-            state = self.runner.board.get(ticket.job_id).state
-            return MemorizeAccepted(id=memory.id, job_id=ticket.job_id, state=state)
+            return MemorizeAccepted(id=memory.id, job_id=ticket.job_id, state=ticket.state)
         return _results(ticket)[0]
 
     def memorize_bulk(
@@ -130,9 +128,8 @@ class MemoryService:
         wait = self.settings.memorize_wait_s if wait_s is None else wait_s
         ticket = self.runner.memorize_bulk(memories, wait_s=wait)
         ids = [m.id for m in memories]
-        if ticket.results is None:
-            return BulkMemorizeResult(job_id=ticket.job_id, state=self.runner.board.get(ticket.job_id).state, ids=ids)
-        return BulkMemorizeResult(job_id=ticket.job_id, state=JobState.DONE, ids=ids, results=_results(ticket))
+        results = None if ticket.results is None else _results(ticket)
+        return BulkMemorizeResult(job_id=ticket.job_id, state=ticket.state, ids=ids, results=results)
 
     def memorize_many(self, requests: list[MemoryCreate], caller: Caller = Caller()) -> list[MemorizeResult]:
         """Bulk memorize with batched embedding, waiting until done; same outcomes as one call per memory."""

@@ -16,12 +16,17 @@ from typing import Any
 
 from hivemem.model import utcnow
 
-__all__ = ["DeadLetter", "Job", "JobKind", "JobState", "new_job_id"]
+__all__ = ["DeadLetter", "Job", "JobKind", "JobState", "failure_text", "new_job_id"]
 
 
 def new_job_id() -> str:
     """A fresh job id (prefixed so it is never mistaken for a memory id)."""
     return f"job_{uuid.uuid4().hex}"
+
+
+def failure_text(exc: BaseException) -> str:
+    """How a failed job's error reads: the exception's class and message."""
+    return f"{type(exc).__name__}: {exc}"
 
 
 class JobKind(StrEnum):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hivemem.jobs import JobState
 from hivemem.model import WriteOutcome
 
 __all__ = ["ItemResult", "Ticket"]
@@ -19,15 +20,12 @@ class ItemResult:
 
 @dataclass(frozen=True, slots=True)
 class Ticket:
-    """A job and, once it has finished within the wait, one result per incoming memory, in order.
+    """A job, its state when the runner last looked, and, once done within the wait, one result
+    per incoming memory, in order.
 
     ``results`` is None while the job is still queued or running: poll the job by ``job_id``.
     """
 
     job_id: str
+    state: JobState
     results: tuple[ItemResult, ...] | None = None
-
-    @property
-    def done(self) -> bool:
-        """True when the results are in."""
-        return self.results is not None

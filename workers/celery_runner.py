@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -64,11 +64,11 @@ class CeleryRunner:
         except Exception as exc:  # kombu raises its own and socket errors; callers need one class
             raise BrokerUnavailableError(f"cannot queue {task}: {exc}") from exc
 
-    def _queued(self, job: Job, send: list[tuple[str, list[Any]]]) -> None:
+    def _queue(self, job: Job, send: Callable[[], None]) -> None:
+        """Record ``job``, then ``send`` its tasks; a job that could not be queued is marked failed."""
         self._board.create(job)
         try:
-            for task, items in send:
-                self._send(task, items)
+            send()
         except BrokerUnavailableError as exc:
             self._board.fail(job.id, str(exc))
             raise
@@ -76,20 +76,19 @@ class CeleryRunner:
     def memorize(self, memory: Memory) -> Ticket:
         """Queue one memorize (batched with concurrent ones for embedding); wait for its outcome."""
         job = Job(id=new_job_id(), kind=JobKind.MEMORIZE, total=1)
-        self._board.create(job)
-        try:
-            self._batcher.submit(job_item(job.id, 0, memory))
-        except BrokerUnavailableError as exc:
-            self._board.fail(job.id, str(exc))
-            raise
+        self._queue(job, lambda: self._batcher.submit(job_item(job.id, 0, memory)))
         return self._wait(job.id, self._settings.memorize_wait_s)
 
     def memorize_bulk(self, memories: Sequence[Memory], *, wait_s: float | None) -> Ticket:
         """Queue a bulk memorize as ingest tasks of ``BULK_CHUNK`` memories; wait up to ``wait_s``."""
         job = Job(id=new_job_id(), kind=JobKind.MEMORIZE_BULK, total=len(memories))
         items = [job_item(job.id, i, m) for i, m in enumerate(memories)]
-        chunks = [(Task.INGEST, items[i : i + BULK_CHUNK]) for i in range(0, len(items), BULK_CHUNK)]
-        self._queued(job, chunks)
+
+        def send() -> None:
+            for start in range(0, len(items), BULK_CHUNK):
+                self._send(Task.INGEST, items[start : start + BULK_CHUNK])
+
+        self._queue(job, send)
         return self._wait(job.id, wait_s)
 
     def _wait(self, job_id: str, wait_s: float | None) -> Ticket:
@@ -99,11 +98,12 @@ class CeleryRunner:
             job = self._board.get(job_id)
             if job.state is JobState.DONE and job.result is not None:
                 items = job.result["items"]
-                return Ticket(job_id, tuple(ItemResult(i["id"], WriteOutcome(i["outcome"])) for i in items))
+                results = tuple(ItemResult(i["id"], WriteOutcome(i["outcome"])) for i in items)
+                return Ticket(job_id, job.state, results)
             if job.state is JobState.FAILED:
                 raise JobError(f"job {job_id} failed: {job.error}")
             if deadline is not None and time.monotonic() >= deadline:
-                return Ticket(job_id)
+                return Ticket(job_id, job.state)
             remaining = 1.0 if deadline is None else max(0.0, deadline - time.monotonic())
             time.sleep(min(pause, remaining))
             pause = min(pause * 2, 0.1)

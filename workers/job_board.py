@@ -23,16 +23,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hivemem.errors import BrokerUnavailableError, JobNotFoundError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
 from hivemem.model import utcnow
+from hivemem.resolution import Resolution
 
 if TYPE_CHECKING:
     import redis
     from redis.typing import EncodableT, FieldT
 
-__all__ = ["ItemOutcome", "JobBoard", "MemoryJobBoard", "RedisJobBoard", "job_result"]
+__all__ = ["ItemOutcome", "JobBoard", "MemoryJobBoard", "RedisJobBoard", "item_outcome", "job_result"]
 
 # One item's outcome, keyed by the id the gateway gave the incoming memory:
 # {"index": position in the job, "id": stored memory id, "outcome": "stored" | "reinforced"}.
 ItemOutcome = dict[str, Any]
+
+
+def item_outcome(index: int, resolution: Resolution) -> ItemOutcome:
+    """The outcome a job records for its ``index``-th memory."""
+    return {"index": index, "id": resolution.memory.id, "outcome": resolution.outcome.value}
 
 
 def job_result(items: Sequence[ItemOutcome]) -> dict[str, Any]:

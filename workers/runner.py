@@ -14,13 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from hivemem.embedding import Embedder
-from hivemem.jobs import Job, JobKind, new_job_id
+from hivemem.jobs import Job, JobKind, JobState, failure_text, new_job_id
 from hivemem.model import Memory, utcnow
 from hivemem.resolution import Resolution
 from hivemem.tickets import ItemResult, Ticket
 from search.base import Store
 from workers import jobs
-from workers.job_board import JobBoard, MemoryJobBoard
+from workers.job_board import JobBoard, MemoryJobBoard, item_outcome
 
 __all__ = ["InProcessRunner", "Runner"]
 
@@ -61,7 +61,7 @@ class Runner(Protocol):
 
 
 def _ticket(job_id: str, resolutions: Sequence[Resolution]) -> Ticket:
-    return Ticket(job_id, tuple(ItemResult(r.memory.id, r.outcome) for r in resolutions))
+    return Ticket(job_id, JobState.DONE, tuple(ItemResult(r.memory.id, r.outcome) for r in resolutions))
 
 
 class InProcessRunner:
@@ -89,14 +89,10 @@ class InProcessRunner:
         try:
             resolutions = jobs.memorize_many(self._store, self._embedder, memories, utcnow())
         except Exception as exc:
-            self._board.fail(job.id, f"{type(exc).__name__}: {exc}")
+            self._board.fail(job.id, failure_text(exc))
             raise
         self._board.record(
-            job.id,
-            {
-                m.id: {"index": i, "id": r.memory.id, "outcome": r.outcome.value}
-                for i, (m, r) in enumerate(zip(memories, resolutions, strict=True))
-            },
+            job.id, {m.id: item_outcome(i, r) for i, (m, r) in enumerate(zip(memories, resolutions, strict=True))}
         )
         return _ticket(job.id, resolutions)
 

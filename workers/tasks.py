@@ -24,12 +24,12 @@ from celery import Task as CeleryTask
 from hivemem.codec import memory_from_json, memory_to_json
 from hivemem.config import Settings
 from hivemem.errors import BrokerUnavailableError, StoreUnavailableError
-from hivemem.jobs import DeadLetter
+from hivemem.jobs import DeadLetter, failure_text
 from hivemem.model import Memory, utcnow
 from hivemem.resolution import Resolution
 from workers import jobs
 from workers.context import current
-from workers.job_board import ItemOutcome
+from workers.job_board import ItemOutcome, item_outcome
 from workers.queues import Task
 from workers.scope_lock import ScopeBusyError, scope_locks
 
@@ -60,7 +60,7 @@ class JobTask(CeleryTask):  # type: ignore[misc]
     def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         items: Sequence[Any] = args[0] if args and isinstance(args[0], list) else kwargs.get("items", [])
         job_ids = _job_ids(items)
-        error = f"{type(exc).__name__}: {exc}"
+        error = failure_text(exc)
         board = current().board
         try:
             for job_id in job_ids:
@@ -98,8 +98,7 @@ def _record(items: Sequence[JobItem], resolutions: Sequence[Resolution]) -> None
     by_job: dict[str, dict[str, ItemOutcome]] = {}
     for item, resolution in zip(items, resolutions, strict=True):
         incoming_id = str(item["memory"]["id"])
-        outcome = {"index": item["index"], "id": resolution.memory.id, "outcome": resolution.outcome.value}
-        by_job.setdefault(str(item["job_id"]), {})[incoming_id] = outcome
+        by_job.setdefault(str(item["job_id"]), {})[incoming_id] = item_outcome(int(item["index"]), resolution)
     board = current().board
     for job_id, outcomes in by_job.items():
         board.record(job_id, outcomes)
