@@ -7,7 +7,6 @@ validate every body against the OpenSearch API specification without a cluster.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,9 +15,9 @@ from hivemem.config import Settings
 from hivemem.model import FusionMethod
 from search.base import SearchFilter
 from search.opensearch_docs import to_iso
+from search.query_terms import query_terms
 
 __all__ = [
-    "ENGLISH_STOPWORDS",
     "SCHEMA_VERSION",
     "VECTOR_FIELD",
     "IndexNames",
@@ -43,17 +42,6 @@ Json = dict[str, Any]
 SCHEMA_VERSION = "1"
 """Version of the mapping below; bumping it means a new ``PREFIX-vN`` index and a reindex."""
 
-# The Lucene English stop set, word for word (`EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`); the SQLite
-# store drops the same words from queries, which keeps the two BM25 legs congruent.
-# fmt: off
-ENGLISH_STOPWORDS = frozenset([
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
-    "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was",
-    "will", "with",
-])
-# fmt: on
-_WORD = re.compile(r"\w+", re.UNICODE)
-_MAX_QUERY_TERMS = 64
 _TEXT_FIELDS = ["title", "content", "tags.text"]
 _INDEX_ANALYZER = "hivemem_text"
 _QUERY_ANALYZER = "hivemem_query"
@@ -312,16 +300,12 @@ def search_pipeline(options: IndexOptions, fusion: FusionMethod) -> Json:
 
 
 def query_words(text: str) -> tuple[str, bool] | None:
-    """The words a BM25 query searches, and whether they are only stopwords; None when there are none.
-
-    Words are deduplicated and capped as in the SQLite store. A query of stopwords alone still
-    searches (with the index analyzer), as it does on SQLite.
+    """The words a BM25 query searches (:func:`search.query_terms.query_terms`, as on SQLite), joined
+    for a ``match``, and whether they are only stopwords; None when there are none. A query of
+    stopwords alone still searches (with the index analyzer), as it does on SQLite.
     """
-    words = list(dict.fromkeys(w.casefold() for w in _WORD.findall(text)))
-    if not words:
-        return None
-    kept = [w for w in words if w not in ENGLISH_STOPWORDS]
-    return " ".join((kept or words)[:_MAX_QUERY_TERMS]), not kept
+    terms = query_terms(text)
+    return None if terms is None else (" ".join(terms[0]), terms[1])
 
 
 def search_filter(where: SearchFilter) -> list[Json]:

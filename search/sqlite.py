@@ -11,7 +11,6 @@ distributed shape (OpenSearch, on the roadmap) is for.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -38,6 +37,7 @@ from hivemem.model import (
 )
 from hivemem.resolution import Resolution
 from search.base import SearchFilter
+from search.query_terms import query_terms
 from search.sqlite_rows import (
     ASSIGNMENTS,
     audit_from_row,
@@ -54,47 +54,6 @@ __all__ = ["SQLiteStore"]
 
 _BUSY_TIMEOUT_S = 30.0
 _LOAD_CHUNK = 500
-_MAX_QUERY_TERMS = 64
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Lucene's English stop set: words that match nearly every memory only add noise to BM25, and
-# min-max fusion would turn a match on "the" alone into a full-weight leg score.
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "for",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "such",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "will",
-        "with",
-    ]
-)
 
 
 def _marks(values: Sequence[object]) -> str:
@@ -103,10 +62,9 @@ def _marks(values: Sequence[object]) -> str:
 
 
 def _fts_query(text: str) -> str | None:
-    """An FTS5 query that ORs the words of ``text``, each quoted so no word is read as syntax."""
-    words = list(dict.fromkeys(w.casefold() for w in _WORD.findall(text)))
-    kept = [w for w in words if w not in _STOPWORDS] or words  # a query of stopwords only still searches
-    return " OR ".join(f'"{w}"' for w in kept[:_MAX_QUERY_TERMS]) or None
+    """An FTS5 query that ORs the query terms of ``text``, each quoted so no word is read as syntax."""
+    terms = query_terms(text)
+    return None if terms is None else " OR ".join(f'"{w}"' for w in terms[0])
 
 
 class SQLiteStore:

@@ -171,9 +171,12 @@ def test_deploy_json_is_what_the_builders_produce() -> None:
 
 
 def test_stopwords_match_the_sqlite_store() -> None:
-    from search.sqlite import _STOPWORDS
+    from search.query_terms import ENGLISH_STOPWORDS
+    from search.sqlite import _fts_query
 
-    assert bodies.ENGLISH_STOPWORDS == _STOPWORDS
+    # Both stores take their terms from search.query_terms: Lucene's 33 English stopwords.
+    assert len(ENGLISH_STOPWORDS) == 33 and {"the", "of", "with"} <= ENGLISH_STOPWORDS
+    assert _fts_query("The deploy of THE service") == '"deploy" OR "service"'
     assert bodies.query_words("The deploy of THE service") == ("deploy service", False)
     assert bodies.query_words("the of") == ("the of", True)
     assert bodies.query_words("?!") is None
