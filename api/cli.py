@@ -22,6 +22,17 @@ from workers.queues import QUEUES
 __all__ = ["main"]
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hivemem", description="Team-shared long-term memory for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -65,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
 
     worker = sub.add_parser("worker", help="run a Celery worker of the distributed shape (needs HIVEMEM_BROKER_URL)")
     worker.add_argument("--queues", default=",".join(QUEUES), help=f"comma list (default all: {','.join(QUEUES)})")
-    worker.add_argument("--concurrency", type=int, default=None, help="pool processes (default: one per CPU)")
+    worker.add_argument("--concurrency", type=_positive_int, default=None, help="pool processes (default: one per CPU)")
     worker.add_argument("--device", choices=["cpu", "cuda"], default=None, help="embedder device (default: setting)")
     worker.add_argument("--pool", choices=["prefork", "solo", "threads"], default="prefork")
     worker.add_argument("--loglevel", default=None, help="default: HIVEMEM_LOG_LEVEL")
@@ -89,11 +100,13 @@ def _parser() -> argparse.ArgumentParser:
         b.add_argument("--fresh", action="store_true", help="rebuild the bench database")
     t = bench_sub.add_parser("throughput", help="memorize/s and recall latency, embedded and Celery + Redis")
     t.add_argument("--shape", choices=["embedded", "celery"], action="append", help="default: both")
-    t.add_argument("--workers", type=int, action="append", help="Celery workers (repeatable; default 1 and 2)")
-    t.add_argument("--memories", type=int, default=300, help="single memorize calls")
-    t.add_argument("--bulk", type=int, default=1000, help="memories in the bulk memorize")
-    t.add_argument("--queries", type=int, default=300, help="recall calls")
-    t.add_argument("--clients", type=int, default=8, help="concurrent callers")
+    t.add_argument(
+        "--workers", type=_positive_int, action="append", help="Celery workers (repeatable; default 1 and 2)"
+    )
+    t.add_argument("--memories", type=_positive_int, default=300, help="single memorize calls")
+    t.add_argument("--bulk", type=_positive_int, default=1000, help="memories in the bulk memorize")
+    t.add_argument("--queries", type=_positive_int, default=300, help="recall calls")
+    t.add_argument("--clients", type=_positive_int, default=8, help="concurrent callers")
     t.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     return parser
 

@@ -412,3 +412,55 @@ def test_openapi_lists_the_v1_paths(client: TestClient) -> None:
     assert "post" in paths["/v1/memories"]
     assert {"get", "delete"} <= set(paths["/v1/memories/{memory_id}"])
     assert "post" in paths["/v1/remember"]
+
+
+# -- bulk and jobs --------------------------------------------------------------------------------
+
+
+def test_bulk_memorize_stores_each_once_and_reports_the_job(client: TestClient) -> None:
+    memories = [
+        {"title": f"Runbook step {i}", "content": f"Step {i}: drain node-{i} before the kernel upgrade."}
+        for i in range(3)
+    ]
+    memories.append(dict(memories[0]))  # a repeat inside the batch reinforces the first
+    created = client.post("/v1/memories/bulk", json={"memories": memories})
+    assert created.status_code == 201, created.text
+    body = created.json()
+    assert [r["outcome"] for r in body["results"]] == ["stored", "stored", "stored", "reinforced"]
+    assert body["results"][3]["id"] == body["results"][0]["id"] == body["ids"][0]
+    job = client.get(f"/v1/jobs/{body['job_id']}").json()
+    assert (job["kind"], job["state"], job["result"]["stored"], job["result"]["reinforced"]) == (
+        "memorize_bulk",
+        "done",
+        3,
+        1,
+    )
+    assert stored_count(client) == 3
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"memories": []}, "memories"),
+        ({"memories": [{"title": "Fine title", "content": "Fine content here."}] * 1001}, "memories"),
+        ({"memories": [{"title": "Fine title", "content": "Fine content here."}, {"title": "ab"}]}, "memories.1"),
+        ({"memories": "not a list"}, "memories"),
+        ({"memories": [], "extra": 1}, "extra"),
+        ({}, "memories"),
+    ],
+)
+def test_bad_bulk_input_is_refused_and_writes_nothing(client: TestClient, body: dict[str, Any], field: str) -> None:
+    answer = client.post("/v1/memories/bulk", json=body)
+    assert answer.status_code == 422, answer.text
+    assert field in answer.json()["message"]
+    assert stored_count(client) == 0
+
+
+def test_job_and_dead_letter_queries_check_their_input(client: TestClient) -> None:
+    for job_id in ("job_unknown", "x" * 5000, "%00", "job with spaces"):
+        missing = client.get(f"/v1/jobs/{job_id}")
+        assert missing.status_code == 404, job_id
+        assert missing.json()["error"] == "job_not_found"
+    assert client.get("/v1/dead-letters").json() == []
+    for limit in ("0", "1001", "many"):
+        assert client.get("/v1/dead-letters", params={"limit": limit}).status_code == 422, limit

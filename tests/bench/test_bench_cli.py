@@ -119,3 +119,11 @@ def test_throughput_bench_measures_both_shapes(
         assert 0 < run["memorize_p50_ms"] <= run["memorize_p95_ms"]
         assert 0 < run["recall_p50_ms"] <= run["recall_p95_ms"] <= run["recall_p99_ms"]
         assert run["embed_model"] == "hash-64"
+
+
+@pytest.mark.parametrize("option", ["--clients", "--workers", "--memories", "--bulk", "--queries"])
+def test_throughput_bench_refuses_counts_below_one(option: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "throughput", option, "0"])
+    assert exited.value.code == 2
+    assert f"{option}: must be at least 1, got 0" in capsys.readouterr().err

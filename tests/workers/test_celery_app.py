@@ -67,3 +67,11 @@ def test_a_gateway_whose_broker_is_down_answers_503_and_writes_nothing(settings:
             assert ready.json()["checks"]["broker"] is False
     finally:
         service.close()
+
+
+@pytest.mark.parametrize("args", [["worker", "--concurrency", "0"], ["worker", "--concurrency", "many"]])
+def test_worker_command_refuses_a_bad_concurrency(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 2
+    assert "--concurrency" in capsys.readouterr().err
