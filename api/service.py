@@ -192,6 +192,10 @@ class MemoryService:
         )
         return MemoryPublic.of(removed)
 
+    def warnings(self) -> list[str]:
+        """What an operator should know at start: setups that work but can lose data."""
+        return self.runner.warnings()
+
     def warm_up(self) -> None:
         """Load the embedding model now, so the first request doesn't pay for it."""
         self.embedder.embed_queries(["warm up"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
@@ -29,13 +30,15 @@ def run_worker(
     pool: str,
     loglevel: str | None,
 ) -> int:
-    """Run a worker consuming ``queues`` until stopped (SIGTERM finishes the running tasks first)."""
+    """Run a worker consuming ``queues`` until stopped: SIGTERM finishes the running tasks, closes
+    the store and exits 0. Warns first when the broker would lose queued jobs on a restart."""
     names = parse_queues(queues)
     if device:
         # Pool processes build their settings from the environment: the device must travel there.
         os.environ["HIVEMEM_EMBED_DEVICE"] = device
         settings = settings.model_copy(update={"embed_device": device})
     from workers.celery_app import get_app
+    from workers.job_board import RedisJobBoard
 
     argv = [
         "worker",
@@ -56,7 +59,11 @@ def run_worker(
         threads = max(1, (os.cpu_count() or 1) // (concurrency or os.cpu_count() or 1))
         os.environ["HIVEMEM_EMBED_THREADS"] = str(threads)
         settings = settings.model_copy(update={"embed_threads": threads})
-    get_app(settings).worker_main(argv)
+    app = get_app(settings)  # refuses a missing broker first
+    warning = RedisJobBoard.from_url(settings.broker_url, settings.job_ttl_s).persistence_warning()
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr, flush=True)
+    app.worker_main(argv)
     return 0
 
 

@@ -131,6 +131,19 @@ class Settings(BaseSettings):
         description="Seconds before a job taken by a worker that died is handed to another worker. Longer than "
         "the slowest job, or a slow job runs twice (harmless: jobs are idempotent, but wasteful).",
     )
+    job_republish_limit: int = Field(
+        default=3,
+        ge=0,
+        le=100,
+        description="How often a job whose broker message was lost is queued again before it fails with a dead letter.",
+    )
+    reconcile_interval_s: int = Field(
+        default=60,
+        ge=1,
+        le=86_400,
+        description="How often beat looks for accepted jobs whose broker message was lost (each worker also "
+        "looks once at start-up); a job counts as lost once it is older than the visibility timeout.",
+    )
     resolve_lock_timeout_s: int = Field(
         default=60,
         ge=1,

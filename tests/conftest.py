@@ -17,6 +17,24 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--crash-rounds",
+        type=int,
+        default=3,
+        help="how often the crash test kills a worker mid-drain (default 3 for CI; the full run is 20)",
+    )
+    parser.addoption(
+        "--fuzz-examples",
+        type=int,
+        default=40,
+        help="schemathesis examples per API operation and phase (default 40; raise it for a longer fuzz)",
+    )
+    parser.addoption(
+        "--fuzz-seed", type=int, default=20261201, help="schemathesis seed (fixed, so a run can be repeated)"
+    )
+
+
 @pytest.fixture(autouse=True)
 def clean_environ(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Tests never read the real environment or config file: HIVEMEM_* is cleared, XDG dirs are private."""

@@ -285,7 +285,14 @@ def test_redis_keeps_its_queue_across_restarts() -> None:
     redis = services()["redis"]
     args = argv(redis)
     assert option(args, "--appendonly") == "yes"
+    assert option(args, "--appendfsync") == "everysec"
     assert "redis-data:/data" in redis["volumes"]
+
+
+def test_the_readme_recipe_runs_a_durable_redis() -> None:
+    section = scale_out_section()
+    recipe = next(line for line in section.splitlines() if line.startswith("$ redis-server"))
+    assert "--appendonly yes" in recipe and "--appendfsync everysec" in recipe
 
 
 @pytest.mark.parametrize("path", COMPOSE_FILES, ids=lambda p: p.name)

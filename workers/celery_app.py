@@ -11,17 +11,22 @@ the pool process died), and every task is idempotent, so a redelivery does no ha
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
 from celery import Celery
+from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 from kombu.entity import Queue
 
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
+from workers.context import close_current
 from workers.queues import QUEUES, TASK_QUEUE, Task
 
 __all__ = ["build_celery", "get_app"]
+
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _app: Celery | None = None
@@ -61,6 +66,7 @@ def build_celery(settings: Settings) -> Celery:
         result_expires=settings.job_ttl_s,
         beat_schedule={
             "prune-dead-letters": {"task": Task.PRUNE_DEAD_LETTERS, "schedule": 3600.0},
+            "reconcile-jobs": {"task": Task.RECONCILE, "schedule": float(settings.reconcile_interval_s)},
         },
         timezone="UTC",
     )
@@ -68,6 +74,22 @@ def build_celery(settings: Settings) -> Celery:
 
     register_tasks(app, settings)
     return app
+
+
+@worker_ready.connect  # type: ignore[untyped-decorator]
+def _reconcile_at_start(sender: Any, **_: Any) -> None:
+    # A worker that starts after a crash finds the crashed one's lost jobs without waiting for beat.
+    try:
+        sender.app.send_task(Task.RECONCILE)
+    except Exception:  # the broker's own outage is reported by the worker itself
+        log.warning("could not queue reconciliation at start-up", exc_info=True)
+
+
+@worker_process_shutdown.connect  # type: ignore[untyped-decorator]
+@worker_shutdown.connect  # type: ignore[untyped-decorator]
+def _close_resources(**_: Any) -> None:
+    # Warm shutdown: the running tasks are done, so the store can close cleanly.
+    close_current()
 
 
 def get_app(settings: Settings | None = None) -> Celery:

@@ -12,7 +12,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from celery import Celery
 
@@ -24,19 +23,16 @@ from hivemem.model import Memory, WriteOutcome, utcnow
 from hivemem.tickets import ItemResult, Ticket
 from workers.batcher import MicroBatcher
 from workers.celery_app import build_celery
-from workers.job_board import JobBoard, RedisJobBoard
+from workers.dispatch import queue_job_work, send_job_task
+from workers.job_board import JobBoard, JobItem, RedisJobBoard
 from workers.queues import Task
 
-__all__ = ["BULK_CHUNK", "CeleryRunner", "job_item"]
+__all__ = ["CeleryRunner", "job_item"]
 
 log = logging.getLogger(__name__)
 
-# Memories per ingest task: big enough to embed efficiently, small enough that a crashed worker
-# redoes little and that several workers share one bulk job.
-BULK_CHUNK = 64
 
-
-def job_item(job_id: str, index: int, memory: Memory) -> dict[str, Any]:
+def job_item(job_id: str, index: int, memory: Memory) -> JobItem:
     """The wire form of one memory of one job: ``{"job_id", "index", "memory"}`` (no vector yet)."""
     return {"job_id": job_id, "index": index, "memory": memory_to_json(replace(memory, embedding=None))}
 
@@ -58,15 +54,21 @@ class CeleryRunner:
     def board(self) -> JobBoard:
         return self._board
 
-    def _send(self, task: str, items: list[Any]) -> None:
+    def _send(self, task: str, items: list[JobItem]) -> None:
+        self._sending(task, lambda: send_job_task(self._app, task, items))
+
+    @staticmethod
+    def _sending(task: str, send: Callable[[], None]) -> None:
         try:
-            self._app.send_task(task, args=[items])
+            send()
         except Exception as exc:  # kombu raises its own and socket errors; callers need one class
             raise BrokerUnavailableError(f"cannot queue {task}: {exc}") from exc
 
-    def _queue(self, job: Job, send: Callable[[], None]) -> None:
-        """Record ``job``, then ``send`` its tasks; a job that could not be queued is marked failed."""
-        self._board.create(job)
+    def _queue(self, job: Job, items: list[JobItem], send: Callable[[], None]) -> None:
+        """Record ``job`` with its items, then ``send`` its tasks; a job that could not be queued
+        is marked failed. From here on the job board knows the job, so even a message the broker
+        loses later is queued again (:mod:`workers.reconcile`)."""
+        self._board.create(job, items)
         try:
             send()
         except BrokerUnavailableError as exc:
@@ -76,7 +78,8 @@ class CeleryRunner:
     def memorize(self, memory: Memory) -> Ticket:
         """Queue one memorize (batched with concurrent ones for embedding); wait for its outcome."""
         job = Job(id=new_job_id(), kind=JobKind.MEMORIZE, total=1)
-        self._queue(job, lambda: self._batcher.submit(job_item(job.id, 0, memory)))
+        item = job_item(job.id, 0, memory)
+        self._queue(job, [item], lambda: self._batcher.submit(item))
         return self._wait(job.id, self._settings.memorize_wait_s)
 
     def memorize_bulk(self, memories: Sequence[Memory], *, wait_s: float | None) -> Ticket:
@@ -85,10 +88,9 @@ class CeleryRunner:
         items = [job_item(job.id, i, m) for i, m in enumerate(memories)]
 
         def send() -> None:
-            for start in range(0, len(items), BULK_CHUNK):
-                self._send(Task.INGEST, items[start : start + BULK_CHUNK])
+            self._sending(Task.INGEST, lambda: queue_job_work(self._app, job.kind, items))
 
-        self._queue(job, send)
+        self._queue(job, items, send)
         return self._wait(job.id, wait_s)
 
     def _wait(self, job_id: str, wait_s: float | None) -> Ticket:
@@ -127,6 +129,11 @@ class CeleryRunner:
             except Exception:
                 log.warning("pinging the workers failed", exc_info=True)
         return {"broker": broker, "workers": workers}
+
+    def warnings(self) -> list[str]:
+        """A warning when the broker keeps nothing across its own restart."""
+        warning = self._board.persistence_warning()
+        return [] if warning is None else [warning]
 
     def drain(self) -> None:
         """Nothing runs in this process."""

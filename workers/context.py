@@ -22,7 +22,7 @@ from workers.job_board import RedisJobBoard
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["WorkerContext", "current"]
+__all__ = ["WorkerContext", "close_current", "current"]
 
 
 @dataclass
@@ -60,6 +60,13 @@ class WorkerContext:
                 settings=self.settings,
             )
 
+    def close(self) -> None:
+        """Close what was opened (the store, the broker client); what was never opened stays so."""
+        if "store" in self.__dict__:
+            self.store.close()
+        if "redis" in self.__dict__:
+            self.redis.close()
+
 
 _contexts: dict[int, WorkerContext] = {}
 _contexts_lock = threading.Lock()
@@ -73,3 +80,11 @@ def current() -> WorkerContext:
         if context is None:
             context = _contexts[pid] = WorkerContext(Settings())
         return context
+
+
+def close_current() -> None:
+    """Close this process's context, if it has one (worker shutdown)."""
+    with _contexts_lock:
+        context = _contexts.pop(os.getpid(), None)
+    if context is not None:
+        context.close()

@@ -8,6 +8,11 @@ Both boards have the same contract, checked by ``tests/workers/test_job_board.py
 - A final state is final: ``start`` never takes a done or failed job back to running.
 - Records expire ``ttl_s`` after their last change; an unknown or expired id raises
   ``JobNotFoundError``.
+
+The Redis board is also the source of truth for what was accepted: every job that is not final
+is kept in an index of open jobs with the payload that can queue it again, so a job whose broker
+message was lost is found and re-published (:mod:`workers.reconcile`) instead of staying
+``queued`` for good.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,16 +29,39 @@ from hivemem.errors import BrokerUnavailableError, JobNotFoundError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
 from hivemem.model import utcnow
 from hivemem.resolution import Resolution
+from workers.broker_persistence import persistence_warning
 
 if TYPE_CHECKING:
     import redis
     from redis.typing import EncodableT, FieldT
 
-__all__ = ["ItemOutcome", "JobBoard", "MemoryJobBoard", "RedisJobBoard", "item_outcome", "job_result"]
+__all__ = [
+    "ItemOutcome",
+    "JobBoard",
+    "JobItem",
+    "MemoryJobBoard",
+    "OpenJob",
+    "RedisJobBoard",
+    "item_outcome",
+    "job_result",
+]
 
 # One item's outcome, keyed by the id the gateway gave the incoming memory:
 # {"index": position in the job, "id": stored memory id, "outcome": "stored" | "reinforced"}.
 ItemOutcome = dict[str, Any]
+# One memory of one job, as it travels: {"job_id": ..., "index": position in the job, "memory": {...}}.
+JobItem = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class OpenJob:
+    """A job that is not final, as the reconciler sees it: when its work was last known to be
+    queued (``dispatched_at``, Unix seconds) and how often it was queued again."""
+
+    id: str
+    kind: JobKind
+    dispatched_at: float
+    republished: int
 
 
 def item_outcome(index: int, resolution: Resolution) -> ItemOutcome:
@@ -55,8 +83,8 @@ def job_result(items: Sequence[ItemOutcome]) -> dict[str, Any]:
 class JobBoard(Protocol):
     """Job records and dead letters, shared by the gateway (reads) and the workers (writes)."""
 
-    def create(self, job: Job) -> None:
-        """Record a new job (``queued``)."""
+    def create(self, job: Job, items: Sequence[JobItem] = ()) -> None:
+        """Record a new job (``queued``) and the items that can queue its work again."""
         ...
 
     def get(self, job_id: str) -> Job:
@@ -69,6 +97,10 @@ class JobBoard(Protocol):
 
     def record(self, job_id: str, outcomes: dict[str, ItemOutcome]) -> None:
         """Record item outcomes (idempotent per incoming id); the job is done when all items have one."""
+        ...
+
+    def recorded(self, job_id: str, incoming_ids: Sequence[str]) -> set[str]:
+        """Which of ``incoming_ids`` already have an outcome in the job (a redelivered task skips them)."""
         ...
 
     def fail(self, job_id: str, error: str) -> None:
@@ -110,10 +142,16 @@ class MemoryJobBoard:
         self._jobs[job_id] = (job, items)
         self._jobs.move_to_end(job_id)
 
-    def create(self, job: Job) -> None:
+    def create(self, job: Job, items: Sequence[JobItem] = ()) -> None:
+        # Jobs here run in the caller's thread: nothing can lose them, nothing needs queueing again.
         with self._lock:
             self._expire(utcnow())
             self._touch(job.id, replace(job), {})
+
+    def recorded(self, job_id: str, incoming_ids: Sequence[str]) -> set[str]:
+        with self._lock:
+            entry = self._jobs.get(job_id)
+            return set() if entry is None else {i for i in incoming_ids if i in entry[1]}
 
     def get(self, job_id: str) -> Job:
         with self._lock:
@@ -165,19 +203,24 @@ class MemoryJobBoard:
 
 _PREFIX = "hivemem:job:"
 _DEAD = "hivemem:dead-letters"
+# Sorted set of the jobs that are not final, scored by when their work was last known queued.
+_OPEN = "hivemem:jobs:open"
 
 # Finishing a job is one atomic step, so two workers recording its last items at the same moment
-# cannot both miss (or both half-write) the transition to done. KEYS: job hash, items hash.
-# ARGV: ttl, now, then field/value pairs of outcomes.
+# cannot both miss (or both half-write) the transition to done; a done job leaves the open index.
+# KEYS: job hash, items hash, payload, open index. ARGV: ttl, now, job id, then field/value pairs.
 _RECORD = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
 local done = redis.call('HLEN', KEYS[2])
 local total = tonumber(redis.call('HGET', KEYS[1], 'total'))
 local state = redis.call('HGET', KEYS[1], 'state')
 redis.call('HSET', KEYS[1], 'done', done, 'updated_at', ARGV[2])
 if state ~= 'done' and state ~= 'failed' then
-  if done >= total then redis.call('HSET', KEYS[1], 'state', 'done')
+  if done >= total then
+    redis.call('HSET', KEYS[1], 'state', 'done')
+    redis.call('DEL', KEYS[3])
+    redis.call('ZREM', KEYS[4], ARGV[3])
   else redis.call('HSET', KEYS[1], 'state', 'running') end
 end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
@@ -185,7 +228,8 @@ redis.call('EXPIRE', KEYS[2], ARGV[1])
 return done
 """
 
-# KEYS: job hash. ARGV: from-states (comma list), to-state, now, ttl, error or ''.
+# KEYS: job hash, payload, open index. ARGV: from-states (comma list), to-state, now, ttl,
+# error or '', job id. A job that becomes final leaves the open index.
 _TRANSITION = """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return 0 end
@@ -193,7 +237,21 @@ if not string.find(',' .. ARGV[1] .. ',', ',' .. state .. ',', 1, true) then ret
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'updated_at', ARGV[3])
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[5]) end
 redis.call('EXPIRE', KEYS[1], ARGV[4])
+if ARGV[2] == 'done' or ARGV[2] == 'failed' then
+  redis.call('DEL', KEYS[2])
+  redis.call('ZREM', KEYS[3], ARGV[6])
+end
 return 1
+"""
+
+# Queue a job's work again, once: only while it is still open and still as stale as the caller
+# saw it, so two reconcilers racing on one job re-publish it once. KEYS: job hash, open index.
+# ARGV: job id, the score the caller saw, now. Returns the new republish count, or 0.
+_REPUBLISH = """
+local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not score or tonumber(score) ~= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+return redis.call('HINCRBY', KEYS[1], 'republished', 1)
 """
 
 
@@ -205,6 +263,7 @@ class RedisJobBoard:
         self._ttl = ttl_s
         self._record = client.register_script(_RECORD)
         self._transition = client.register_script(_TRANSITION)
+        self._republish = client.register_script(_REPUBLISH)
 
     @classmethod
     def from_url(cls, url: str, ttl_s: int = 7 * 24 * 3600) -> RedisJobBoard:
@@ -221,20 +280,72 @@ class RedisJobBoard:
         except redis.RedisError as exc:
             raise BrokerUnavailableError(f"the job broker is unreachable: {exc}") from exc
 
-    def create(self, job: Job) -> None:
+    def create(self, job: Job, items: Sequence[JobItem] = ()) -> None:
         key = _PREFIX + job.id
         fields: dict[FieldT, EncodableT] = {
             "kind": job.kind.value,
             "state": job.state.value,
             "total": job.total,
             "done": 0,
+            "republished": 0,
             "created_at": job.created_at.isoformat(),
             "updated_at": job.updated_at.isoformat(),
         }
         pipe = self._redis.pipeline()
         pipe.hset(key, mapping=fields)
         pipe.expire(key, self._ttl)
+        if items:
+            pipe.set(key + ":payload", json.dumps(list(items)), ex=self._ttl)
+            pipe.zadd(_OPEN, {job.id: job.created_at.timestamp()})
         self._call(pipe.execute)
+
+    def recorded(self, job_id: str, incoming_ids: Sequence[str]) -> set[str]:
+        if not incoming_ids:
+            return set()
+        found = self._call(self._redis.hmget, _PREFIX + job_id + ":items", list(incoming_ids))
+        return {i for i, value in zip(incoming_ids, found, strict=True) if value is not None}
+
+    def open_jobs(self, dispatched_before: float, limit: int = 1000) -> list[OpenJob]:
+        """Open jobs whose work was last known queued before ``dispatched_before`` (Unix seconds),
+        oldest first. Jobs whose record expired leave the index here."""
+        raw = self._call(self._redis.zrangebyscore, _OPEN, "-inf", dispatched_before, 0, limit, True)
+        if not raw:
+            return []
+        pipe = self._redis.pipeline()
+        for member, _ in raw:
+            pipe.hmget(_PREFIX + member.decode(), ["kind", "state", "republished"])
+        fields = self._call(pipe.execute)
+        found, gone = [], []
+        for (member, score), (kind, state, republished) in zip(raw, fields, strict=True):
+            job_id = member.decode()
+            if kind is None or state is None or JobState(state.decode()).final:
+                gone.append(job_id)
+                continue
+            found.append(OpenJob(job_id, JobKind(kind.decode()), float(score), int(republished or 0)))
+        if gone:
+            self._call(self._redis.zrem, _OPEN, *gone)
+        return found
+
+    def still_queued(self, job: OpenJob, at: float) -> None:
+        """The job's work was seen in the broker at ``at``: look again a visibility timeout later."""
+        self._call(self._redis.zadd, _OPEN, {job.id: at}, xx=True)
+
+    def mark_republished(self, job: OpenJob, at: float) -> int:
+        """Count one more re-publication of ``job``, unless another reconciler did it first
+        (then 0). Returns how often it has been re-published."""
+        return int(self._call(self._republish, keys=[_PREFIX + job.id, _OPEN], args=[job.id, job.dispatched_at, at]))
+
+    def pending_items(self, job_id: str) -> list[JobItem]:
+        """The items of an open job that have no outcome yet, as they were first queued."""
+        pipe = self._redis.pipeline()
+        pipe.get(_PREFIX + job_id + ":payload")
+        pipe.hkeys(_PREFIX + job_id + ":items")
+        payload, done = self._call(pipe.execute)
+        if payload is None:
+            return []
+        finished = {key.decode() for key in done}
+        items: list[JobItem] = json.loads(payload)
+        return [item for item in items if str(item["memory"]["id"]) not in finished]
 
     def get(self, job_id: str) -> Job:
         pipe = self._redis.pipeline()
@@ -258,19 +369,23 @@ class RedisJobBoard:
             updated_at=datetime.fromisoformat(fields["updated_at"]),
         )
 
+    def _transition_keys(self, job_id: str) -> list[str]:
+        return [_PREFIX + job_id, _PREFIX + job_id + ":payload", _OPEN]
+
     def start(self, job_id: str) -> None:
-        self._call(self._transition, keys=[_PREFIX + job_id], args=["queued", "running", _now(), self._ttl, ""])
+        args = ["queued", "running", _now(), self._ttl, "", job_id]
+        self._call(self._transition, keys=self._transition_keys(job_id), args=args)
 
     def record(self, job_id: str, outcomes: dict[str, ItemOutcome]) -> None:
         pairs: list[str] = []
         for incoming_id, outcome in outcomes.items():
             pairs += [incoming_id, json.dumps(outcome)]
-        keys = [_PREFIX + job_id, _PREFIX + job_id + ":items"]
-        self._call(self._record, keys=keys, args=[self._ttl, _now(), *pairs])
+        keys = [_PREFIX + job_id, _PREFIX + job_id + ":items", _PREFIX + job_id + ":payload", _OPEN]
+        self._call(self._record, keys=keys, args=[self._ttl, _now(), job_id, *pairs])
 
     def fail(self, job_id: str, error: str) -> None:
-        args = ["queued,running,failed", "failed", _now(), self._ttl, error or "failed"]
-        self._call(self._transition, keys=[_PREFIX + job_id], args=args)
+        args = ["queued,running,failed", "failed", _now(), self._ttl, error or "failed", job_id]
+        self._call(self._transition, keys=self._transition_keys(job_id), args=args)
 
     def add_dead_letter(self, letter: DeadLetter) -> None:
         member = json.dumps(
@@ -314,6 +429,10 @@ class RedisJobBoard:
             return bool(self._call(self._redis.ping))
         except BrokerUnavailableError:
             return False
+
+    def persistence_warning(self) -> str | None:
+        """A warning when this board's Redis keeps nothing across a restart (see :mod:`workers.broker_persistence`)."""
+        return persistence_warning(self._redis)
 
 
 def _now() -> str:

@@ -5,7 +5,7 @@ Names are plain strings so the gateway can queue a task by name without importin
 
 from __future__ import annotations
 
-__all__ = ["QUEUES", "TASK_QUEUE", "Task"]
+__all__ = ["JOBS_HEADER", "QUEUES", "TASK_QUEUE", "Task"]
 
 # Listed from most to least urgent: a worker consuming several queues drains them in this order
 # (Redis `queue_order_strategy = priority`). `resolve` comes before `embed` so work already embedded
@@ -22,6 +22,7 @@ class Task:
     INGEST = "hivemem.ingest"
     RECORD_ACCESS = "hivemem.record_access"
     PRUNE_DEAD_LETTERS = "hivemem.prune_dead_letters"
+    RECONCILE = "hivemem.reconcile"
 
 
 TASK_QUEUE = {
@@ -30,4 +31,9 @@ TASK_QUEUE = {
     Task.INGEST: "ingest",
     Task.RECORD_ACCESS: "maintenance",
     Task.PRUNE_DEAD_LETTERS: "maintenance",
+    Task.RECONCILE: "maintenance",
 }
+
+# The message header that names the jobs a task carries work for (a list of job ids), so that
+# the reconciler can tell a job whose work waits in the broker from one whose message was lost.
+JOBS_HEADER = "hivemem_jobs"

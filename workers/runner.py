@@ -51,6 +51,10 @@ class Runner(Protocol):
         """Readiness of what the runner depends on (broker, workers), by name."""
         ...
 
+    def warnings(self) -> list[str]:
+        """Setups of what the runner depends on that work but can lose jobs (a broker that keeps nothing)."""
+        ...
+
     def drain(self) -> None:
         """Wait for background work queued by this process (tests, shutdown)."""
         ...
@@ -118,6 +122,10 @@ class InProcessRunner:
     def ready(self) -> dict[str, bool]:
         """Nothing beyond the store and the embedder, which the service checks itself."""
         return {}
+
+    def warnings(self) -> list[str]:
+        """None: jobs run in the caller's thread and are done when memorize answers."""
+        return []
 
     def drain(self) -> None:
         """Wait for queued background jobs (tests, shutdown)."""

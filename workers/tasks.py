@@ -6,15 +6,19 @@ with the vectors; ``resolve`` takes the scope's lock, resolves and writes, and r
 outcome. A bulk memorize is one ``ingest`` task per chunk, embedding and writing in one step.
 
 Every task is idempotent (memory ids come from the gateway; the store treats a memory whose id is
-already stored as done; outcomes are recorded per item), so redelivery after a crash is safe.
-Store and broker outages are retried with exponential backoff; a task that still fails, or fails
-in a way no retry can fix, marks its jobs failed and leaves a dead letter.
+already stored as done; outcomes are recorded per item, and items that already have one are
+skipped), so redelivery after a crash is safe. Store and broker outages are retried with
+exponential backoff; a task that still fails, or fails in a way no retry can fix, marks its jobs
+failed and leaves a dead letter. A job whose message the broker lost is queued again by the
+``reconcile`` task (:mod:`workers.reconcile`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -29,23 +33,17 @@ from hivemem.model import Memory, utcnow
 from hivemem.resolution import Resolution
 from workers import jobs
 from workers.context import current
-from workers.job_board import ItemOutcome, item_outcome
+from workers.dispatch import job_ids, queue_job_work, send_job_task
+from workers.job_board import ItemOutcome, JobItem, item_outcome
 from workers.queues import Task
+from workers.reconcile import reconcile
 from workers.scope_lock import ScopeBusyError, scope_locks
 
-__all__ = ["JobItem", "register_tasks"]
+__all__ = ["register_tasks"]
 
 log = logging.getLogger(__name__)
 
-# One memory of one job, as it travels: {"job_id": ..., "index": position in the job, "memory": {...}}.
-JobItem = dict[str, Any]
-
 RETRYABLE = (StoreUnavailableError, BrokerUnavailableError, ScopeBusyError)
-
-
-def _job_ids(items: Sequence[JobItem]) -> list[str]:
-    # Only memorize tasks carry job items; maintenance tasks fail without failing a job.
-    return list(dict.fromkeys(str(item["job_id"]) for item in items if isinstance(item, dict) and "job_id" in item))
 
 
 class JobTask(CeleryTask):  # type: ignore[misc]
@@ -59,14 +57,14 @@ class JobTask(CeleryTask):  # type: ignore[misc]
 
     def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         items: Sequence[Any] = args[0] if args and isinstance(args[0], list) else kwargs.get("items", [])
-        job_ids = _job_ids(items)
+        failed = job_ids(items)
         error = failure_text(exc)
         board = current().board
         try:
-            for job_id in job_ids:
+            for job_id in failed:
                 board.fail(job_id, error)
             board.add_dead_letter(
-                DeadLetter(task=self.name, job_ids=tuple(job_ids), error=error, attempts=self.request.retries + 1)
+                DeadLetter(task=self.name, job_ids=tuple(failed), error=error, attempts=self.request.retries + 1)
             )
         except BrokerUnavailableError:
             log.exception("task %s failed (%s) and its dead letter could not be written", task_id, error)
@@ -78,8 +76,19 @@ def _memories(items: Sequence[JobItem]) -> list[Memory]:
 
 def _start(items: Sequence[JobItem]) -> None:
     board = current().board
-    for job_id in _job_ids(items):
+    for job_id in job_ids(items):
         board.start(job_id)
+
+
+def _unrecorded(items: Sequence[JobItem]) -> list[JobItem]:
+    """The items without an outcome yet: a redelivered or re-published task redoes only those, so
+    a repeat neither reinforces a memory twice nor moves a job's progress."""
+    board = current().board
+    by_job: dict[str, list[str]] = {}
+    for item in items:
+        by_job.setdefault(str(item["job_id"]), []).append(str(item["memory"]["id"]))
+    done = {(job_id, i) for job_id, ids in by_job.items() for i in board.recorded(job_id, ids)}
+    return [item for item in items if (str(item["job_id"]), str(item["memory"]["id"])) not in done]
 
 
 def _resolve_and_record(items: Sequence[JobItem], memories: Sequence[Memory], settings: Settings) -> None:
@@ -120,22 +129,30 @@ def register_tasks(app: Celery, settings: Settings) -> None:
     def embed(self: CeleryTask, items: list[JobItem]) -> int:
         """Embed the memories of one or more memorize jobs in one batch, then queue their resolve."""
         _start(items)
+        items = _unrecorded(items)
+        if not items:
+            return 0
         context = current()
         embedded = jobs.embed_new(context.store, context.embedder, _memories(items))
         resolve_items = [item | {"memory": memory_to_json(m)} for item, m in zip(items, embedded, strict=True)]
-        app.send_task(Task.RESOLVE, args=[resolve_items])
+        send_job_task(app, Task.RESOLVE, resolve_items)
         return len(items)
 
     @app.task(name=Task.RESOLVE, **options)  # type: ignore[untyped-decorator]
     def resolve(self: CeleryTask, items: list[JobItem]) -> int:
         """Resolve and write embedded memories under their scopes' locks; record each job's outcome."""
-        _resolve_and_record(items, _memories(items), settings)
+        items = _unrecorded(items)
+        if items:
+            _resolve_and_record(items, _memories(items), settings)
         return len(items)
 
     @app.task(name=Task.INGEST, **options)  # type: ignore[untyped-decorator]
     def ingest(self: CeleryTask, items: list[JobItem]) -> int:
         """One chunk of a bulk memorize: embed and resolve in one step (low priority)."""
         _start(items)
+        items = _unrecorded(items)
+        if not items:
+            return 0
         context = current()
         embedded = jobs.embed_new(context.store, context.embedder, _memories(items))
         _resolve_and_record(items, embedded, settings)
@@ -151,3 +168,24 @@ def register_tasks(app: Celery, settings: Settings) -> None:
     def prune_dead_letters(self: CeleryTask) -> int:
         """Drop dead letters older than the job retention time (scheduled by beat)."""
         return current().board.prune()
+
+    @app.task(name=Task.RECONCILE, **options)  # type: ignore[untyped-decorator]
+    def reconcile_jobs(self: CeleryTask) -> dict[str, Any]:
+        """Queue again the open jobs whose work the broker lost (beat, and each worker at start-up)."""
+        context = current()
+        # One pass at a time; a pass that finds the lock taken has nothing to add.
+        lock = context.redis.lock("hivemem:lock:reconcile", timeout=max(60, settings.reconcile_interval_s))
+        if not lock.acquire(blocking=False):
+            return {"skipped": True}
+        try:
+            report = reconcile(
+                context.board,
+                context.redis,
+                lambda kind, items: queue_job_work(app, kind, items),
+                grace_s=settings.broker_visibility_timeout_s,
+                limit=settings.job_republish_limit,
+            )
+        finally:
+            with suppress(Exception):
+                lock.release()
+        return asdict(report)

@@ -42,11 +42,14 @@ def redis_server_binary() -> str | None:
 
 
 class RedisServer:
-    """A private, non-persistent ``redis-server`` on a free loopback port."""
+    """A private ``redis-server`` on a free loopback port: without persistence, or with the
+    append-only file as a durable broker runs it (``appendonly=True``). A restart keeps the port
+    and the folder, so an AOF server comes back with what it had."""
 
-    def __init__(self, binary: str, work_dir: Path) -> None:
+    def __init__(self, binary: str, work_dir: Path, *, appendonly: bool = False) -> None:
         self.binary = binary
         self.work_dir = work_dir
+        self.appendonly = appendonly
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -59,13 +62,15 @@ class RedisServer:
         """Start it and wait until it answers PING."""
         import redis
 
+        durable = ["--appendonly", "yes", "--appendfsync", "everysec"]
+        persistence = durable if self.appendonly else ["--appendonly", "no"]
         self.process = subprocess.Popen(
             [
                 self.binary,
                 "--port", str(self.port),
                 "--bind", "127.0.0.1",
                 "--save", "",
-                "--appendonly", "no",
+                *persistence,
                 "--dir", str(self.work_dir),
             ],
             stdout=subprocess.DEVNULL,
@@ -85,6 +90,13 @@ class RedisServer:
         """Terminate it."""
         if self.process is not None:
             self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+    def kill(self) -> None:
+        """SIGKILL it, as a crash would: no shutdown, no final write."""
+        if self.process is not None:
+            self.process.kill()
             self.process.wait(timeout=10)
             self.process = None
 
@@ -109,10 +121,26 @@ class WorkerProcess:
         """Everything the worker has logged so far."""
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def _answers_ping(self) -> bool:
+        from celery import Celery
+
+        probe = Celery(broker=self.env["HIVEMEM_BROKER_URL"], set_as_current=False)
+        try:
+            return bool(probe.control.ping(destination=[self.nodename], timeout=0.3))
+        finally:
+            probe.close()
+
     def start(
-        self, *, queues: str | None = None, concurrency: int = 1, pool: str = "prefork", timeout_s: float = 120
+        self,
+        *,
+        queues: str | None = None,
+        concurrency: int = 1,
+        pool: str = "prefork",
+        timeout_s: float = 120,
+        wait: bool = True,
     ) -> None:
-        """Start it and wait until Celery reports it ready (connected, pool up)."""
+        """Start it and, with ``wait``, return once it answers a ping over the broker: connected,
+        pool up, consuming."""
         assert self.process is None, "already running"
         self._log = self.log_path.open("ab")
         args = [*hivemem_command(), "worker", f"--concurrency={concurrency}", f"--pool={pool}", "--loglevel=info"]
@@ -121,11 +149,13 @@ class WorkerProcess:
         self.process = subprocess.Popen(
             args, env=self.env, cwd=self.cwd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )
+        if not wait:
+            return
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"hivemem worker exited with {self.process.returncode}:\n{self.log_text()}")
-            if f"{self.nodename} ready." in self.log_text():
+            if self._answers_ping():
                 return
             time.sleep(0.1)
         raise RuntimeError(f"hivemem worker not ready after {timeout_s:.0f} s:\n{self.log_text()}")
@@ -137,10 +167,11 @@ class WorkerProcess:
         self.process.wait(timeout=10)
         self._close()
 
-    def stop(self) -> None:
-        """Warm shutdown (SIGTERM): running tasks finish first."""
+    def stop(self) -> int:
+        """Warm shutdown (SIGTERM): running tasks finish first. Returns the exit status (-9 when it
+        ignored SIGTERM for 30 s and had to be killed)."""
         if self.process is None:
-            return
+            return 0
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -148,7 +179,9 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
+        status = self.process.returncode
         self._close()
+        return status
 
     def _close(self) -> None:
         self.process = None

@@ -87,6 +87,8 @@ def _settings_env(settings: Settings) -> dict[str, str]:
     """The settings as ``HIVEMEM_*`` variables, for worker processes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
     for name, value in settings.model_dump(mode="json").items():
+        if isinstance(value, list):
+            value = ",".join(map(str, value))  # list settings read comma lists from the environment
         if value not in (None, ""):
             env[f"HIVEMEM_{name.upper()}"] = str(value)
     return env

@@ -17,6 +17,10 @@ from workers.job_board import RedisJobBoard
 from workers.queues import Task
 
 
+def _schedule_text(data_dir: Path) -> str:
+    return b"".join(p.read_bytes() for p in data_dir.glob("celerybeat-schedule*")).decode("latin-1")
+
+
 def test_beat_starts_with_its_schedule_in_the_data_dir(redis_url: str, tmp_path: Path) -> None:
     log = tmp_path / "beat.log"
     with log.open("wb") as out:
@@ -28,18 +32,17 @@ def test_beat_starts_with_its_schedule_in_the_data_dir(redis_url: str, tmp_path:
             stderr=subprocess.STDOUT,
         )
         try:
+            # Its state (each entry's last run) persists in the data dir, so a restart keeps the
+            # cadence: wait for the file to hold the entries, not for a line in the log.
             deadline = time.monotonic() + 30
-            while "beat: Starting" not in log.read_text(errors="replace"):
+            while not all(entry in _schedule_text(tmp_path) for entry in ("prune-dead-letters", "reconcile-jobs")):
                 assert beat.poll() is None, log.read_text(errors="replace")
                 assert time.monotonic() < deadline, log.read_text(errors="replace")
                 time.sleep(0.1)
         finally:
             beat.terminate()
             beat.wait(timeout=30)
-    # Its state (each entry's last run) persists in the data dir, so a restart keeps the cadence.
-    schedule_files = list(tmp_path.glob("celerybeat-schedule*"))
-    assert schedule_files
-    assert "prune-dead-letters" in b"".join(p.read_bytes() for p in schedule_files).decode("latin-1")
+    assert "reconcile-jobs" in _schedule_text(tmp_path)
 
 
 def test_the_prune_job_drops_expired_dead_letters(redis_url: str, tmp_path: Path) -> None:

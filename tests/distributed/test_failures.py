@@ -102,7 +102,7 @@ def test_kill_9_mid_batch_then_restart_stores_every_memory_exactly_once(
             assert accepted.status_code == 202, accepted.text
             job_id, ids = accepted.json()["job_id"], accepted.json()["ids"]
 
-            worker.start(concurrency=1)
+            worker.start(concurrency=1, wait=False)
             # Kill once part of a 64-memory chunk is written: the worker is inside a batch.
             deadline = time.monotonic() + 60
             while True:

@@ -32,7 +32,7 @@ def test_delivery_is_at_least_once_json_only_and_routed_by_queue() -> None:
     for name in (Task.EMBED, Task.RESOLVE, Task.INGEST, Task.RECORD_ACCESS, Task.PRUNE_DEAD_LETTERS):
         task = app.tasks[name]
         assert task.max_retries == 7 and task.acks_late is True
-    assert {s["task"] for s in conf.beat_schedule.values()} == {Task.PRUNE_DEAD_LETTERS}
+    assert {s["task"] for s in conf.beat_schedule.values()} == {Task.PRUNE_DEAD_LETTERS, Task.RECONCILE}
 
 
 def test_the_app_needs_a_broker() -> None:
