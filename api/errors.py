@@ -21,6 +21,7 @@ from hivemem.errors import (
     JobError,
     JobNotFoundError,
     MemoryNotFoundError,
+    StoreCorruptError,
     StoreUnavailableError,
     ValidationError,
 )
@@ -38,6 +39,7 @@ _STATUS: tuple[tuple[type[HivememError], int, str], ...] = (
     (JobError, 500, "job_failed"),
     (DuplicateMemoryError, 409, "duplicate"),
     (EmbeddingMismatchError, 409, "embedding_mismatch"),
+    (StoreCorruptError, 503, "store_corrupt"),
     (StoreUnavailableError, 503, "store_unavailable"),
     (EmbeddingError, 503, "embedding_unavailable"),
     (ConfigError, 500, "config_error"),

@@ -205,7 +205,7 @@ class MemoryService:
         broker, the broker answers and at least one worker is up."""
         checks = {"store": False, "embedder": False}
         with suppress(Exception):
-            self.store.count([GLOBAL_SCOPE])
+            self.store.check()
             checks["store"] = True
         with suppress(Exception):
             checks["embedder"] = self.embedder.dimension > 0

@@ -64,6 +64,17 @@ class Settings(BaseSettings):
         "or an OpenSearch cluster: `opensearch+http://HOST:9200`, `opensearch+https://USER:PASS@HOST:9200` "
         "(optional `?index=PREFIX`).",
     )
+    sqlite_integrity_check: Literal["quick", "off"] = Field(
+        default="quick",
+        description="Check a SQLite file when it is opened (`PRAGMA quick_check`) and refuse a damaged one; "
+        "`off` skips the check (a damaged file is still refused as soon as a statement meets the damage).",
+    )
+    sqlite_integrity_check_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Longest the open-time check may take; a larger file opens unchecked after that, with a warning.",
+    )
     # -- OpenSearch store (read only when store_url is an opensearch+http(s) URL) --
     opensearch_index: str = Field(
         default="hivemem",

@@ -13,6 +13,7 @@
         ├── DuplicateMemoryError     the id exists and the policy is FAIL
         ├── EmbeddingMismatchError   the store was built with another model or dimension
         └── StoreUnavailableError    the store cannot be reached or is locked
+            └── StoreCorruptError        the store's data is damaged (refused until repaired)
 
 Backends translate their driver errors at their boundary (``raise … from exc``);
 ``api/errors.py`` maps each class to one HTTP status and one MCP tool error.
@@ -31,6 +32,7 @@ __all__ = [
     "JobError",
     "JobNotFoundError",
     "MemoryNotFoundError",
+    "StoreCorruptError",
     "StoreError",
     "StoreUnavailableError",
     "ValidationError",
@@ -91,3 +93,7 @@ class EmbeddingMismatchError(StoreError):
 
 class StoreUnavailableError(StoreError):
     """The store cannot be reached, or is locked by another writer for too long."""
+
+
+class StoreCorruptError(StoreUnavailableError):
+    """The store's data is damaged (a malformed database file); it serves no writes until repaired."""

@@ -41,7 +41,15 @@ def open_store(url: str, *, embedding_model: str, dimension: int, settings: Sett
     if scheme == "sqlite":
         from search.sqlite import SQLiteStore
 
-        return SQLiteStore(sqlite_path(url), embedding_model=embedding_model, dimension=dimension)
+        checked = settings is None or settings.sqlite_integrity_check == "quick"
+        timeout_s = 10.0 if settings is None else settings.sqlite_integrity_check_timeout_s
+        return SQLiteStore(
+            sqlite_path(url),
+            embedding_model=embedding_model,
+            dimension=dimension,
+            integrity_check=checked,
+            integrity_check_timeout_s=timeout_s,
+        )
     if scheme in ("opensearch+http", "opensearch+https"):
         from search.opensearch import OpenSearchStore
 

@@ -11,7 +11,8 @@ Rules every implementation follows:
 - Filters (scopes, states, types, tags, dates) are applied **inside** the engine query, never
   after it: a memory outside ``SearchFilter.scopes`` must never leave the store.
 - Search legs return raw scores, higher is better; fusion is the core's job (:mod:`hivemem.fusion`).
-- Driver errors are translated to :mod:`hivemem.errors` classes at the boundary.
+- Driver errors are translated to :mod:`hivemem.errors` classes at the boundary, every one of
+  them: a caller never sees a driver's exception.
 """
 
 from __future__ import annotations
@@ -138,6 +139,14 @@ class Store(Protocol):
 
     def audit_log(self, memory_id: str | None = None) -> list[AuditEvent]:
         """Audit records, oldest first, for one memory or all."""
+        ...
+
+    def check(self) -> None:
+        """Return when the store can serve; cheap enough for every readiness probe.
+
+        Raises ``StoreUnavailableError`` when it cannot be reached, and ``StoreCorruptError`` once
+        its data was found damaged (a damaged store refuses every write until it is repaired).
+        """
         ...
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 from hivemem.config import Settings
 from hivemem.errors import ConfigError, EmbeddingMismatchError, MemoryNotFoundError, StoreError
 from hivemem.fusion import Candidate
-from hivemem.model import AuditEvent, DuplicatePolicy, FusionMethod, Memory, Relation
+from hivemem.model import GLOBAL_SCOPE, AuditEvent, DuplicatePolicy, FusionMethod, Memory, Relation
 from hivemem.resolution import Resolution
 from search import opensearch_bodies as bodies
 from search.base import SearchFilter
@@ -281,6 +281,9 @@ class OpenSearchStore:
         return [audit_from_doc(doc) for doc in docs]
 
     # -- lifecycle -----------------------------------------------------------------------------
+
+    def check(self) -> None:
+        self.count([GLOBAL_SCOPE])
 
     def close(self) -> None:
         self._cluster.close()

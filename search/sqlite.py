@@ -6,13 +6,19 @@ each unit of work in ``BEGIN IMMEDIATE``; other processes on the same file wait 
 busy timeout, so several ``hivemem`` processes may share a file on one machine (never over a
 network filesystem: WAL needs shared memory). A team server with many writers is what the
 distributed shape (OpenSearch, on the roadmap) is for.
+
+A damaged file is refused, not served: opening runs ``PRAGMA quick_check`` (bounded in time;
+``HIVEMEM_SQLITE_INTEGRITY_CHECK=off`` skips it), and any "malformed" error later marks the store
+corrupt, so it answers no more writes and reports itself unready until it is repaired.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -25,6 +31,7 @@ from hivemem.errors import (
     DuplicateMemoryError,
     EmbeddingMismatchError,
     MemoryNotFoundError,
+    StoreCorruptError,
     StoreError,
     StoreUnavailableError,
 )
@@ -51,9 +58,29 @@ from search.vector_index import VectorIndex
 
 __all__ = ["SQLiteStore"]
 
+log = logging.getLogger(__name__)
+
 
 _BUSY_TIMEOUT_S = 30.0
 _LOAD_CHUNK = 500
+# SQLite's codes for a damaged file, as opposed to a busy or missing one.
+_CORRUPT_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+# VM instructions between two looks at the integrity check's deadline.
+_CHECK_PROGRESS_STEPS = 10_000
+
+
+def _is_corruption(exc: sqlite3.Error) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc).lower()
+    return name.startswith(_CORRUPT_CODES) or "malformed" in text or "not a database" in text
+
+
+def _recovery_hint(path: str) -> str:
+    return (
+        f"stop every hivemem process using it, keep a copy of {path}, then recover what is readable into a new "
+        f"file: `sqlite3 {path} .recover | sqlite3 {path}.recovered` and point HIVEMEM_STORE_URL at it (or "
+        "move it in place)"
+    )
 
 
 def _marks(values: Sequence[object]) -> str:
@@ -70,7 +97,15 @@ def _fts_query(text: str) -> str | None:
 class SQLiteStore:
     """A :class:`search.base.Store` in one SQLite file (or in memory with ``path=":memory:"``)."""
 
-    def __init__(self, path: str, *, embedding_model: str, dimension: int) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        embedding_model: str,
+        dimension: int,
+        integrity_check: bool = True,
+        integrity_check_timeout_s: float = 10.0,
+    ) -> None:
         self._path = path
         self._in_memory = path == ":memory:"
         if not self._in_memory:
@@ -82,7 +117,10 @@ class SQLiteStore:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._closed = False
+        self._corruption: str | None = None
         self._writer = self._connect()
+        if integrity_check and not self._in_memory:
+            self._check_integrity(integrity_check_timeout_s)
         self._init_schema(embedding_model, dimension)
         self._embedding_model = embedding_model
         self._dimension = dimension
@@ -116,6 +154,13 @@ class SQLiteStore:
                 self._readers.append(conn)
         return conn
 
+    def _failure(self, what: str, exc: sqlite3.Error) -> StoreUnavailableError:
+        """The typed error for a driver error; a damaged file marks the whole store corrupt."""
+        if _is_corruption(exc):
+            self._corruption = f"{self._path} is damaged ({exc})"
+            return StoreCorruptError(f"{self._corruption}: {_recovery_hint(self._path)}")
+        return StoreUnavailableError(f"SQLite {what} failed: {exc}")
+
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         try:
@@ -124,31 +169,75 @@ class SQLiteStore:
                     yield self._writer
             else:
                 yield self._reader()
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailableError(f"SQLite read failed: {exc}") from exc
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise self._failure("read", exc) from exc
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One unit of work on the single writer connection, in BEGIN IMMEDIATE."""
         if self._closed:
             raise StoreUnavailableError("the store is closed")
+        if self._corruption is not None:
+            raise StoreCorruptError(f"writes are refused: {self._corruption}; {_recovery_hint(self._path)}")
         with self._write_lock:
             conn = self._writer
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 raise StoreUnavailableError(f"database {self._path} is locked by another writer: {exc}") from exc
+            except sqlite3.DatabaseError as exc:
+                raise self._failure("write", exc) from exc
             try:
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
+            except BaseException as exc:
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.IntegrityError):
+                    raise self._failure("write", exc) from exc
                 raise
             else:
                 try:
                     conn.execute("COMMIT")
-                except sqlite3.OperationalError as exc:
-                    conn.execute("ROLLBACK")
-                    raise StoreUnavailableError(f"commit failed: {exc}") from exc
+                except sqlite3.DatabaseError as exc:
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                    raise self._failure("commit", exc) from exc
+
+    def _check_integrity(self, timeout_s: float) -> None:
+        """``PRAGMA quick_check`` at open; a damaged file is refused. A check that runs past
+        ``timeout_s`` (a very large file) is abandoned and the store opens, with the damage, if
+        any, caught by the first statement that meets it."""
+        deadline = time.monotonic() + timeout_s
+        self._writer.set_progress_handler(lambda: int(time.monotonic() > deadline), _CHECK_PROGRESS_STEPS)
+        try:
+            rows = [row[0] for row in self._writer.execute("PRAGMA quick_check(5)").fetchall()]
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc).lower():
+                log.warning("integrity check of %s stopped after %.0f s, opening unchecked", self._path, timeout_s)
+                return
+            self._writer.close()
+            raise self._failure("integrity check", exc) from exc
+        except sqlite3.DatabaseError as exc:
+            self._writer.close()
+            raise self._failure("integrity check", exc) from exc
+        finally:
+            with suppress(sqlite3.Error):
+                self._writer.set_progress_handler(None, 0)
+        if rows != ["ok"]:
+            self._writer.close()
+            raise StoreCorruptError(
+                f"{self._path} is damaged (integrity check: {'; '.join(map(str, rows))}): {_recovery_hint(self._path)}"
+            )
+
+    def check(self) -> None:
+        if self._closed:
+            raise StoreUnavailableError("the store is closed")
+        if self._corruption is not None:
+            raise StoreCorruptError(f"{self._corruption}: {_recovery_hint(self._path)}")
+        with self._read() as conn:
+            conn.execute("SELECT COUNT(*) FROM memories WHERE scope = ''").fetchone()
 
     def _check_schema_version(self) -> None:
         has_meta = self._writer.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
@@ -187,6 +276,10 @@ class SQLiteStore:
                     )
         except sqlite3.DatabaseError as exc:
             self._writer.close()
+            if _is_corruption(exc):
+                raise StoreCorruptError(
+                    f"{self._path} is not a usable SQLite database ({exc}): {_recovery_hint(self._path)}"
+                ) from exc
             raise StoreUnavailableError(f"{self._path} is not a usable SQLite database: {exc}") from exc
         except StoreError:
             self._writer.close()
