@@ -14,8 +14,9 @@ from api.cli_opensearch import add_parser as add_opensearch_parser
 from api.cli_opensearch import run as run_opensearch
 from hivemem.config import Settings
 from hivemem.errors import HivememError
+from hivemem.limits import Limits
 from hivemem.model import GLOBAL_SCOPE, FusionMethod, MemoryType, RetrievalMode, Source
-from hivemem.schemas import MemoryCreate, RecallRequest, RecallResponse, describe_errors
+from hivemem.schemas import RecallResponse, describe_errors, request_schemas
 from hivemem.scope import derive_scope
 from workers.queues import QUEUES
 
@@ -64,12 +65,16 @@ def _parser() -> argparse.ArgumentParser:
     remember.add_argument("--tag", dest="tags", action="append")
     remember.add_argument("--json", action="store_true", help="print JSON")
 
-    get = sub.add_parser("get", help="show one memory")
+    get = sub.add_parser("get", help="show one memory (of this project's scope, or global)")
     get.add_argument("id")
+    get.add_argument("--scope", default=None, help="the memory's scope (default: derived from the working directory)")
 
     forget = sub.add_parser("forget", help="delete a memory for good (audited)")
     forget.add_argument("id")
     forget.add_argument("--confirm", action="store_true", help="required: forgetting cannot be undone")
+    forget.add_argument(
+        "--scope", default=None, help="the memory's scope (default: derived from the working directory)"
+    )
 
     sub.add_parser("config", help="print the effective settings")
     add_opensearch_parser(sub)
@@ -158,8 +163,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from api.service import Caller, MemoryService
 
     caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
+    schemas = request_schemas(Limits.from_settings(settings))
     if args.command == "memorize":
-        request = MemoryCreate(
+        request = schemas.memory_create(
             title=args.title,
             content=args.content,
             scope=GLOBAL_SCOPE if args.global_ else args.scope,
@@ -169,7 +175,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             tags=args.tags,
         )
     elif args.command == "remember":
-        recall = RecallRequest(
+        recall = schemas.recall(
             query=args.queries[0] if len(args.queries) == 1 else args.queries,
             scope=args.scope,
             limit=args.limit,
@@ -187,9 +193,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 _print_results(response)
         elif args.command == "get":
-            _print_json(service.get(args.id).model_dump(mode="json"))
+            _print_json(service.get(args.id, caller, scope=args.scope).model_dump(mode="json"))
         elif args.command == "forget":
-            removed = service.forget(args.id, confirm=args.confirm, caller=caller)
+            removed = service.forget(args.id, confirm=args.confirm, caller=caller, scope=args.scope)
             print(f"forgot {removed.id}: {removed.title}")
     finally:
         service.close()

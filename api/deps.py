@@ -1,14 +1,19 @@
-"""FastAPI dependencies: the service and the caller of a request."""
+"""FastAPI dependencies: the service, the caller of a request, and checks every request passes."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Request
 
 from api.service import Caller, MemoryService
+from hivemem.errors import ValidationError
+from hivemem.model import GLOBAL_SCOPE
+from hivemem.schemas import ScopeName
 
-__all__ = ["CallerDep", "ServiceDep"]
+__all__ = ["SCOPE_HEADER", "CallerDep", "ServiceDep", "no_repeated_query_parameters"]
+
+SCOPE_HEADER = "X-Hivemem-Scope"
 
 
 def get_service(request: Request) -> MemoryService:
@@ -17,10 +22,27 @@ def get_service(request: Request) -> MemoryService:
     return service
 
 
-def get_caller(request: Request) -> Caller:
-    """The caller of this request. Without auth (loopback only) everyone is ``local``; an
-    HTTP caller that names no scope works in the global scope."""
-    return Caller(principal="local")
+def get_caller(
+    scope: Annotated[
+        ScopeName | None,
+        Header(
+            alias=SCOPE_HEADER,
+            description="The caller's project scope, used when a call names none (default: global).",
+        ),
+    ] = None,
+) -> Caller:
+    """The caller of this request. Without auth (loopback only) everyone is ``local``; a caller that
+    names no scope, in the call or in the ``X-Hivemem-Scope`` header, works in the global scope."""
+    return Caller(principal="local", default_scope=GLOBAL_SCOPE if scope is None else scope)
+
+
+def no_repeated_query_parameters(request: Request) -> None:
+    """Refuse a query string that names one parameter twice (``?limit=abc&limit=5``): which one
+    counts would be a guess, and no parameter here takes a list."""
+    keys = [key for key, _ in request.query_params.multi_items()]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValidationError(f"query parameter {repeated[0]!r} is given more than once", field=repeated[0])
 
 
 ServiceDep = Annotated[MemoryService, Depends(get_service)]

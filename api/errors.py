@@ -1,4 +1,9 @@
-"""The one place where hivemem errors become HTTP statuses and MCP tool errors."""
+"""The one place where errors become HTTP answers and MCP tool errors.
+
+Every error answer has one shape, :class:`hivemem.schemas.ErrorBody` (``{error, message, …}``):
+hivemem's own errors, invalid input, and what the framework itself refuses (unknown routes,
+wrong methods, bodies that are not JSON).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from mcp.server.mcpserver.exceptions import ToolError
+from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
+from api.service import FORGET_NEEDS_CONFIRM
 from hivemem.errors import (
     BrokerUnavailableError,
     ConfigError,
@@ -25,9 +33,16 @@ from hivemem.errors import (
     StoreUnavailableError,
     ValidationError,
 )
-from hivemem.schemas import describe_errors
+from hivemem.schemas import ErrorBody, describe_errors, error_message
 
-__all__ = ["install_handlers", "status_of", "tool_error"]
+__all__ = ["ERROR_RESPONSES", "install_handlers", "status_of", "tool_error"]
+
+# Retrying a memorize after a 503 is safe: identical content in a scope is stored once, so a retry
+# of a write that did land only reinforces it.
+RETRY_HINT = (
+    " Retrying is safe: a memorize that did land is not stored twice (identical content in a scope "
+    "only reinforces the stored memory)."
+)
 
 # Most specific first: the first class an error is an instance of decides.
 _STATUS: tuple[tuple[type[HivememError], int, str], ...] = (
@@ -60,13 +75,43 @@ def tool_error(exc: Exception) -> ToolError:
     if isinstance(exc, pydantic.ValidationError):
         return ToolError(f"invalid input: {describe_errors(exc.errors())}")  # type: ignore[arg-type]
     if isinstance(exc, HivememError):
-        _, code = status_of(exc)
-        return ToolError(f"{code}: {exc}")
+        status, code = status_of(exc)
+        return ToolError(f"{code}: {exc}" + (RETRY_HINT if status == 503 else ""))
     return ToolError(f"internal_error: {type(exc).__name__}")
 
 
 def _body(code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"error": code, "message": message, **extra}
+
+
+def _described(description: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": description}
+
+
+# Documented on every route, so the OpenAPI lists each status the server can answer.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _described("The body is not JSON (broken, not UTF-8, nested too deep) or a confirmation is missing."),
+    403: _described("A web page of an origin not in `HIVEMEM_CORS_ORIGINS` sent the request."),
+    404: _described("No such memory, job or route (or not in the caller's scopes)."),
+    405: _described("The route does not take this method."),
+    409: _described("A conflict with what is stored (another embedding model)."),
+    413: _described("The body is larger than `HIVEMEM_MAX_REQUEST_BYTES`."),
+    421: _described("The `Host` header names a host this server does not answer to."),
+    422: _described("A field is invalid; `field` and `detail` say which and why. Nothing was written."),
+    500: _described("An internal error, or a job that failed."),
+    503: _described("The store, the embedder or the job broker is unavailable. Retrying is safe."),
+}
+
+_HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+
+# FastAPI's words for a body it could not decode (invalid UTF-8, nesting past the recursion limit).
+_UNPARSABLE = "There was an error parsing the body"
 
 
 def install_handlers(app: FastAPI) -> None:
@@ -76,23 +121,57 @@ def install_handlers(app: FastAPI) -> None:
     async def _hivemem(_: Request, exc: HivememError) -> JSONResponse:
         status, code = status_of(exc)
         extra = {"field": exc.field} if isinstance(exc, ValidationError) and exc.field else {}
-        return JSONResponse(_body(code, str(exc), **extra), status_code=status)
+        message = str(exc) + (RETRY_HINT if status == 503 else "")
+        return JSONResponse(_body(code, message, **extra), status_code=status)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = list(exc.errors())
         if any(e.get("type") == "json_invalid" for e in errors):
             return JSONResponse(_body("malformed_json", "the request body is not valid JSON"), status_code=400)
-        detail = [{"field": ".".join(str(p) for p in e["loc"][1:]) or "body", "message": e["msg"]} for e in errors]
-        return JSONResponse(
-            _body(
-                "validation_error",
-                describe_errors(errors),
-                detail=detail,
-            ),
-            status_code=422,
-        )
+        if all(tuple(e.get("loc", ())) == ("query", "confirm") for e in errors):
+            # `confirm=true` is required; anything else is a refusal to forget, not a typo.
+            return JSONResponse(_body("confirmation_required", FORGET_NEEDS_CONFIRM), status_code=400)
+        return _validation_error(errors, request_location=True)
 
     @app.exception_handler(pydantic.ValidationError)
     async def _model_invalid(_: Request, exc: pydantic.ValidationError) -> JSONResponse:
-        return JSONResponse(_body("validation_error", describe_errors(exc.errors())), status_code=422)  # type: ignore[arg-type]
+        return _validation_error(list(exc.errors()), request_location=False)  # type: ignore[arg-type]
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> JSONResponse:
+        headers = exc.headers
+        if exc.status_code == 400 and exc.detail == _UNPARSABLE:
+            body = _body("malformed_json", "the request body is not valid JSON (broken, not UTF-8, or nested too deep)")
+        elif exc.status_code == 405:
+            allowed = _allowed_methods(request)
+            headers = {"Allow": ", ".join(allowed)}
+            body = _body("method_not_allowed", f"{request.url.path} takes {', '.join(allowed)}")
+        else:
+            body = _body(_HTTP_CODES.get(exc.status_code, "http_error"), str(exc.detail))
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+# HEAD rides along with GET and OPTIONS answers CORS preflights; neither is an operation of its own.
+_METHODS = ("DELETE", "GET", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route takes at this path (Starlette's 405 names only the first route's)."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
+
+
+def _validation_error(errors: list[dict[str, Any]], *, request_location: bool) -> JSONResponse:
+    skip = 1 if request_location else 0
+    detail = [
+        {"field": ".".join(str(p) for p in e.get("loc", ())[skip:]) or "body", "message": error_message(e)}
+        for e in errors
+    ]
+    message = describe_errors(errors, request_location=request_location)
+    field = detail[0]["field"] if detail else "body"
+    return JSONResponse(_body("validation_error", message, field=field, detail=detail), status_code=422)

@@ -2,41 +2,47 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import Route
 
-from api.errors import install_handlers
+import hivemem
+from api.deps import no_repeated_query_parameters
+from api.errors import ERROR_RESPONSES, install_handlers
+from api.guard import RequestGuard
+from api.mcp_endpoint import ProjectEndpoint
 from api.mcp_server import build_mcp
 from api.routes import health, jobs, memories
 from api.service import MemoryService
-from hivemem.config import LOOPBACK_HOSTS, Settings, redact_url
+from hivemem.config import Settings, redact_url
+from hivemem.limits import Limits
+from hivemem.schemas import request_schemas
 
 __all__ = ["create_app", "serve"]
 
-
-def _transport_security(host: str) -> TransportSecuritySettings:
-    # DNS-rebinding protection: only Host/Origin headers naming the bound address are accepted.
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-    if host not in LOOPBACK_HOSTS and host not in ("0.0.0.0", "::"):
-        hosts.append(f"{host}:*")
-    if host in ("0.0.0.0", "::"):
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(
-        allowed_hosts=hosts, allowed_origins=[f"http://{h}" for h in hosts] + [f"https://{h}" for h in hosts]
-    )
+MCP_METHODS = ["GET", "POST", "DELETE"]
 
 
 def create_app(settings: Settings | None = None, service: MemoryService | None = None) -> FastAPI:
     """Build the app. The lifespan opens the service (unless one is given) and runs MCP sessions."""
     settings = settings or Settings()
+    limits = Limits.from_settings(settings)
     holder: dict[str, MemoryService] = {}
-    mcp = build_mcp(lambda: holder["service"])
-    mcp_app = mcp.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=_transport_security(settings.host), host=settings.host
+    mcp = build_mcp(lambda: holder["service"], limits=limits)
+    # Called for its session manager; the routes are this app's own. Host and Origin checks are
+    # the RequestGuard's, for every route alike, so the SDK's own copy of them is off.
+    mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=settings.max_request_bytes,
+        host=settings.host,
     )
 
     @asynccontextmanager
@@ -57,16 +63,35 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
 
     app = FastAPI(
         title="hivemem",
-        version="0.1.0",
+        version=hivemem.__version__,
         summary="Team-shared long-term memory for AI agents.",
         lifespan=lifespan,
+        responses=ERROR_RESPONSES,
+        dependencies=[Depends(no_repeated_query_parameters)],
     )
     install_handlers(app)
-    app.include_router(memories.router)
+    app.include_router(memories.build_router(request_schemas(limits)))
     app.include_router(jobs.router)
     app.include_router(health.router)
-    # Mounted last: FastAPI's own routes match first, everything else falls to the MCP app (/mcp).
-    app.mount("/", mcp_app)
+    endpoint = ProjectEndpoint(StreamableHTTPASGIApp(mcp.session_manager))
+    app.router.routes.append(Route("/mcp", endpoint=endpoint, methods=MCP_METHODS))
+    app.router.routes.append(Route("/mcp/{project:path}", endpoint=endpoint, methods=MCP_METHODS))
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=[
+                "content-type",
+                "authorization",
+                "mcp-session-id",
+                "mcp-protocol-version",
+                "x-hivemem-scope",
+            ],
+            expose_headers=["mcp-session-id"],
+        )
+    # Added last, so it runs first: nothing reaches a route (or CORS) from a foreign host or origin.
+    app.add_middleware(RequestGuard, settings=settings)
     return app
 
 
@@ -84,6 +109,8 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     service = MemoryService.from_settings(settings)
     try:
         service.warm_up()
+        for warning in service.warnings():
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
         jobs = f"on Celery workers via {redact_url(settings.broker_url)}" if settings.broker_url else "in-process"
         print(
             f"hivemem serving on http://{settings.host}:{settings.port} (REST /v1, MCP /mcp), "

@@ -1,68 +1,152 @@
 """The MCP server: tools ``memorize``, ``remember``, ``job``, ``forget``, over stdio and mounted at /mcp.
 
 Tool descriptions are product text: the agent reads them to decide when and how to call, and
-pays for every word in its context, so they say what matters and nothing else.
+pays for every word in its context, so they say what matters and nothing else, and they say the
+truth about where memories go. Each session has a :class:`SessionScope`:
+
+- stdio, ``hivemem mcp --scope S``: locked to ``S`` (``scope`` is not even in the schemas);
+- stdio without ``--scope``: the scope of the working directory, which a ``scope`` argument may
+  override;
+- HTTP: the project the client names once, in its MCP configuration (the ``X-Hivemem-Scope``
+  header, or the endpoint ``/mcp/<scope>``): locked to it. A client that names none works in no
+  project: it must pass ``scope`` (or ``global``) on each write.
+
+Tool schemas carry every limit the server enforces, and an argument a tool does not take is
+refused, not ignored.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: the tool signatures carry the configured limits
+# in their annotations, which the SDK evaluates, so they must be evaluated where they are written.
 
 import functools
 import logging
 import threading
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 
+import hivemem
 from api.errors import tool_error
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
+from hivemem.errors import ValidationError
+from hivemem.limits import DEFAULT_LIMITS, Limits
 from hivemem.model import GLOBAL_SCOPE, MemoryType, Source
-from hivemem.schemas import MemoryCreate, RecallRequest
-from hivemem.scope import derive_scope
+from hivemem.schemas import (
+    MAX_QUERIES,
+    Content,
+    FilePath,
+    QueryText,
+    RecallLimit,
+    ScopeName,
+    Tag,
+    Timestamp,
+    Title,
+    request_schemas,
+)
+from hivemem.scope import derive_scope, validate_scope
 
-__all__ = ["INSTRUCTIONS", "build_mcp", "run_stdio"]
+__all__ = ["INSTRUCTIONS", "SCOPE_HEADER", "SessionScope", "build_mcp", "run_stdio"]
 
 log = logging.getLogger(__name__)
+
+SCOPE_HEADER = "x-hivemem-scope"
 
 INSTRUCTIONS = (
     "hivemem is this team's long-term memory. Call `remember` before you decide, design, debug or "
     "ask the user something they may already have told someone; call `memorize` when you learn "
     "something worth knowing next time (a decision and its reason, a fix and its root cause, a "
-    "preference, a convention). Memories are scoped to the current project; global ones are shared."
+    "preference, a convention). Memories are scoped per project and global ones are shared; each "
+    "tool's description says which project this session works in."
 )
 
-MEMORIZE = """Save one durable memory for this project: a decision and why, a bug fix and its root cause, \
-a failure, a user preference, a convention, a fact that took effort to find.
+
+@dataclass(frozen=True, slots=True)
+class SessionScope:
+    """Where one MCP session works: its project scope (None: none named) and whether it is locked."""
+
+    scope: str | None
+    locked: bool = False
+
+    def caller(self) -> Caller:
+        """The service's caller for this session."""
+        return Caller(principal="local", default_scope=self.scope, locked=self.locked)
+
+    def writes_to(self) -> str:
+        """Where a memorize goes, in words."""
+        if self.scope is None:
+            return (
+                "This connection names no project: pass `scope` (the project's, e.g. `github.com/acme/api`), or "
+                "`global: true` for every project; a memorize with neither is refused."
+            )
+        where = "global" if self.scope == GLOBAL_SCOPE else f"project scope `{self.scope}`"
+        if self.locked:
+            return f"This session works in {where}; `global: true` stores a memory for every project instead."
+        return (
+            f"Memories go to {where} (this session's default) unless you pass `scope`; `global: true` stores "
+            "one for every project."
+        )
+
+    def reads_from(self) -> str:
+        """What a remember searches, in words."""
+        if self.scope is None:
+            return "Searches global memories, or `scope` plus global when you pass one."
+        if self.scope == GLOBAL_SCOPE:
+            return "Searches global memories."
+        override = "" if self.locked else " (or `scope`, when you pass one)"
+        return f"Searches project scope `{self.scope}`{override} plus global memories."
+
+
+def http_session(headers: Mapping[str, str] | None, fixed: SessionScope | None) -> SessionScope:
+    """The session of one request: ``fixed`` (stdio, in-memory), else the project the HTTP client
+    names in ``X-Hivemem-Scope`` (locked), else no project."""
+    if fixed is not None:
+        return fixed
+    named = (headers or {}).get(SCOPE_HEADER)
+    if named is None:
+        return SessionScope(None)
+    return SessionScope(validate_scope(named), locked=True)
+
+
+MEMORIZE = """Save one durable memory: a decision and why, a bug fix and its root cause, a failure, a user \
+preference, a convention, a fact that took effort to find.
+{writes_to}
 Call `remember` first: if it is already known, don't store it again (identical content only reinforces \
 the existing memory).
-One idea per memory. Title: short and specific (5-200 chars). Content: self-contained, readable months \
-later without this conversation (10-10000 chars): what, why, where (files, components).
+One idea per memory. Title: short and specific. Content: self-contained, readable months later without \
+this conversation: what, why, where (files, components).
 Importance: 0.9-1.0 critical (security, data loss, hard constraints); 0.7-0.8 decisions, architecture; \
 0.5 normal facts and fixes; 0.2-0.3 minor details.
 source: `user_confirmed` when the user stated or approved it, `agent_inferred` when you concluded it.
-Scope defaults to the current project; `global: true` stores it for every project (personal preferences, \
-general lessons).
-An answer without `outcome` means the memory is still queued: `job` tells when it is stored."""
+The answer names the memory's `id`, its `scope` and the `outcome`; an answer without `outcome` means the \
+memory is accepted and queued: `job` tells when it is stored. After an `unavailable` error, calling again \
+is safe: identical content is never stored twice."""
 
 JOB = """State of a memorize job by its `job_id`: queued, running, done (with each memory's id and outcome) \
 or failed (with the error)."""
 
 REMEMBER = """Recall memories by meaning. Use it before deciding, designing, debugging, or asking the user \
 something they may have said before, and before `memorize` (to avoid duplicates).
-Give 1-5 queries phrased differently (the error message, the component, the question); results are fused.
-Searches the current project plus global memories, best first. [CONFIRMED] results were confirmed by a \
-user; [INFERRED] ones were concluded by an agent: verify those before relying on them.
-Optional filters: memory_types, tags, created_after/created_before (ISO 8601 with timezone)."""
+{reads_from}
+Give 1-5 queries phrased differently (the error message, the component, the question); results are fused, \
+best first. [CONFIRMED] results were confirmed by a user; [INFERRED] ones were concluded by an agent: \
+verify those before relying on them.
+Optional filters: memory_types, tags, created_after/created_before (RFC 3339 with timezone)."""
 
 FORGET = """Delete one memory for good (the deletion is audited). Only for memories that are wrong, \
 harmful or stored by mistake. Don't forget things for being old: old memories fade from results on \
-their own and may still matter. Requires `confirm: true`; take the id from `remember`."""
+their own and may still matter. Requires `confirm: true`; take the id from `remember`. {reads_from}"""
+
+_TEMPLATES = {"memorize": MEMORIZE, "remember": REMEMBER, "forget": FORGET, "job": JOB}
+# The tools whose `scope` argument a locked session does not offer.
+_SCOPED_TOOLS = ("memorize", "remember", "forget")
 
 
 def _reporting_errors(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
@@ -78,24 +162,83 @@ def _reporting_errors(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict
     return reporting
 
 
-def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOBAL_SCOPE) -> MCPServer:
-    """The MCP server over ``service()``; tool calls without ``scope`` use ``default_scope``."""
+class _SessionScopes(ServerMiddleware[Any]):
+    """Shows each session its own tools: descriptions that name its scope, and no ``scope``
+    argument when it is locked."""
 
-    def caller() -> Caller:
-        return Caller(principal="local", default_scope=default_scope)
+    def __init__(self, fixed: SessionScope | None) -> None:
+        self._fixed = fixed
+
+    def _session(self, ctx: ServerRequestContext[Any, Any]) -> SessionScope:
+        try:
+            return http_session(getattr(ctx.request, "headers", None), self._fixed)
+        except ValidationError:
+            return SessionScope(None)  # the call itself reports the malformed header
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        listed = await call_next(ctx)
+        if ctx.method != "tools/list" or not isinstance(listed, dict):
+            return listed
+        session = self._session(ctx)
+        texts = {"writes_to": session.writes_to(), "reads_from": session.reads_from()}
+        tools = []
+        for tool in listed.get("tools", []):
+            name = tool.get("name")
+            if name in _TEMPLATES:
+                tool = {**tool, "description": _TEMPLATES[name].format(**texts)}
+            if session.locked and name in _SCOPED_TOOLS:
+                schema = tool["inputSchema"]
+                tool["inputSchema"] = {
+                    **schema,
+                    "properties": {k: v for k, v in schema["properties"].items() if k != "scope"},
+                }
+            tools.append(tool)
+        return {**listed, "tools": tools}
+
+
+def _refusing_unknown_arguments(tool: Tool) -> Tool:
+    """``tool``, refusing arguments it does not take (the SDK's argument model ignores them)."""
+    base = tool.fn_metadata.arg_model
+    strict = type(base.__name__, (base,), {"model_config": ConfigDict(**base.model_config, extra="forbid")})
+    tool.fn_metadata.arg_model = strict
+    tool.parameters["additionalProperties"] = False
+    return tool
+
+
+def build_mcp(
+    service: Callable[[], MemoryService], *, session: SessionScope | None = None, limits: Limits = DEFAULT_LIMITS
+) -> MCPServer:
+    """The MCP server over ``service()``.
+
+    ``session`` fixes every call's scope (stdio, and in-memory clients); None reads it from each
+    HTTP request (:func:`http_session`). Schemas carry ``limits``.
+    """
+    schemas = request_schemas(limits)
+    TagList = Annotated[list[Tag], Field(max_length=limits.max_tags)]
+    FileList = Annotated[list[FilePath], Field(max_length=limits.max_related_files)]
+
+    def caller(ctx: Context[Any, Any]) -> Caller:
+        return http_session(ctx.headers, session).caller()
 
     def memorize(
-        title: Annotated[str, Field(description="Short, specific title (5-200 chars).")],
-        content: Annotated[str, Field(description="Self-contained content (10-10000 chars).")],
+        ctx: Context[Any, Any],
+        title: Annotated[Title, Field(description="Short, specific title.")],
+        content: Annotated[Content, Field(description="Self-contained content.")],
         memory_type: Annotated[MemoryType, Field(description="Kind of memory.")] = MemoryType.FACT,
-        importance: Annotated[float, Field(description="0-1, see the guide above.")] = 0.5,
+        importance: Annotated[StrictFloat, Field(ge=0, le=1, description="0-1, see the guide above.")] = 0.5,
         source: Annotated[Source, Field(description="Who vouches for it.")] = Source.AGENT_INFERRED,
-        tags: Annotated[list[str] | None, Field(description="Keywords for filtering.")] = None,
-        related_files: Annotated[list[str] | None, Field(description="Paths this memory is about.")] = None,
-        scope: Annotated[str | None, Field(description="Override the project scope.")] = None,
-        global_: Annotated[bool, Field(alias="global", description="Store for every project.")] = False,
+        tags: Annotated[TagList | None, Field(description="Keywords for filtering.")] = None,
+        related_files: Annotated[FileList | None, Field(description="Paths this memory is about.")] = None,
+        details: Annotated[
+            dict[str, Any] | None,
+            Field(description="Structured fields, e.g. a failure's error, component, severity, root_cause, fix."),
+        ] = None,
+        scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
+        global_: Annotated[StrictBool, Field(alias="global", description="Store for every project.")] = False,
     ) -> dict[str, Any]:
-        request = MemoryCreate(
+        if global_ and scope is not None:
+            raise ValidationError("pass either `scope` or `global: true`, not both", field="global")
+        request = schemas.memory_create(
             title=title,
             content=content,
             memory_type=memory_type,
@@ -103,20 +246,25 @@ def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOB
             source=source,
             tags=tags or [],
             related_files=related_files or [],
+            details=details or {},
             scope=GLOBAL_SCOPE if global_ else scope,
         )
-        return service().memorize(request, caller()).model_dump(mode="json")
+        return service().memorize(request, caller(ctx)).model_dump(mode="json")
 
     def remember(
-        query: Annotated[str | list[str], Field(description="A query, or 1-5 queries to fuse.")],
-        limit: Annotated[int, Field(description="How many results (1-100).")] = 10,
+        ctx: Context[Any, Any],
+        query: Annotated[
+            QueryText | Annotated[list[QueryText], Field(min_length=1, max_length=MAX_QUERIES)],
+            Field(description=f"A query, or 1-{MAX_QUERIES} queries to fuse."),
+        ],
+        limit: Annotated[RecallLimit, Field(description="How many results (1-100).")] = 10,
         memory_types: Annotated[list[MemoryType] | None, Field(description="Only these kinds.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Only memories with one of these tags.")] = None,
-        created_after: Annotated[datetime | None, Field(description="ISO 8601 with timezone.")] = None,
-        created_before: Annotated[datetime | None, Field(description="ISO 8601 with timezone.")] = None,
-        scope: Annotated[str | None, Field(description="Override the project scope.")] = None,
+        tags: Annotated[TagList | None, Field(description="Only memories with one of these tags.")] = None,
+        created_after: Annotated[Timestamp | None, Field(description="Created at or after.")] = None,
+        created_before: Annotated[Timestamp | None, Field(description="Created before.")] = None,
+        scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
     ) -> dict[str, Any]:
-        request = RecallRequest(
+        request = schemas.recall(
             query=query,
             limit=limit,
             memory_types=memory_types,
@@ -125,25 +273,21 @@ def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOB
             created_before=created_before,
             scope=scope,
         )
-        return service().remember(request, caller()).model_dump(mode="json", exclude_none=True)
+        return service().remember(request, caller(ctx)).model_dump(mode="json", exclude_none=True)
 
     def forget(
-        id: Annotated[str, Field(description="The memory id, from remember.")],
-        confirm: Annotated[bool, Field(description="Must be true.")] = False,
+        ctx: Context[Any, Any],
+        id: Annotated[StrictStr, Field(min_length=1, max_length=200, description="The memory id, from remember.")],
+        confirm: Annotated[StrictBool, Field(description="Must be true.")] = False,
+        scope: Annotated[ScopeName | None, Field(description="The memory's project scope.")] = None,
     ) -> dict[str, Any]:
-        removed = service().forget(id, confirm=confirm, caller=caller())
-        return {"forgotten": removed.id, "title": removed.title}
+        removed = service().forget(id, confirm=confirm, caller=caller(ctx), scope=scope)
+        return {"forgotten": removed.id, "title": removed.title, "scope": removed.scope}
 
     def job(
-        job_id: Annotated[str, Field(description="The job_id a memorize answer gave.")],
+        job_id: Annotated[StrictStr, Field(min_length=1, max_length=200, description="The job_id a memorize gave.")],
     ) -> dict[str, Any]:
         return service().job(job_id).model_dump(mode="json")
-
-    memorize_tool = Tool.from_function(
-        memorize,
-        description=MEMORIZE,
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True),
-    )
 
     # `global` is a Python keyword: the schema names it `global`, the function takes `global_`.
     @functools.wraps(memorize)
@@ -152,6 +296,11 @@ def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOB
             kwargs["global_"] = kwargs.pop("global")
         return memorize(**kwargs)
 
+    memorize_tool = Tool.from_function(
+        memorize,
+        description=MEMORIZE,
+        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True),
+    )
     memorize_tool.fn = _reporting_errors(memorize_by_wire_names)
     tools = [
         memorize_tool,
@@ -171,8 +320,17 @@ def build_mcp(service: Callable[[], MemoryService], *, default_scope: str = GLOB
             annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
         ),
     ]
+    tools = [_refusing_unknown_arguments(tool) for tool in tools]
     # The SDK logs every session-manager start at INFO; the server logs what matters itself.
-    return MCPServer(name="hivemem", instructions=INSTRUCTIONS, tools=tools, log_level="WARNING")
+    server = MCPServer(
+        name="hivemem",
+        version=hivemem.__version__,
+        instructions=INSTRUCTIONS,
+        tools=tools,
+        log_level="WARNING",
+        middleware=[_SessionScopes(session)],
+    )
+    return server
 
 
 def _warm_up(service: MemoryService) -> None:
@@ -183,12 +341,16 @@ def _warm_up(service: MemoryService) -> None:
 
 
 def run_stdio(settings: Settings, *, scope: str | None = None) -> None:
-    """Serve MCP on stdin/stdout in the scope given, or the one derived from the working directory."""
+    """Serve MCP on stdin/stdout: locked to ``scope`` when given, else in the working directory's
+    scope (which a tool call may override)."""
+    session = (
+        SessionScope(derive_scope(Path.cwd())) if scope is None else SessionScope(validate_scope(scope), locked=True)
+    )
     service = MemoryService.from_settings(settings)
     # Load the model while the client handshakes, so the first tool call doesn't wait for it.
     threading.Thread(target=_warm_up, args=(service,), name="hivemem-warm-up", daemon=True).start()
+    server = build_mcp(lambda: service, session=session, limits=Limits.from_settings(settings))
     try:
-        server = build_mcp(lambda: service, default_scope=derive_scope(Path.cwd()) if scope is None else scope)
         server.run("stdio")
     finally:
         service.close()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
-from hivemem.errors import ConfirmationRequired
+from hivemem.errors import ConfirmationRequired, MemoryNotFoundError, ValidationError
 from hivemem.hashing import content_hash
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, Memory, RetrievalMode, new_memory_id, utcnow
 from hivemem.schemas import (
@@ -36,15 +36,48 @@ from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
 from workers.runner import InProcessRunner, Runner
 
-__all__ = ["Caller", "MemoryService", "make_runner"]
+__all__ = ["FORGET_NEEDS_CONFIRM", "Caller", "MemoryService", "make_runner"]
+
+FORGET_NEEDS_CONFIRM = (
+    "forget deletes a memory for good: call again with confirm=true. "
+    "Old memories fade on their own; forget only what is wrong or harmful."
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is calling and where they work: the principal and the scope used when none is given."""
+    """Who is calling and where they work.
+
+    ``default_scope`` is the scope of a call that names none; None when the caller named no project
+    (an MCP client over HTTP without one): a write must then name a scope or the global one.
+    ``locked``: the caller works in ``default_scope`` (and global) only; naming another is refused.
+    """
 
     principal: str = "local"
-    default_scope: str = GLOBAL_SCOPE
+    default_scope: str | None = GLOBAL_SCOPE
+    locked: bool = False
+
+    def scope_for(self, requested: str | None, *, write: bool) -> str:
+        """The scope a call works in: ``requested`` if given and allowed, else the default.
+
+        Raises ``ValidationError`` for another scope than a locked session's, and for a write with
+        no scope at all.
+        """
+        if requested is not None and self.locked and requested not in (self.default_scope, GLOBAL_SCOPE):
+            raise ValidationError(
+                f"this session is locked to scope {self.default_scope!r} (and global); it cannot work in {requested!r}",
+                field="scope",
+            )
+        scope = self.default_scope if requested is None else requested
+        if scope is not None:
+            return scope
+        if write:
+            raise ValidationError(
+                "this connection names no project: pass `scope` (e.g. github.com/acme/api), or `global: true` "
+                "for a memory every project shares",
+                field="scope",
+            )
+        return GLOBAL_SCOPE
 
 
 def make_runner(settings: Settings, store: Store, embedder: Embedder) -> Runner:
@@ -56,8 +89,12 @@ def make_runner(settings: Settings, store: Store, embedder: Embedder) -> Runner:
     return InProcessRunner(store, embedder)
 
 
-def _results(ticket: Ticket) -> list[MemorizeResult]:
-    return [MemorizeResult(id=r.memory_id, outcome=r.outcome, job_id=ticket.job_id) for r in ticket.results or ()]
+def _results(ticket: Ticket, memories: list[Memory]) -> list[MemorizeResult]:
+    # A reinforced memory is in the incoming memory's scope: that is where the duplicate was looked for.
+    return [
+        MemorizeResult(id=r.memory_id, outcome=r.outcome, scope=m.scope, job_id=ticket.job_id)
+        for r, m in zip(ticket.results or (), memories, strict=True)
+    ]
 
 
 class MemoryService:
@@ -87,7 +124,7 @@ class MemoryService:
         self.recaller.params = RecallParams.from_settings(self.settings, mode)
 
     def _new_memory(self, request: MemoryCreate, caller: Caller) -> Memory:
-        scope = caller.default_scope if request.scope is None else request.scope
+        scope = caller.scope_for(request.scope, write=True)
         now = utcnow()
         return Memory(
             id=new_memory_id(),
@@ -114,8 +151,8 @@ class MemoryService:
         memory = self._new_memory(request, caller)
         ticket = self.runner.memorize(memory)
         if ticket.results is None:
-            return MemorizeAccepted(id=memory.id, job_id=ticket.job_id, state=ticket.state)
-        return _results(ticket)[0]
+            return MemorizeAccepted(id=memory.id, scope=memory.scope, job_id=ticket.job_id, state=ticket.state)
+        return _results(ticket, [memory])[0]
 
     def memorize_bulk(
         self, requests: list[MemoryCreate], caller: Caller = Caller(), *, wait_s: float | None = None
@@ -128,13 +165,13 @@ class MemoryService:
         wait = self.settings.memorize_wait_s if wait_s is None else wait_s
         ticket = self.runner.memorize_bulk(memories, wait_s=wait)
         ids = [m.id for m in memories]
-        results = None if ticket.results is None else _results(ticket)
+        results = None if ticket.results is None else _results(ticket, memories)
         return BulkMemorizeResult(job_id=ticket.job_id, state=ticket.state, ids=ids, results=results)
 
     def memorize_many(self, requests: list[MemoryCreate], caller: Caller = Caller()) -> list[MemorizeResult]:
         """Bulk memorize with batched embedding, waiting until done; same outcomes as one call per memory."""
-        ticket = self.runner.memorize_bulk([self._new_memory(r, caller) for r in requests], wait_s=None)
-        return _results(ticket)
+        memories = [self._new_memory(r, caller) for r in requests]
+        return _results(self.runner.memorize_bulk(memories, wait_s=None), memories)
 
     def job(self, job_id: str) -> JobPublic:
         """A job's state, progress and result. Raises ``JobNotFoundError``."""
@@ -150,9 +187,9 @@ class MemoryService:
         What is returned is reinforced (access count, last access) by a background job, unless
         ``reinforce`` is False: internal searches (benchmarks, resolution) must not skew decay.
         """
-        scope = caller.default_scope if request.scope is None else request.scope
+        scopes = recall_scopes(caller.scope_for(request.scope, write=False))
         where = SearchFilter(
-            scopes=recall_scopes(scope),
+            scopes=scopes,
             memory_types=tuple(request.memory_types or ()),
             tags=tuple(request.tags or ()),
             created_after=request.created_after,
@@ -167,19 +204,30 @@ class MemoryService:
         )
         if reinforce:
             self.runner.record_access([h.memory.id for h in hits])
-        return RecallResponse(results=[RecallResult.of(h, explain=request.explain) for h in hits])
+        return RecallResponse(results=[RecallResult.of(h, explain=request.explain) for h in hits], scopes=scopes)
 
-    def get(self, memory_id: str) -> MemoryPublic:
-        """One memory by id. Raises ``MemoryNotFoundError``."""
-        return MemoryPublic.of(self.store.get(memory_id))
+    def _visible(self, memory_id: str, caller: Caller, scope: str | None) -> Memory:
+        """The memory, if it is in the caller's recall scopes; else the same error as for an unknown id."""
+        memory = self.store.get(memory_id)
+        if memory.scope not in recall_scopes(caller.scope_for(scope, write=False)):
+            raise MemoryNotFoundError(f"no memory with id {memory_id}")
+        return memory
 
-    def forget(self, memory_id: str, *, confirm: bool, caller: Caller = Caller()) -> MemoryPublic:
-        """Delete a memory for good, with an audit record. Raises ``ConfirmationRequired`` without confirm."""
+    def get(self, memory_id: str, caller: Caller = Caller(), *, scope: str | None = None) -> MemoryPublic:
+        """One memory by id, from the caller's scope (or ``scope``) plus global. Raises ``MemoryNotFoundError``."""
+        return MemoryPublic.of(self._visible(memory_id, caller, scope))
+
+    def forget(
+        self, memory_id: str, *, confirm: bool, caller: Caller = Caller(), scope: str | None = None
+    ) -> MemoryPublic:
+        """Delete a memory of the caller's scopes for good, with an audit record.
+
+        Raises ``ConfirmationRequired`` without confirm, ``MemoryNotFoundError`` for an id that is
+        unknown or outside the caller's scopes.
+        """
         if not confirm:
-            raise ConfirmationRequired(
-                "forget deletes a memory for good: call again with confirm=true. "
-                "Old memories fade on their own; forget only what is wrong or harmful."
-            )
+            raise ConfirmationRequired(FORGET_NEEDS_CONFIRM)
+        self._visible(memory_id, caller, scope)
         removed = self.store.delete(memory_id)
         self.store.audit(
             AuditEvent(

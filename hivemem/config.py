@@ -9,13 +9,15 @@ when one is missing from the README.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -23,10 +25,32 @@ from pydantic_settings import (
 
 from hivemem.model import FusionMethod
 
-__all__ = ["BROKER_SCHEMES", "LOOPBACK_HOSTS", "Settings", "config_file_path", "default_data_dir", "redact_url"]
+__all__ = [
+    "BROKER_SCHEMES",
+    "LOOPBACK_HOSTS",
+    "WILDCARD_HOSTS",
+    "Settings",
+    "config_file_path",
+    "default_data_dir",
+    "redact_url",
+]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+WILDCARD_HOSTS = ("0.0.0.0", "::")
 BROKER_SCHEMES = ("redis", "rediss")
+# A host name, an IPv4 address or a bracket-less IPv6 address, optionally `*.` for every subdomain.
+_HOST_NAME = re.compile(r"(\*\.)?[a-z0-9]([a-z0-9\-.]*[a-z0-9])?|[0-9a-f:.]+")
+_ORIGIN = re.compile(r"https?://[a-z0-9\-.\[\]:]+")
+MiB = 1024 * 1024
+
+# A list setting: a comma list in the environment (`a.example,b.example`), a list in the TOML file.
+CommaList = Annotated[tuple[str, ...], NoDecode]
+
+
+def _comma_list(value: object) -> object:
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
 
 
 def redact_url(url: str) -> str:
@@ -224,6 +248,34 @@ class Settings(BaseSettings):
         description="Allow `serve` on a non-loopback address. There are no tokens yet, so anyone who can "
         "reach the port can read and write every memory: only for a private network (e.g. a container).",
     )
+    allowed_hosts: CommaList = Field(
+        default=(),
+        description="Host names (comma list; `*.example.com` for subdomains) that requests may name in their "
+        "`Host` header, besides the bind address and the loopback names. Every other host is refused (421), "
+        "which stops DNS rebinding. Required for a non-loopback bind.",
+    )
+    cors_origins: CommaList = Field(
+        default=(),
+        description="Browser origins (comma list of `scheme://host[:port]`) allowed to call the API cross-origin. "
+        "A request with any other `Origin` is refused (403), same-origin requests excepted.",
+    )
+    max_request_bytes: int = Field(
+        default=1 * MiB, ge=1024, le=256 * MiB, description="Largest request body; a larger one is refused (413)."
+    )
+    max_bulk_request_bytes: int = Field(
+        default=8 * MiB,
+        ge=1024,
+        le=1024 * MiB,
+        description="Largest body of `POST /v1/memories/bulk`; split larger imports into several calls.",
+    )
+    max_tags: int = Field(default=32, ge=0, le=1000, description="Most tags one memory (or one recall filter) has.")
+    max_related_files: int = Field(default=64, ge=0, le=10_000, description="Most `related_files` one memory has.")
+    max_details_bytes: int = Field(
+        default=16_384, ge=2, le=16 * MiB, description="Largest `details` object of a memory, in bytes of JSON."
+    )
+    max_details_depth: int = Field(
+        default=6, ge=1, le=100, description="Deepest nesting of a memory's `details` (an object of scalars is 1)."
+    )
     port: int = Field(default=8765, ge=1, le=65535, description="Port `hivemem serve` binds.")
     log_level: str = Field(default="info", description="Log level of the server.")
 
@@ -234,12 +286,42 @@ class Settings(BaseSettings):
                 f"broker_url: {self.broker_url.split(':', 1)[0]!r} is not a supported broker; use "
                 "redis://HOST:PORT/DB (or rediss://), or leave it empty to run jobs in-process"
             )
-        if not self.allow_unauthenticated_network and self.host not in LOOPBACK_HOSTS:
-            raise ValueError(
-                f"host: binding {self.host!r} would expose every memory without authentication; bind a "
-                "loopback address, or set HIVEMEM_ALLOW_UNAUTHENTICATED_NETWORK=true on a private network"
-            )
+        if self.host not in LOOPBACK_HOSTS:
+            if not self.allow_unauthenticated_network:
+                raise ValueError(
+                    f"host: binding {self.host!r} would expose every memory without authentication; bind a "
+                    "loopback address, or set HIVEMEM_ALLOW_UNAUTHENTICATED_NETWORK=true on a private network"
+                )
+            if not self.allowed_hosts:
+                raise ValueError(
+                    f"allowed_hosts: binding {self.host!r} needs HIVEMEM_ALLOWED_HOSTS, the host names clients "
+                    "use to reach this server (e.g. memory.example.com); requests naming any other host are "
+                    "refused, so that no web page can reach the server through DNS rebinding"
+                )
         return self
+
+    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        return _comma_list(value)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        names = tuple(v.lower().rstrip(".").removeprefix("[").removesuffix("]") for v in value)
+        bad = [v for v in names if not _HOST_NAME.fullmatch(v)]
+        if bad:
+            raise ValueError(f"not host names: {bad} (give names such as memory.example.com, without ports)")
+        return names
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        origins = tuple(v.lower().rstrip("/") for v in value)
+        bad = [v for v in origins if not _ORIGIN.fullmatch(v)]
+        if bad:
+            raise ValueError(f"not origins: {bad} (give scheme://host[:port], such as https://app.example.com)")
+        return origins
 
     def resolved_store_url(self) -> str:
         """The store URL, with the embedded default filled in from ``data_dir``."""

@@ -6,23 +6,35 @@ Every constraint names its field in the error, and nothing is written when one f
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any
+import functools
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    PlainValidator,
     StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    create_model,
     field_validator,
 )
+from pydantic import ValidationError as PydanticValidationError
 
+from hivemem.errors import ValidationError as HivememValidationError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
+from hivemem.limits import DEFAULT_LIMITS, Limits, details_problem, text_pattern
 from hivemem.model import Hit, Memory, MemoryType, Source, WriteOutcome
-from hivemem.scope import validate_scope
+from hivemem.scope import MAX_SCOPE_LENGTH, SCOPE_PATTERN, SCOPE_RULE, validate_scope
 
 __all__ = [
     "MAX_BULK_MEMORIES",
@@ -31,101 +43,274 @@ __all__ = [
     "BulkMemorizeRequest",
     "BulkMemorizeResult",
     "DeadLetterPublic",
+    "ErrorBody",
+    "FieldProblem",
     "JobPublic",
     "MemorizeAccepted",
     "MemorizeResult",
     "MemoryCreate",
     "MemoryPublic",
+    "RecallLimit",
     "RecallRequest",
     "RecallResponse",
     "RecallResult",
+    "RequestSchemas",
+    "ScopeName",
     "describe_errors",
+    "error_message",
+    "request_schemas",
 ]
 
 MAX_QUERIES = 5
 MAX_BULK_MEMORIES = 1000
-Tag = Annotated[StrictStr, Field(min_length=1, max_length=64)]
-FilePath = Annotated[StrictStr, Field(min_length=1, max_length=500)]
 MAX_QUERY_LENGTH = 2000
 
+_STRICT = ConfigDict(extra="forbid")
 
-def _scope_or_none(value: str | None) -> str | None:
-    return None if value is None else validate_scope(value)
+
+class _TextRule:
+    """A text field's rule (:func:`hivemem.limits.text_pattern`), checked with Python's ``re``; the
+    value comes back without its surrounding whitespace."""
+
+    def __init__(self, min_chars: int) -> None:
+        self.pattern = text_pattern(min_chars)
+        self._compiled = re.compile(self.pattern)
+        self._meaning = (
+            "must not be blank or hold control characters"
+            if min_chars == 1
+            else f"must hold at least {min_chars} characters besides surrounding whitespace, and no control characters"
+        )
+
+    def __call__(self, value: str) -> str:
+        if not self._compiled.match(value):
+            raise ValueError(self._meaning)
+        return value.strip()
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema keywords of the rule: the pattern the schema publishes."""
+        return {"pattern": self.pattern}
+
+
+def _scope_rule(value: str) -> str:
+    try:
+        return validate_scope(value)
+    except HivememValidationError:
+        raise ValueError(SCOPE_RULE.removeprefix("scope ")) from None
+
+
+_TEXT_1, _TEXT_5, _TEXT_10 = _TextRule(1), _TextRule(5), _TextRule(10)
+# The patterns go into the schema as data and are checked by the rules: every engine pydantic may
+# pick (Rust's has no look-ahead, no surrogates) then validates the same way.
+Title = Annotated[
+    StrictStr, Field(min_length=5, max_length=200, json_schema_extra=_TEXT_5.schema()), AfterValidator(_TEXT_5)
+]
+Content = Annotated[
+    StrictStr, Field(min_length=10, max_length=10_000, json_schema_extra=_TEXT_10.schema()), AfterValidator(_TEXT_10)
+]
+Tag = Annotated[
+    StrictStr, Field(min_length=1, max_length=64, json_schema_extra=_TEXT_1.schema()), AfterValidator(_TEXT_1)
+]
+FilePath = Annotated[
+    StrictStr, Field(min_length=1, max_length=500, json_schema_extra=_TEXT_1.schema()), AfterValidator(_TEXT_1)
+]
+QueryText = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=MAX_QUERY_LENGTH, json_schema_extra=_TEXT_1.schema()),
+    AfterValidator(_TEXT_1),
+]
+ScopeName = Annotated[
+    StrictStr,
+    Field(
+        max_length=MAX_SCOPE_LENGTH,
+        json_schema_extra={"pattern": SCOPE_PATTERN},
+        description='A project scope such as `github.com/acme/api`; `""` is the global scope.',
+    ),
+    AfterValidator(_scope_rule),
+]
+
+
+def _whole_number(value: object) -> int:
+    # JSON Schema's `integer` is a number without a fraction, so 5.0 is one; true and "5" are not.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise ValueError("must be a whole number")
+
+
+# The validator comes after the bounds: inside them, pydantic would publish `ge`/`le` instead of
+# JSON Schema's `minimum`/`maximum`.
+RecallLimit = Annotated[StrictInt, Field(ge=1, le=100), BeforeValidator(_whole_number)]
+
+
+# RFC 3339, the JSON Schema `date-time` format: a full date and time with its offset. pydantic alone
+# would also take dates, numbers and Unix times written as text.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
+
+
+def _rfc3339(value: object) -> datetime:
+    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
+        raise ValueError("must be an RFC 3339 date-time with a timezone, e.g. 2026-01-31T00:00:00Z")
+    try:
+        parsed = datetime.fromisoformat(value.upper())
+    except ValueError as exc:
+        raise ValueError(f"is not a valid date-time ({exc})") from None
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        # Within a day of year 1 or 9999: in UTC it lies beyond what can be written, as a bound
+        # it means "no bound" on that side.
+        offset = parsed.utcoffset()
+        return (datetime.min if offset and offset.total_seconds() > 0 else datetime.max).replace(tzinfo=UTC)
+
+
+Timestamp = Annotated[
+    datetime,
+    PlainValidator(_rfc3339, json_schema_input_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date-time",
+            "description": "RFC 3339 with a timezone, e.g. `2026-01-31T00:00:00Z`.",
+        }
+    ),
+]
 
 
 class MemoryCreate(BaseModel):
-    """What a caller sends to memorize. Surrounding whitespace is stripped before the length checks."""
+    """What a caller sends to memorize.
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    Text fields follow :func:`hivemem.limits.text_pattern`: surrounding whitespace does not count
+    towards their minimum length and is stripped. ``limits`` are the ones this class was built
+    with (see :func:`request_schemas`).
+    """
 
-    title: Annotated[StrictStr, Field(min_length=5, max_length=200)]
-    content: Annotated[StrictStr, Field(min_length=10, max_length=10_000)]
-    scope: StrictStr | None = None
+    model_config = _STRICT
+    limits: ClassVar[Limits] = DEFAULT_LIMITS
+
+    title: Title
+    content: Content
+    scope: ScopeName | None = None
     memory_type: MemoryType = MemoryType.FACT
     importance: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 0.5
     source: Source = Source.AGENT_INFERRED
-    tags: Annotated[list[Tag], Field(max_length=32)] = Field(default_factory=list)
-    related_files: Annotated[list[FilePath], Field(max_length=64)] = Field(default_factory=list)
-    details: dict[str, Any] = Field(default_factory=dict)
+    tags: Annotated[list[Tag], Field(max_length=DEFAULT_LIMITS.max_tags)] = Field(default_factory=list)
+    related_files: Annotated[list[FilePath], Field(max_length=DEFAULT_LIMITS.max_related_files)] = Field(
+        default_factory=list
+    )
+    details: dict[str, Any] = Field(
+        default_factory=dict,
+        description=f"Structured fields (e.g. a failure's error, component, severity, fix): at most "
+        f"{DEFAULT_LIMITS.max_details_bytes} bytes as JSON, nested at most {DEFAULT_LIMITS.max_details_depth} deep.",
+    )
 
-    _check_scope = field_validator("scope")(_scope_or_none)
+    @field_validator("details")
+    @classmethod
+    def _bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problem = details_problem(value, cls.limits)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
 
 class RecallRequest(BaseModel):
     """What a caller sends to remember."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _STRICT
 
-    query: str | list[str] = Field(description="A query, or 1-5 queries whose results are fused.")
-    scope: StrictStr | None = None
-    limit: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
+    query: QueryText | Annotated[list[QueryText], Field(min_length=1, max_length=MAX_QUERIES)] = Field(
+        description=f"A query, or 1-{MAX_QUERIES} queries whose results are fused."
+    )
+    scope: ScopeName | None = None
+    limit: RecallLimit | None = None
     memory_types: list[MemoryType] | None = None
-    tags: Annotated[list[Tag], Field(max_length=32)] | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
+    tags: Annotated[list[Tag], Field(max_length=DEFAULT_LIMITS.max_tags)] | None = None
+    created_after: Timestamp | None = None
+    created_before: Timestamp | None = None
     min_relevance: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 0.0
     explain: StrictBool = False
 
-    _check_scope = field_validator("scope")(_scope_or_none)
-
-    @field_validator("query", mode="before")
+    @field_validator("query", mode="wrap")
     @classmethod
-    def _queries(cls, value: object) -> str | list[str]:
-        # One check with one message, instead of pydantic's per-branch union errors.
-        raw: list[object] = value if isinstance(value, list) else [value]
-        texts = [t for t in raw if isinstance(t, str)]
-        if not isinstance(value, str | list) or len(texts) != len(raw):
-            raise ValueError("must be a string or a list of strings")
-        if not 1 <= len(texts) <= MAX_QUERIES:
-            raise ValueError(f"must hold 1 to {MAX_QUERIES} queries, got {len(texts)}")
-        for text in texts:
-            if not text.strip():
-                raise ValueError("a query must not be empty")
-            if len(text) > MAX_QUERY_LENGTH:
-                raise ValueError(f"a query must be at most {MAX_QUERY_LENGTH} characters")
-        return value if isinstance(value, str) else texts
-
-    @field_validator("created_after", "created_before")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError("must carry a timezone (e.g. 2026-01-31T00:00:00Z)")
-        return value
+    def _one_message(cls, value: object, handler: ValidatorFunctionWrapHandler) -> str | list[str]:
+        # One message, instead of pydantic's one per branch of the union.
+        try:
+            result: str | list[str] = handler(value)
+        except PydanticValidationError:
+            raise ValueError(
+                f"must be a non-blank string of up to {MAX_QUERY_LENGTH} characters without control "
+                f"characters, or a list of 1 to {MAX_QUERIES} such strings"
+            ) from None
+        return result
 
     def queries(self) -> list[str]:
         """The query or queries, as a list."""
         return [self.query] if isinstance(self.query, str) else list(self.query)
 
 
+class BulkMemorizeRequest(BaseModel):
+    """Many memories in one call (imports): embedded in batches, on the low-priority ``ingest`` queue."""
+
+    model_config = _STRICT
+
+    memories: list[MemoryCreate] = Field(min_length=1, max_length=MAX_BULK_MEMORIES)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSchemas:
+    """The request models of one set of limits: REST, MCP and the CLI validate with these."""
+
+    memory_create: type[MemoryCreate]
+    bulk_memorize: type[BulkMemorizeRequest]
+    recall: type[RecallRequest]
+
+
+@functools.cache
+def request_schemas(limits: Limits = DEFAULT_LIMITS) -> RequestSchemas:
+    """The request models for ``limits``; the module's own classes for the defaults.
+
+    Other limits get subclasses whose fields carry them, so the OpenAPI and MCP schemas state
+    the limits the server enforces.
+    """
+    if limits == DEFAULT_LIMITS:
+        return RequestSchemas(MemoryCreate, BulkMemorizeRequest, RecallRequest)
+    tags = Annotated[list[Tag], Field(max_length=limits.max_tags)]
+    files = Annotated[list[FilePath], Field(max_length=limits.max_related_files)]
+    memory: type[MemoryCreate] = create_model(
+        "MemoryCreate",
+        __base__=MemoryCreate,
+        tags=(tags, Field(default_factory=list)),
+        related_files=(files, Field(default_factory=list)),
+        details=(
+            dict[str, Any],
+            Field(
+                default_factory=dict,
+                description=f"Structured fields: at most {limits.max_details_bytes} bytes as JSON, nested at "
+                f"most {limits.max_details_depth} deep.",
+            ),
+        ),
+    )
+    memory.limits = limits
+    bulk: type[BulkMemorizeRequest] = create_model(
+        "BulkMemorizeRequest",
+        __base__=BulkMemorizeRequest,
+        memories=(list[memory], Field(min_length=1, max_length=MAX_BULK_MEMORIES)),
+    )
+    recall: type[RecallRequest] = create_model("RecallRequest", __base__=RecallRequest, tags=(tags | None, None))
+    return RequestSchemas(memory, bulk, recall)
+
+
 class MemorizeResult(BaseModel):
     """The answer to memorize: the memory's id and what happened to it.
 
     ``id`` is the stored memory's: a new one when ``stored``, the existing one when ``reinforced``.
-    ``job_id`` names the job that did it (``GET /v1/jobs/{job_id}``).
+    ``scope`` is where it was stored (``""``: global). ``job_id`` names the job that did it
+    (``GET /v1/jobs/{job_id}``).
     """
 
     id: str
     outcome: WriteOutcome
+    scope: str
     job_id: str | None = None
 
 
@@ -137,16 +322,9 @@ class MemorizeAccepted(BaseModel):
     """
 
     id: str
+    scope: str
     job_id: str
     state: JobState
-
-
-class BulkMemorizeRequest(BaseModel):
-    """Many memories in one call (imports): embedded in batches, on the low-priority ``ingest`` queue."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    memories: list[MemoryCreate] = Field(min_length=1, max_length=MAX_BULK_MEMORIES)
 
 
 class BulkMemorizeResult(BaseModel):
@@ -278,9 +456,34 @@ class RecallResult(BaseModel):
 
 
 class RecallResponse(BaseModel):
-    """The answer to remember."""
+    """The answer to remember, and the scopes it searched (the caller's scope plus global)."""
 
     results: list[RecallResult]
+    scopes: list[str] = Field(default_factory=list)
+
+
+class FieldProblem(BaseModel):
+    """One invalid field of a request."""
+
+    field: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """Every error answer, 4xx and 5xx alike: a stable ``error`` code and a ``message`` to act on.
+
+    Invalid input (422) also names the first offending ``field`` and lists each problem in ``detail``.
+    """
+
+    error: str = Field(description="A stable code, e.g. `validation_error`, `not_found`, `payload_too_large`.")
+    message: str
+    field: str | None = None
+    detail: list[FieldProblem] | None = None
+
+
+def error_message(error: dict[str, Any]) -> str:
+    """What one pydantic error says, without pydantic's "Value error, " prefix."""
+    return str(error.get("msg", "invalid")).removeprefix("Value error, ")
 
 
 def describe_errors(errors: list[dict[str, Any]], *, request_location: bool = False) -> str:
@@ -291,8 +494,7 @@ def describe_errors(errors: list[dict[str, Any]], *, request_location: bool = Fa
     """
     lines = []
     for error in errors:
-        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
         loc = list(error.get("loc", ()))[1 if request_location else 0 :]
         where = ".".join(str(p) for p in loc)
-        lines.append(f"{where}: {message}" if where else message)
+        lines.append(f"{where}: {error_message(error)}" if where else error_message(error))
     return "; ".join(lines)

@@ -13,10 +13,26 @@ from urllib.parse import urlsplit
 from hivemem.errors import ValidationError
 from hivemem.model import GLOBAL_SCOPE
 
-__all__ = ["MAX_SCOPE_LENGTH", "derive_scope", "recall_scopes", "scope_from_remote", "validate_scope"]
+__all__ = [
+    "MAX_SCOPE_LENGTH",
+    "SCOPE_PATTERN",
+    "SCOPE_RULE",
+    "derive_scope",
+    "recall_scopes",
+    "scope_from_remote",
+    "validate_scope",
+]
 
 MAX_SCOPE_LENGTH = 200
-_SCOPE = re.compile(r"^[A-Za-z0-9._~@:+\-]+(/[A-Za-z0-9._~@:+\-]+)*$")
+_SEGMENT = r"(?!\.\.(?:/|$))[A-Za-z0-9._~@:+\-]+"
+SCOPE_PATTERN = rf"^(?:{_SEGMENT}(?:/{_SEGMENT})*)?$(?!\n)"
+"""A scope, global (``""``) included, as a pattern that means the same in Python and in JSON Schema:
+``$(?!\n)`` ends it at the true end of the text (Python's ``$`` alone admits a trailing newline)."""
+_SCOPE = re.compile(SCOPE_PATTERN)
+SCOPE_RULE = (
+    f"scope must be up to {MAX_SCOPE_LENGTH} characters of path segments "
+    "(letters, digits, . _ ~ @ : + -) separated by '/', with no '..' segment"
+)
 _SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>.+)$")
 
 
@@ -24,12 +40,8 @@ def validate_scope(scope: str) -> str:
     """Return ``scope`` if it is well formed (or global), else raise :class:`ValidationError`."""
     if scope == GLOBAL_SCOPE:
         return scope
-    if len(scope) > MAX_SCOPE_LENGTH or not _SCOPE.match(scope) or ".." in scope.split("/"):
-        raise ValidationError(
-            f"scope must be up to {MAX_SCOPE_LENGTH} characters of path segments "
-            "(letters, digits, . _ ~ @ : + -) separated by '/'",
-            field="scope",
-        )
+    if len(scope) > MAX_SCOPE_LENGTH or not _SCOPE.fullmatch(scope):
+        raise ValidationError(SCOPE_RULE, field="scope")
     return scope
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from hivemem.config import Settings
@@ -308,6 +309,15 @@ def query_words(text: str) -> tuple[str, bool] | None:
     return None if terms is None else (" ".join(terms[0]), terms[1])
 
 
+# `date_nanos` holds 1970-01-01 to 2262-04-11; a bound beyond that is the same as the range's end.
+_NANOS_FIRST = datetime(1970, 1, 1, tzinfo=UTC)
+_NANOS_LAST = datetime(2262, 4, 11, tzinfo=UTC)
+
+
+def _nanos_bound(value: datetime) -> datetime:
+    return min(max(value, _NANOS_FIRST), _NANOS_LAST)
+
+
 def search_filter(where: SearchFilter) -> list[Json]:
     """Filter clauses for ``where``; they go inside the BM25 bool and the k-NN ``filter``, never after."""
     clauses: list[Json] = [
@@ -320,9 +330,9 @@ def search_filter(where: SearchFilter) -> list[Json]:
         clauses.append({"terms": {"tags": list(where.tags)}})
     created: Json = {}
     if where.created_after is not None:
-        created["gte"] = to_iso(where.created_after)
+        created["gte"] = to_iso(_nanos_bound(where.created_after))
     if where.created_before is not None:
-        created["lt"] = to_iso(where.created_before)
+        created["lt"] = to_iso(_nanos_bound(where.created_before))
     if created:
         clauses.append({"range": {"created_at": created}})
     if where.exclude_ids:

@@ -54,6 +54,15 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """A data folder and a log folder for the processes a test starts."""
+    data_dir, logs = tmp_path / "data", tmp_path / "logs"
+    data_dir.mkdir()
+    logs.mkdir()
+    return data_dir, logs
+
+
+@pytest.fixture
 def embedder() -> HashEmbedder:
     """The deterministic test embedder."""
     return HashEmbedder(64)

@@ -135,6 +135,8 @@ def test_hivemem_services_share_one_environment() -> None:
     # The gateway binds all interfaces inside its container, which the server refuses without this.
     assert env["HIVEMEM_HOST"] == "0.0.0.0"
     assert env["HIVEMEM_ALLOW_UNAUTHENTICATED_NETWORK"] == "true"
+    # ...and names the hosts requests may carry: the service's own name, no wildcard.
+    assert env["HIVEMEM_ALLOWED_HOSTS"] == "hivemem"
     cpu_image = {every[name]["image"] for name in HIVEMEM_SERVICES if name != "worker-gpu"}
     assert len(cpu_image) == 1
 

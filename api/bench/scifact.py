@@ -10,6 +10,7 @@ from typing import Any
 from api.bench.harness import bench_service
 from api.service import Caller
 from hivemem.config import Settings
+from hivemem.limits import printable
 from hivemem.metrics import ndcg_at, recall_at
 from hivemem.model import FusionMethod, MemoryType, RetrievalMode, Source
 from hivemem.schemas import MemoryCreate, RecallRequest
@@ -20,7 +21,8 @@ SCOPE = "bench/scifact"
 
 
 def _fit(text: str, low: int, high: int, filler: str) -> str:
-    text = " ".join(text.split())[:high]
+    # A few abstracts carry C1 control characters (mis-decoded quotes and dashes).
+    text = " ".join(printable(text).split())[:high]
     return text if len(text) >= low else (text + " " + filler)[:high]
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
+from uuid import UUID
+
 from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel
 
 from api.deps import CallerDep, ServiceDep
 from hivemem.schemas import (
@@ -14,65 +20,95 @@ from hivemem.schemas import (
     MemoryPublic,
     RecallRequest,
     RecallResponse,
+    RequestSchemas,
+    ScopeName,
 )
 
-__all__ = ["router"]
+__all__ = ["build_router"]
 
-router = APIRouter(prefix="/v1", tags=["memories"])
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
-
-@router.post(
-    "/memories",
-    status_code=201,
-    response_model=MemorizeResult | MemorizeAccepted,
-    responses={202: {"model": MemorizeAccepted, "description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
-)
-def memorize(body: MemoryCreate, service: ServiceDep, caller: CallerDep, response: Response) -> object:
-    """Store a memory. `outcome` is `stored` for a new memory, `reinforced` when the same
-    content was already in the scope (its id is returned). Scope defaults to global (`""`).
-    With workers, a job not done within `HIVEMEM_MEMORIZE_WAIT_S` answers 202 `{id, job_id}`."""
-    result = service.memorize(body, caller)
-    if isinstance(result, MemorizeAccepted):
-        response.status_code = 202
-    return result
+ScopeQuery = Annotated[
+    ScopeName | None,
+    Query(description="The project scope to look in (plus global); default: the caller's, else global."),
+]
 
 
-@router.post(
-    "/memories/bulk",
-    status_code=201,
-    response_model=BulkMemorizeResult,
-    response_model_exclude_none=True,
-    responses={202: {"description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
-)
-def memorize_bulk(
-    body: BulkMemorizeRequest, service: ServiceDep, caller: CallerDep, response: Response
-) -> BulkMemorizeResult:
-    """Store up to 1,000 memories as one job (batched embedding, the low-priority `ingest` queue).
-    201 with every outcome when done in time, else 202 with the job id and the ids assigned."""
-    result = service.memorize_bulk(body.memories, caller)
-    if result.results is None:
-        response.status_code = 202
-    return result
+def _with_body(endpoint: Endpoint, model: type[BaseModel]) -> Endpoint:
+    """``endpoint`` with its ``body`` parameter typed as ``model``.
+
+    FastAPI reads the body model from the signature; the models carry the configured limits
+    (:func:`hivemem.schemas.request_schemas`), so they are only known when the app is built.
+    """
+    signature = inspect.signature(endpoint)
+    parameters = [p.replace(annotation=model) if p.name == "body" else p for p in signature.parameters.values()]
+    endpoint.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    return endpoint
 
 
-@router.post("/remember", response_model=RecallResponse, response_model_exclude_none=True)
-def remember(body: RecallRequest, service: ServiceDep, caller: CallerDep) -> RecallResponse:
-    """Recall memories by meaning (BM25 + vectors, fused) in the scope and global, best first."""
-    return service.remember(body, caller)
+def build_router(schemas: RequestSchemas) -> APIRouter:
+    """The /v1 memory routes, validating bodies with ``schemas``."""
+    router = APIRouter(prefix="/v1", tags=["memories"])
 
+    def memorize(body: MemoryCreate, service: ServiceDep, caller: CallerDep, response: Response) -> object:
+        """Store a memory. `outcome` is `stored` for a new memory, `reinforced` when the same
+        content was already in the scope (its id is returned); `scope` says where it is. Scope
+        defaults to the `X-Hivemem-Scope` header, else global (`""`). With workers, a job not
+        done within `HIVEMEM_MEMORIZE_WAIT_S` answers 202 `{id, scope, job_id, state}`."""
+        result = service.memorize(body, caller)
+        if isinstance(result, MemorizeAccepted):
+            response.status_code = 202
+        return result
 
-@router.get("/memories/{memory_id}", response_model=MemoryPublic)
-def get_memory(memory_id: str, service: ServiceDep) -> MemoryPublic:
-    """One memory by id; 404 when there is none."""
-    return service.get(memory_id)
+    def memorize_bulk(
+        body: BulkMemorizeRequest, service: ServiceDep, caller: CallerDep, response: Response
+    ) -> BulkMemorizeResult:
+        """Store up to 1,000 memories as one job (batched embedding, the low-priority `ingest` queue).
+        201 with every outcome when done in time, else 202 with the job id and the ids assigned."""
+        result = service.memorize_bulk(body.memories, caller)
+        if result.results is None:
+            response.status_code = 202
+        return result
 
+    def remember(body: RecallRequest, service: ServiceDep, caller: CallerDep) -> RecallResponse:
+        """Recall memories by meaning (BM25 + vectors, fused) in the scope and global, best first;
+        `scopes` names the scopes searched."""
+        return service.remember(body, caller)
 
-@router.delete("/memories/{memory_id}", response_model=MemoryPublic)
-def forget(
-    memory_id: str,
-    service: ServiceDep,
-    caller: CallerDep,
-    confirm: bool = Query(default=False, description="Must be true: forgetting cannot be undone."),
-) -> MemoryPublic:
-    """Delete a memory for good (audited). 400 without `?confirm=true`, 404 when there is none."""
-    return service.forget(memory_id, confirm=confirm, caller=caller)
+    router.post(
+        "/memories",
+        status_code=201,
+        response_model=MemorizeResult | MemorizeAccepted,
+        responses={202: {"model": MemorizeAccepted, "description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
+    )(_with_body(memorize, schemas.memory_create))
+    router.post(
+        "/memories/bulk",
+        status_code=201,
+        response_model=BulkMemorizeResult,
+        response_model_exclude_none=True,
+        responses={202: {"model": BulkMemorizeResult, "description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
+    )(_with_body(memorize_bulk, schemas.bulk_memorize))
+    router.post("/remember", response_model=RecallResponse, response_model_exclude_none=True)(
+        _with_body(remember, schemas.recall)
+    )
+
+    # Memory ids are UUIDs (the gateway assigns them): routing only takes those, so that
+    # `/v1/memories/bulk` is not also "the memory with id bulk".
+    @router.get("/memories/{memory_id:uuid}", response_model=MemoryPublic)
+    def get_memory(memory_id: UUID, service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> MemoryPublic:
+        """One memory by id, if it is in the scope (or the caller's) or global; 404 otherwise."""
+        return service.get(str(memory_id), caller, scope=scope)
+
+    @router.delete("/memories/{memory_id:uuid}", response_model=MemoryPublic)
+    def forget(
+        memory_id: UUID,
+        service: ServiceDep,
+        caller: CallerDep,
+        confirm: Annotated[Literal["true"], Query(description="Must be `true`: forgetting cannot be undone.")],
+        scope: ScopeQuery = None,
+    ) -> MemoryPublic:
+        """Delete a memory for good (audited). 400 without `?confirm=true`; 404 when there is none in
+        the scope (or the caller's) or global."""
+        return service.forget(str(memory_id), confirm=confirm == "true", caller=caller, scope=scope)
+
+    return router

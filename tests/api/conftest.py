@@ -10,9 +10,12 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from hivemem.config import Settings
 
+LOCAL_URL = "http://127.0.0.1:8765"
+
 
 @pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
     """A TestClient entered as a context manager, so the lifespan opens and closes the service."""
-    with TestClient(create_app(settings)) as test_client:
+    # The Host a local client sends: the test client's default, "testserver", is a foreign host.
+    with TestClient(create_app(settings), base_url=LOCAL_URL) as test_client:
         yield test_client

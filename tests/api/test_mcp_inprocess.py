@@ -9,13 +9,16 @@ import anyio
 import pytest
 from mcp import Client
 
-from api.mcp_server import build_mcp
+import hivemem
+from api.mcp_server import SessionScope, build_mcp
 from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.errors import MemoryNotFoundError
 from hivemem.schemas import MemoryCreate
 
 SCOPE = "github.com/acme/api"
+# A session in SCOPE as derived from a working directory: a `scope` argument may override it.
+DERIVED = SessionScope(SCOPE)
 
 
 @pytest.fixture
@@ -27,11 +30,14 @@ def service(settings: Settings) -> Iterator[MemoryService]:
         opened.close()
 
 
-def run_with_client(service: MemoryService, body: Callable[[Client], Awaitable[None]]) -> None:
-    """Run ``body`` with an in-memory MCP client connected to the tools over ``service``."""
+def run_with_client(
+    service: MemoryService, body: Callable[[Client], Awaitable[None]], session: SessionScope = DERIVED
+) -> None:
+    """Run ``body`` with an in-memory MCP client connected to the tools over ``service``, by default
+    in a session whose scope is ``SCOPE`` (as derived from a working directory)."""
 
     async def main() -> None:
-        async with Client(build_mcp(lambda: service, default_scope=SCOPE)) as client:
+        async with Client(build_mcp(lambda: service, session=session)) as client:
             await body(client)
 
     anyio.run(main)
@@ -84,7 +90,7 @@ def test_memorize_defaults_to_the_session_scope(service: MemoryService) -> None:
 
     run_with_client(service, body)
     assert out["outcome"] == "stored"
-    assert service.get(out["id"]).scope == SCOPE
+    assert service.store.get(out["id"]).scope == SCOPE
 
 
 def test_memorize_reports_its_job_and_job_tells_its_outcome(service: MemoryService) -> None:
@@ -124,7 +130,7 @@ def test_memorize_global_stores_in_the_global_scope(service: MemoryService) -> N
         )
 
     run_with_client(service, body)
-    assert service.get(out["id"]).scope == ""
+    assert service.store.get(out["id"]).scope == ""
 
 
 def test_memorize_explicit_scope_overrides_the_session(service: MemoryService) -> None:
@@ -139,7 +145,7 @@ def test_memorize_explicit_scope_overrides_the_session(service: MemoryService) -
         out.update(structured(await client.call_tool("memorize", args)))
 
     run_with_client(service, body)
-    assert service.get(out["id"]).scope == "github.com/acme/web"
+    assert service.store.get(out["id"]).scope == "github.com/acme/web"
 
 
 def test_remember_labels_results_and_reads_scope_plus_global(service: MemoryService) -> None:
@@ -194,7 +200,7 @@ def test_forget_without_confirm_is_an_error_and_keeps_the_memory(service: Memory
 
     run_with_client(service, body)
     assert all("confirm" in text for text in texts)
-    assert service.get(memory_id).id == memory_id
+    assert service.store.get(memory_id).id == memory_id
 
 
 def test_forget_with_confirm_deletes(service: MemoryService) -> None:
@@ -214,7 +220,7 @@ def test_forget_with_confirm_deletes(service: MemoryService) -> None:
     assert out["title"] == "Wrong memory"
     assert "not_found" in missing[0]
     with pytest.raises(MemoryNotFoundError):
-        service.get(out["id"])
+        service.store.get(out["id"])
 
 
 @pytest.mark.parametrize(
@@ -250,3 +256,122 @@ def test_bad_input_is_a_tool_error_naming_the_field(
     run_with_client(service, body)
     assert field in texts[0]
     assert service.store.count() == 0
+
+
+# -- schemas, arguments and the session's scope -------------------------------------------------
+
+
+def listed_tools(service: MemoryService, session: SessionScope = DERIVED) -> dict[str, Any]:
+    tools: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        tools.update({tool.name: tool for tool in (await client.list_tools()).tools})
+
+    run_with_client(service, body, session)
+    return tools
+
+
+def test_tool_schemas_carry_the_limits_and_take_nothing_else(service: MemoryService) -> None:
+    tools = listed_tools(service)
+    memorize = tools["memorize"].input_schema
+    assert memorize["additionalProperties"] is False
+    props = memorize["properties"]
+    assert (props["title"]["minLength"], props["title"]["maxLength"]) == (5, 200)
+    assert (props["content"]["minLength"], props["content"]["maxLength"]) == (10, 10_000)
+    assert (props["importance"]["minimum"], props["importance"]["maximum"]) == (0, 1)
+    tags = next(branch for branch in props["tags"]["anyOf"] if branch.get("type") == "array")
+    assert tags["maxItems"] == 32 and tags["items"]["maxLength"] == 64
+    assert "pattern" in props["title"] and "pattern" in props["scope"]["anyOf"][0]
+    remember = tools["remember"].input_schema["properties"]
+    assert (remember["limit"]["minimum"], remember["limit"]["maximum"]) == (1, 100)
+    queries = next(branch for branch in remember["query"]["anyOf"] if branch.get("type") == "array")
+    assert (queries["minItems"], queries["maxItems"]) == (1, 5)
+    assert all(tool.input_schema["additionalProperties"] is False for tool in tools.values())
+
+
+def test_unknown_arguments_and_conflicting_scopes_are_refused(service: MemoryService) -> None:
+    texts: list[str] = []
+
+    async def body(client: Client) -> None:
+        good = {"title": "Fine title", "content": "Long enough content."}
+        texts.append(error_text(await client.call_tool("memorize", good | {"bogus": 1})))
+        texts.append(error_text(await client.call_tool("remember", {"query": "q", "limits": 3})))
+        texts.append(error_text(await client.call_tool("memorize", good | {"global": True, "scope": "acme/x"})))
+
+    run_with_client(service, body)
+    assert "bogus" in texts[0] and "Extra inputs are not permitted" in texts[0]
+    assert "limits" in texts[1]
+    assert "either `scope` or `global: true`" in texts[2]
+    assert service.store.count() == 0
+
+
+def test_server_info_names_the_package_version(service: MemoryService) -> None:
+    seen: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        seen["info"] = client.server_info
+
+    run_with_client(service, body)
+    assert seen["info"].name == "hivemem"
+    assert seen["info"].version == hivemem.__version__ != ""
+
+
+def test_a_locked_session_offers_no_scope_and_refuses_others(service: MemoryService) -> None:
+    locked = SessionScope(SCOPE, locked=True)
+    tools = listed_tools(service, locked)
+    for name in ("memorize", "remember", "forget"):
+        assert "scope" not in tools[name].input_schema["properties"], name
+    assert f"works in project scope `{SCOPE}`" in tools["memorize"].description
+    other = service.memorize(MemoryCreate(title="Other project", content="Belongs to another scope.", scope="b/x"))
+    texts: list[str] = []
+    out: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        texts.append(
+            error_text(
+                await client.call_tool(
+                    "memorize", {"title": "Sneaky", "content": "Into another project's scope.", "scope": "b/x"}
+                )
+            )
+        )
+        texts.append(error_text(await client.call_tool("forget", {"id": other.id, "confirm": True})))
+        out["stored"] = structured(await client.call_tool("memorize", {"title": "Locked in", "content": "Stays here."}))
+
+    run_with_client(service, body, locked)
+    assert "scope" in texts[0]
+    assert "not_found" in texts[1]
+    assert out["stored"]["scope"] == SCOPE
+    assert service.store.get(other.id).scope == "b/x"
+
+
+def test_a_session_that_names_no_project_says_so_and_writes_nowhere_by_default(service: MemoryService) -> None:
+    nowhere = SessionScope(None)
+    tools = listed_tools(service, nowhere)
+    assert "names no project" in tools["memorize"].description
+    assert "Searches global memories" in tools["remember"].description
+    texts: list[str] = []
+    out: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        texts.append(
+            error_text(await client.call_tool("memorize", {"title": "Where to?", "content": "No scope given."}))
+        )
+        out["named"] = structured(
+            await client.call_tool("memorize", {"title": "Named", "content": "Explicit scope.", "scope": "a/b"})
+        )
+        out["global"] = structured(
+            await client.call_tool("memorize", {"title": "Shared", "content": "For everyone.", "global": True})
+        )
+        out["recall"] = structured(await client.call_tool("remember", {"query": "explicit scope"}))
+
+    run_with_client(service, body, nowhere)
+    assert "names no project" in texts[0]
+    assert (out["named"]["scope"], out["global"]["scope"]) == ("a/b", "")
+    assert out["recall"]["scopes"] == [""]
+    assert service.store.count() == 2
+
+
+def test_a_derived_session_names_its_default_and_lets_a_call_override_it(service: MemoryService) -> None:
+    tools = listed_tools(service)
+    assert f"project scope `{SCOPE}` (this session's default) unless you pass `scope`" in tools["memorize"].description
+    assert "scope" in tools["memorize"].input_schema["properties"]

@@ -38,10 +38,11 @@ def test_memorize_get_remember_reinforce_forget(client: TestClient) -> None:
         tags=["db", "postgres"],
         related_files=["api/db.py"],
     )
-    assert created["outcome"] == "stored"
+    assert (created["outcome"], created["scope"]) == ("stored", "github.com/acme/api")
     memory_id = created["id"]
+    in_scope = {"scope": "github.com/acme/api"}
 
-    got = client.get(f"/v1/memories/{memory_id}")
+    got = client.get(f"/v1/memories/{memory_id}", params=in_scope)
     assert got.status_code == 200
     memory = got.json()
     assert memory["id"] == memory_id
@@ -74,25 +75,25 @@ def test_memorize_get_remember_reinforce_forget(client: TestClient) -> None:
     assert (again.json()["id"], again.json()["outcome"]) == (memory_id, "reinforced")
     assert again.json()["job_id"].startswith("job_")
     assert stored_count(client) == 1
-    assert client.get(f"/v1/memories/{memory_id}").json()["tags"] == ["db", "postgres", "rds"]
+    assert client.get(f"/v1/memories/{memory_id}", params=in_scope).json()["tags"] == ["db", "postgres", "rds"]
 
-    refused = client.delete(f"/v1/memories/{memory_id}")
+    refused = client.delete(f"/v1/memories/{memory_id}", params=in_scope)
     assert refused.status_code == 400
     assert refused.json()["error"] == "confirmation_required"
     assert "confirm" in refused.json()["message"]
-    assert client.get(f"/v1/memories/{memory_id}").status_code == 200
+    assert client.get(f"/v1/memories/{memory_id}", params=in_scope).status_code == 200
     assert stored_count(client) == 1
 
-    deleted = client.delete(f"/v1/memories/{memory_id}", params={"confirm": "true"})
+    deleted = client.delete(f"/v1/memories/{memory_id}", params={"confirm": "true"} | in_scope)
     assert deleted.status_code == 200
     assert deleted.json()["id"] == memory_id
 
-    missing = client.get(f"/v1/memories/{memory_id}")
+    missing = client.get(f"/v1/memories/{memory_id}", params=in_scope)
     assert missing.status_code == 404
     assert missing.json()["error"] == "not_found"
     assert memory_id in missing.json()["message"]
     assert stored_count(client) == 0
-    assert client.delete(f"/v1/memories/{memory_id}", params={"confirm": "true"}).status_code == 404
+    assert client.delete(f"/v1/memories/{memory_id}", params={"confirm": "true"} | in_scope).status_code == 404
     assert all(r["id"] != memory_id for r in recall(client, query="postgres connection pool"))
 
 
@@ -116,11 +117,11 @@ def test_http_memorize_without_scope_is_global(client: TestClient) -> None:
     assert client.get(f"/v1/memories/{created['id']}").json()["scope"] == ""
 
 
-def test_forget_needs_a_real_boolean_confirm(client: TestClient) -> None:
+def test_forget_needs_confirm_true_itself(client: TestClient) -> None:
     created = memorize(client)
     response = client.delete(f"/v1/memories/{created['id']}", params={"confirm": "maybe"})
-    assert response.status_code == 422
-    assert "confirm" in response.json()["message"]
+    assert (response.status_code, response.json()["error"]) == (400, "confirmation_required")
+    assert "confirm=true" in response.json()["message"]
     assert stored_count(client) == 1
 
 

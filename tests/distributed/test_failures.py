@@ -4,41 +4,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
-import pytest
 
-from hivemem.embedding import HashEmbedder
 from hivemem.jobs import JobState
-from search import Store, open_store
-from tests.e2e.helpers import HivememServer
+from tests.e2e.helpers import HivememServer, open_test_store, wait_for_job
 from tests.services import CeleryWorker
-
-
-def open_test_store(data_dir: Path) -> Store:
-    embedder = HashEmbedder(64)
-    return open_store(
-        f"sqlite:///{data_dir / 'hivemem.db'}", embedding_model=embedder.model_id, dimension=embedder.dimension
-    )
-
-
-@pytest.fixture
-def dirs(tmp_path: Path) -> tuple[Path, Path]:
-    data_dir, logs = tmp_path / "data", tmp_path / "logs"
-    data_dir.mkdir()
-    logs.mkdir()
-    return data_dir, logs
-
-
-def wait_for_job(http: httpx.Client, job_id: str, timeout_s: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        job: dict[str, Any] = http.get(f"/v1/jobs/{job_id}").json()
-        if job["state"] in ("done", "failed"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} not final after {timeout_s} s")
 
 
 def test_memorize_answers_202_with_the_job_when_no_worker_is_up(redis_url: str, dirs: tuple[Path, Path]) -> None:
@@ -59,9 +30,10 @@ def test_memorize_answers_202_with_the_job_when_no_worker_is_up(redis_url: str, 
             )
             assert accepted.status_code == 202, accepted.text
             body = accepted.json()
-            assert set(body) == {"id", "job_id", "state"} and body["state"] == "queued"
+            assert set(body) == {"id", "scope", "job_id", "state"}
+            assert (body["state"], body["scope"]) == ("queued", scope)
             assert http.get(f"/v1/jobs/{body['job_id']}").json()["state"] == "queued"
-            assert http.get(f"/v1/memories/{body['id']}").status_code == 404
+            assert http.get(f"/v1/memories/{body['id']}", params={"scope": scope}).status_code == 404
 
             worker.start()
             job = wait_for_job(http, body["job_id"])
@@ -111,7 +83,7 @@ def test_kill_9_mid_batch_then_restart_stores_every_memory_exactly_once(
                     worker.kill()
                     break
                 assert time.monotonic() < deadline, f"worker never got mid-batch (stored {stored})"
-                time.sleep(0.005)
+                time.sleep(0.001)
             at_kill = store.count([scope])
             assert at_kill < total
             assert http.get(f"/v1/jobs/{job_id}").json()["state"] == JobState.RUNNING.value

@@ -19,8 +19,7 @@ import redis
 from hivemem.jobs import Job, JobKind, JobState, new_job_id
 from hivemem.model import Memory
 from search import Store
-from tests.distributed.test_failures import open_test_store, wait_for_job
-from tests.e2e.helpers import HivememServer, hivemem_command, hivemem_env
+from tests.e2e.helpers import HivememServer, hivemem_command, hivemem_env, open_test_store, wait_for_job
 from tests.services import CeleryWorker, RedisServer, redis_server_binary
 from workers.celery_app import build_celery
 from workers.celery_runner import job_item
@@ -126,14 +125,6 @@ def build_celery_for(redis_url: str) -> Any:
 
 
 # -- end to end: real gateway, workers, beat -----------------------------------------------------
-
-
-@pytest.fixture
-def dirs(tmp_path: Path) -> tuple[Path, Path]:
-    data_dir, logs = tmp_path / "data", tmp_path / "logs"
-    data_dir.mkdir()
-    logs.mkdir()
-    return data_dir, logs
 
 
 class Beat:

@@ -17,6 +17,8 @@ from typing import IO, Any
 import httpx
 
 from api.bench.local_cluster import free_port, hivemem_command
+from hivemem.embedding import HashEmbedder
+from search import Store, open_store
 
 STARTUP_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
@@ -27,6 +29,25 @@ def hivemem_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
     env |= {"HIVEMEM_DATA_DIR": str(data_dir), "HIVEMEM_EMBED_MODEL": "hash:64", "PYTHONUNBUFFERED": "1"}
     return env | extra
+
+
+def open_test_store(data_dir: Path) -> Store:
+    """The SQLite store the processes started with ``hivemem_env(data_dir)`` use."""
+    embedder = HashEmbedder(64)
+    return open_store(
+        f"sqlite:///{data_dir / 'hivemem.db'}", embedding_model=embedder.model_id, dimension=embedder.dimension
+    )
+
+
+def wait_for_job(http: httpx.Client, job_id: str, timeout_s: float = 60) -> dict[str, Any]:
+    """Poll ``GET /v1/jobs/{job_id}`` until the job is done or failed, and return it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job: dict[str, Any] = http.get(f"/v1/jobs/{job_id}").json()
+        if job["state"] in ("done", "failed"):
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} not final after {timeout_s} s")
 
 
 def run_cli(*args: str, data_dir: Path, cwd: Path, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
@@ -52,9 +73,10 @@ def run_cli_json(*args: str, data_dir: Path, cwd: Path) -> Any:
 class HivememServer:
     """One ``hivemem serve`` subprocess; start and stop it as often as a test needs."""
 
-    def __init__(self, data_dir: Path, log_dir: Path, **env: str) -> None:
+    def __init__(self, data_dir: Path, log_dir: Path, *, host: str = "127.0.0.1", **env: str) -> None:
         self.data_dir = data_dir
         self.log_dir = log_dir
+        self.host = host
         self.env = env
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
@@ -63,6 +85,7 @@ class HivememServer:
 
     @property
     def url(self) -> str:
+        """Where to reach it: always the loopback address, whatever it binds."""
         return f"http://127.0.0.1:{self.port}"
 
     def log_text(self) -> str:
@@ -75,7 +98,7 @@ class HivememServer:
         self.port = free_port()
         self._log = (self.log_dir / f"serve-{self._starts}.log").open("wb")
         self.process = subprocess.Popen(
-            [*hivemem_command(), "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+            [*hivemem_command(), "serve", "--host", self.host, "--port", str(self.port)],
             env=hivemem_env(self.data_dir, **self.env),
             cwd=self.log_dir,
             stdout=self._log,

@@ -115,10 +115,10 @@ def test_two_processes_write_one_database(tmp_path: Path) -> None:
     try:
         assert service.store.count() == 2 * DISTINCT_PER_WORKER + 1
         for memory_id in [*distinct_ids, shared[0][0]]:
-            assert service.get(memory_id).id == memory_id
-        assert service.get(shared[0][0]).scope == SHARED_SCOPE
+            assert service.store.get(memory_id).id == memory_id
+        assert service.store.get(shared[0][0]).scope == SHARED_SCOPE
         # Every reinforcement counted: resolution and write are one atomic step, across processes.
-        assert service.get(shared[0][0]).access_count == 2 * SHARED_PER_WORKER - 1
+        assert service.store.get(shared[0][0]).access_count == 2 * SHARED_PER_WORKER - 1
     finally:
         service.close()
 
@@ -154,6 +154,6 @@ def test_threads_memorizing_the_same_content_make_one_memory(settings: Settings)
         assert len({memory_id for memory_id, _ in results}) == 1
         assert Counter(outcome for _, outcome in results) == {"stored": 1, "reinforced": 7}
         assert service.store.count() == 1
-        assert service.get(results[0][0]).access_count == 7
+        assert service.store.get(results[0][0]).access_count == 7
     finally:
         service.close()

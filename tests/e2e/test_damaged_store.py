@@ -5,30 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
-import pytest
 
 from hivemem.embedding import HashEmbedder
 from hivemem.hashing import content_hash
 from hivemem.model import Memory, new_memory_id
-from search import open_store
-from tests.e2e.helpers import HivememServer, run_cli
+from tests.e2e.helpers import HivememServer, open_test_store, run_cli
 
 NOTE = {"title": "Deploy key location", "content": "The deploy key lives in the team vault, never in git."}
-
-
-@pytest.fixture
-def dirs(tmp_path: Path) -> tuple[Path, Path]:
-    data_dir, logs = tmp_path / "data", tmp_path / "logs"
-    data_dir.mkdir()
-    logs.mkdir()
-    return data_dir, logs
 
 
 def damaged_database(data_dir: Path, memories: int = 400) -> Path:
     """A store with ``memories`` memories whose interior pages are then overwritten with garbage."""
     embedder = HashEmbedder(64)
     path = data_dir / "hivemem.db"
-    store = open_store(f"sqlite:///{path}", embedding_model=embedder.model_id, dimension=embedder.dimension)
+    store = open_test_store(data_dir)
     for i in range(memories):
         content = f"Memory {i}: the service {i} owns queue {i * 7} and pages team {i % 9}."
         memory = Memory(

@@ -67,20 +67,57 @@ def test_mcp_stdio_scope_comes_from_the_git_remote(data_dir: Path, git_checkout:
     assert seen["id"] not in seen["after"]
 
 
-def test_mcp_stdio_scope_flag_overrides_the_working_dir(data_dir: Path, git_checkout: Path) -> None:
-    created: dict[str, Any] = {}
+def test_mcp_stdio_scope_flag_locks_the_session(data_dir: Path, git_checkout: Path) -> None:
+    """``--scope`` wins over the git remote and locks the session: no other scope, in or out."""
+    secret = run_cli_json(
+        "memorize", "--title", "Beta secret", "--content", "Beta's private deploy key lives in vault.",
+        "--scope", "github.com/acme/beta", data_dir=data_dir, cwd=git_checkout,
+    )  # fmt: skip
+    seen: dict[str, Any] = {}
 
     async def main() -> None:
         async with Client(stdio_params(data_dir, git_checkout, "--scope", "github.com/acme/other")) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            seen["schemas"] = {name: set(t.input_schema["properties"]) for name, t in tools.items()}
+            seen["description"] = tools["memorize"].description
             result = await client.call_tool(
                 "memorize", {"title": "Scoped by flag", "content": "The --scope flag wins over the git remote."}
             )
             assert not result.is_error, result.content
-            created.update(result.structured_content)
+            seen["created"] = result.structured_content
+            seen["write_beta"] = await client.call_tool(
+                "memorize",
+                {
+                    "title": "Into beta",
+                    "content": "A locked session must not write here.",
+                    "scope": "github.com/acme/beta",
+                },
+            )
+            seen["read_beta"] = await client.call_tool(
+                "remember", {"query": "deploy key vault", "scope": "github.com/acme/beta"}
+            )
+            seen["recall"] = (await client.call_tool("remember", {"query": "beta deploy key vault"})).structured_content
+            seen["forget_beta"] = await client.call_tool("forget", {"id": secret["id"], "confirm": True})
+            seen["global"] = await client.call_tool(
+                "memorize", {"title": "Shared lesson", "content": "Global writes stay open.", "global": True}
+            )
 
     anyio.run(main)
-    memory = run_cli_json("get", created["id"], data_dir=data_dir, cwd=git_checkout)
+    assert all("scope" not in props for props in seen["schemas"].values())
+    assert "github.com/acme/other" in seen["description"]
+    assert seen["created"]["scope"] == "github.com/acme/other"
+    memory = run_cli_json(
+        "get", seen["created"]["id"], "--scope", "github.com/acme/other", data_dir=data_dir, cwd=git_checkout
+    )
     assert memory["scope"] == "github.com/acme/other"
+    for refused in ("write_beta", "read_beta"):
+        assert seen[refused].is_error and "scope" in seen[refused].content[0].text
+    assert seen["recall"]["scopes"] == ["github.com/acme/other", ""]
+    assert secret["id"] not in {r["id"] for r in seen["recall"]["results"]}
+    assert seen["forget_beta"].is_error and "not_found" in seen["forget_beta"].content[0].text
+    assert not seen["global"].is_error and seen["global"].structured_content["scope"] == ""
+    still = run_cli_json("get", secret["id"], "--scope", "github.com/acme/beta", data_dir=data_dir, cwd=git_checkout)
+    assert still["id"] == secret["id"]
 
 
 # -- the one-shot CLI -----------------------------------------------------------------------------

@@ -44,11 +44,26 @@ def test_unknown_keys_in_toml_are_refused(tmp_path: Path, monkeypatch: pytest.Mo
         Settings()
 
 
-def test_non_loopback_bind_needs_an_explicit_opt_in() -> None:
+def test_non_loopback_bind_needs_an_explicit_opt_in_and_its_host_names() -> None:
     with pytest.raises(pydantic.ValidationError, match="without authentication"):
-        Settings(host="0.0.0.0")
-    assert Settings(host="0.0.0.0", allow_unauthenticated_network=True).host == "0.0.0.0"
+        Settings(host="0.0.0.0", allowed_hosts=["memory.example.com"])
+    with pytest.raises(pydantic.ValidationError, match="HIVEMEM_ALLOWED_HOSTS"):
+        Settings(host="0.0.0.0", allow_unauthenticated_network=True)
+    public = Settings(host="0.0.0.0", allow_unauthenticated_network=True, allowed_hosts=["memory.example.com"])
+    assert (public.host, public.allowed_hosts) == ("0.0.0.0", ("memory.example.com",))
     assert Settings(host="::1").host == "::1"
+
+
+def test_list_settings_read_comma_lists_and_refuse_what_is_not_a_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIVEMEM_ALLOWED_HOSTS", "Memory.Example.com., *.corp.example , [::1]")
+    monkeypatch.setenv("HIVEMEM_CORS_ORIGINS", "https://app.example.com/,http://localhost:3000")
+    settings = Settings()
+    assert settings.allowed_hosts == ("memory.example.com", "*.corp.example", "::1")
+    assert settings.cors_origins == ("https://app.example.com", "http://localhost:3000")
+    with pytest.raises(pydantic.ValidationError, match="not host names"):
+        Settings(allowed_hosts=["memory.example.com:8765"])
+    with pytest.raises(pydantic.ValidationError, match="not origins"):
+        Settings(cors_origins=["app.example.com"])
 
 
 def test_only_redis_brokers_are_accepted() -> None:

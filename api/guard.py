@@ -1,0 +1,178 @@
+"""The gate every HTTP request passes first: which host it names, which page sent it, how big it is.
+
+One ASGI middleware in front of everything the server answers (REST, MCP, health, and the
+dashboard to come), so the checks live in one place:
+
+- **Host** (DNS rebinding): a web page that makes its own name resolve to 127.0.0.1 can reach a
+  local server, but its requests still name that page's host. Only the bind address, the loopback
+  names and ``HIVEMEM_ALLOWED_HOSTS`` are answered; any other ``Host`` gets 421.
+- **Origin** (cross-site requests): a browser names the page that sent a request. Same-origin
+  requests and the origins in ``HIVEMEM_CORS_ORIGINS`` pass; any other origin gets 403 before the
+  request reaches a route, so a page cannot even write blind.
+- **Size**: a body over ``HIVEMEM_MAX_REQUEST_BYTES`` (``HIVEMEM_MAX_BULK_REQUEST_BYTES`` for a
+  bulk memorize) gets 413, by its ``Content-Length`` before it is read, or as soon as a streamed
+  body passes the limit.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.exceptions import HTTPException
+
+from hivemem.config import LOOPBACK_HOSTS, WILDCARD_HOSTS, Settings
+
+__all__ = ["BULK_PATH", "RequestGuard", "RequestTooLarge", "host_allowed"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+BULK_PATH = "/v1/memories/bulk"
+
+
+class RequestTooLarge(HTTPException):
+    """A streamed request body passed its size limit while it was read (an HTTP 413).
+
+    An HTTP exception, so that FastAPI's body parsing passes it on instead of answering 400.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than {limit} bytes")
+        self.limit = limit
+
+
+def _host_name(authority: str) -> str:
+    """The host of a ``Host`` header or an origin's authority: lower case, no port, no brackets."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        return authority[1 : authority.find("]")] if "]" in authority else authority
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
+def host_allowed(name: str, allowed: tuple[str, ...]) -> bool:
+    """True when ``name`` is one of ``allowed``, where ``*.example.com`` matches every subdomain."""
+    name = name.rstrip(".")
+    return any(
+        name == pattern or (pattern.startswith("*.") and fnmatch.fnmatchcase(name, pattern)) for pattern in allowed
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Policy:
+    hosts: tuple[str, ...]
+    origins: frozenset[str]
+    max_bytes: int
+    max_bulk_bytes: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> _Policy:
+        bind = () if settings.host in WILDCARD_HOSTS else (settings.host.lower(),)
+        return cls(
+            hosts=(*LOOPBACK_HOSTS, *bind, *settings.allowed_hosts),
+            origins=frozenset(settings.cors_origins),
+            max_bytes=settings.max_request_bytes,
+            max_bulk_bytes=settings.max_bulk_request_bytes,
+        )
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    # Repeated headers: the first wins, as in Starlette's `Headers.get`.
+    found: dict[str, str] = {}
+    for key, value in scope.get("headers", ()):
+        found.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
+    return found
+
+
+async def _refuse(send: Send, status: int, code: str, message: str) -> None:
+    body = json.dumps({"error": code, "message": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class RequestGuard:
+    """ASGI middleware: refuses foreign hosts (421), foreign origins (403) and oversized bodies (413)."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.policy = _Policy.of(settings)
+
+    def _origin_allowed(self, origin: str, host_header: str) -> bool:
+        if origin in self.policy.origins:
+            return True
+        parts = urlsplit(origin)
+        # Same origin: the page was served by this server, under a name it answers to.
+        return parts.scheme in ("http", "https") and parts.netloc == host_header.strip().lower()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        host = headers.get("host", "")
+        if not host or not host_allowed(_host_name(host), self.policy.hosts):
+            await _refuse(
+                send,
+                421,
+                "host_not_allowed",
+                f"this server does not answer to host {_host_name(host) or '(none)'!r}; "
+                "add it to HIVEMEM_ALLOWED_HOSTS if it is this server's name",
+            )
+            return
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_allowed(origin.strip().lower().rstrip("/"), host):
+            await _refuse(
+                send,
+                403,
+                "origin_not_allowed",
+                f"requests from web pages of {origin!r} are refused; list the origin in HIVEMEM_CORS_ORIGINS "
+                "to allow it",
+            )
+            return
+        limit = self.policy.max_bulk_bytes if scope.get("path") == BULK_PATH else self.policy.max_bytes
+        declared = headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            message = f"the request body is larger than {limit} bytes" if declared.isdigit() else "bad Content-Length"
+            await _refuse(send, 413 if declared.isdigit() else 400, "payload_too_large", message)
+            return
+        await self._bounded(scope, receive, send, limit)
+
+    async def _bounded(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise RequestTooLarge(limit)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except RequestTooLarge as exc:
+            # Raised while an inner app read the body: nothing was done with it yet.
+            if started:
+                raise
+            await _refuse(send, 413, "payload_too_large", str(exc.detail))

@@ -1,0 +1,64 @@
+"""The MCP endpoints over HTTP: ``/mcp`` and ``/mcp/<scope>``, one project per client configuration.
+
+A client names its project once, where it is configured: the ``X-Hivemem-Scope`` header, or, for
+clients that take a URL and no headers, the endpoint ``/mcp/<scope>``. Both reach the same MCP
+session manager; the path form becomes the header, which :func:`api.mcp_server.http_session`
+reads on every call. A malformed scope is refused here, before any MCP message is read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from api.guard import ASGIApp, Receive, Scope, Send
+from api.mcp_server import SCOPE_HEADER
+from hivemem.errors import ValidationError
+from hivemem.scope import validate_scope
+
+__all__ = ["ProjectEndpoint"]
+
+_HEADER = SCOPE_HEADER.encode("latin-1")
+
+
+async def _refuse(send: Send, message: str) -> None:
+    body = json.dumps({"error": "validation_error", "message": message, "field": "scope"}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 422,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class ProjectEndpoint:
+    """ASGI app: checks the project a request names, then hands it to the MCP transport at ``/mcp``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path_project: str | None = scope.get("path_params", {}).get("project")
+        headers: list[tuple[bytes, bytes]] = list(scope.get("headers", ()))
+        named = [value.decode("latin-1") for key, value in headers if key.lower() == _HEADER]
+        candidates = ([] if path_project is None else [path_project]) + named
+        if len(set(candidates)) > 1:
+            await _refuse(send, f"the request names more than one project: {sorted(set(candidates))}")
+            return
+        if path_project is not None and not path_project:
+            await _refuse(send, "name the project after /mcp/, e.g. /mcp/github.com/acme/api")
+            return
+        try:
+            project = validate_scope(candidates[0]) if candidates else None
+        except ValidationError as exc:
+            await _refuse(send, f"{SCOPE_HEADER}: {exc}")
+            return
+        forwarded: dict[str, Any] = dict(scope)
+        if project is not None:
+            rest = [(key, value) for key, value in headers if key.lower() != _HEADER]
+            forwarded["headers"] = [*rest, (_HEADER, project.encode("latin-1"))]
+        forwarded["path"] = "/mcp"
+        forwarded["raw_path"] = b"/mcp"
+        await self.app(forwarded, receive, send)
