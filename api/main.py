@@ -21,6 +21,7 @@ from api.mcp_endpoint import ProjectEndpoint
 from api.mcp_server import build_mcp
 from api.routes import health, jobs, memories
 from api.service import MemoryService
+from api.shutdown import stopping_on_signals
 from hivemem.config import Settings, redact_url
 from hivemem.limits import Limits
 from hivemem.schemas import request_schemas
@@ -99,7 +100,8 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     """Open the store, then run the app with uvicorn on ``host:port`` (defaults from settings).
 
     The service is opened before the server starts, so a bad store or model fails here with one
-    clear error instead of inside the server's startup.
+    clear error instead of inside the server's startup. SIGTERM and SIGINT stop it gracefully:
+    requests in flight finish, queued background writes are done, the store is closed.
     """
     import uvicorn
 
@@ -117,6 +119,15 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
             f"store {redact_url(settings.resolved_store_url())}, jobs {jobs}",
             flush=True,
         )
-        uvicorn.run(create_app(settings, service), host=settings.host, port=settings.port, log_level=settings.log_level)
+        config = uvicorn.Config(
+            create_app(settings, service), host=settings.host, port=settings.port, log_level=settings.log_level
+        )
+        server = uvicorn.Server(config)
+
+        def stop() -> None:
+            server.should_exit = True
+
+        with stopping_on_signals(stop):
+            server.run()
     finally:
         service.close()

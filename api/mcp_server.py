@@ -35,6 +35,7 @@ from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 import hivemem
 from api.errors import tool_error
 from api.service import Caller, MemoryService
+from api.shutdown import sigterm_as_sigint
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
 from hivemem.limits import DEFAULT_LIMITS, Limits
@@ -351,6 +352,10 @@ def run_stdio(settings: Settings, *, scope: str | None = None) -> None:
     threading.Thread(target=_warm_up, args=(service,), name="hivemem-warm-up", daemon=True).start()
     server = build_mcp(lambda: service, session=session, limits=Limits.from_settings(settings))
     try:
-        server.run("stdio")
+        # SIGTERM ends the session as Ctrl-C does: the transport unwinds, then the store closes.
+        with sigterm_as_sigint():
+            server.run("stdio")
+    except KeyboardInterrupt:
+        log.info("stopped by a signal")
     finally:
         service.close()

@@ -131,3 +131,22 @@ def test_a_job_that_cannot_succeed_fails_and_leaves_a_dead_letter(redis_url: str
     finally:
         gateway.stop()
         worker.stop()
+
+
+def test_sigterm_lets_a_worker_finish_close_its_store_and_exit_0(redis_url: str, dirs: tuple[Path, Path]) -> None:
+    data_dir, logs = dirs
+    gateway = HivememServer(data_dir, logs, HIVEMEM_BROKER_URL=redis_url, HIVEMEM_MEMORIZE_WAIT_S="20")
+    worker = CeleryWorker(redis_url, data_dir, logs)
+    gateway.start()
+    worker.start()
+    try:
+        with httpx.Client(base_url=gateway.url, timeout=60) as http:
+            done = http.post(
+                "/v1/memories", json={"title": "Graceful stop", "content": "A worker ends its work first."}
+            )
+            assert done.status_code == 201, done.text
+        assert worker.stop() == 0, worker.log_text()  # SIGTERM: warm shutdown
+        assert "Traceback" not in worker.log_text()
+    finally:
+        gateway.stop()
+        worker.stop()

@@ -1,11 +1,14 @@
 """A real ``hivemem serve`` as a hostile page, a careless operator and a team's MCP clients see it.
 
 DNS rebinding and cross-site requests against REST and /mcp, on loopback and on a public bind;
-the project an MCP client names once in its configuration; and the broker warning.
+the project an MCP client names once in its configuration; the broker warning; and SIGTERM,
+which must end every process cleanly.
 """
 
 from __future__ import annotations
 
+import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +16,10 @@ import anyio
 import httpx
 import httpx2
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.helpers import HivememServer, run_cli
+from tests.e2e.helpers import HivememServer, hivemem_command, hivemem_env, open_test_store, run_cli
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -136,3 +140,53 @@ def test_serve_warns_when_the_broker_keeps_nothing_across_a_restart(redis_url: s
         assert "--appendonly yes --appendfsync everysec" in server.log_text()
     finally:
         server.stop()
+
+
+# -- SIGTERM ends every process cleanly -------------------------------------------------------------
+
+
+def test_sigterm_stops_serve_after_its_queued_writes(dirs: tuple[Path, Path]) -> None:
+    data_dir, logs = dirs
+    server = HivememServer(data_dir, logs)
+    server.start()
+    with httpx.Client(base_url=server.url, timeout=10) as http:
+        memory_id = http.post("/v1/memories", json=NOTE).json()["id"]
+        assert http.post("/v1/remember", json={"query": "deploy key vault"}).json()["results"][0]["id"] == memory_id
+    assert server.stop() == 0, server.log_text()  # SIGTERM
+    assert not (data_dir / "hivemem.db-wal").exists()  # the store was closed: WAL checkpointed
+    assert "Traceback" not in server.log_text()
+    store = open_test_store(data_dir)
+    try:
+        assert store.get(memory_id).access_count == 1  # the recall's reinforcement was written first
+    finally:
+        store.close()
+
+
+def test_sigterm_stops_the_stdio_server_cleanly(dirs: tuple[Path, Path]) -> None:
+    data_dir, _ = dirs
+    command, *prefix = hivemem_command()
+    parameters = StdioServerParameters(command=command, args=[*prefix, "mcp"], env=hivemem_env(data_dir), cwd=data_dir)
+    stored: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with Client(parameters) as client:
+            stored.update((await client.call_tool("memorize", NOTE)).structured_content or {})
+
+    anyio.run(main)  # leaves the store with a memory; now a session that is stopped by SIGTERM
+    process = subprocess.Popen(
+        [command, *prefix, "mcp"], env=hivemem_env(data_dir), cwd=data_dir,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+        b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+    )
+    process.stdin.flush()
+    assert b'"serverInfo"' in process.stdout.readline()  # it is serving (and holds the store open)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err.decode()
+    assert b"Traceback" not in err, err.decode()
+    assert stored["id"]
+    assert not (data_dir / "hivemem.db-wal").exists()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 from typing import Any
 
 import anyio
@@ -73,8 +72,8 @@ def test_memories_survive_a_restart(server: HivememServer) -> None:
             ids[marker] = response.json()["id"]
     assert len(set(ids.values())) == 20
 
-    # uvicorn shuts down gracefully, then re-raises the SIGTERM it caught.
-    assert server.stop() in (0, -signal.SIGTERM), server.log_text()
+    # SIGTERM: uvicorn shuts down gracefully and the store is closed, so the process exits 0.
+    assert server.stop() == 0, server.log_text()
     assert "Application shutdown complete" in server.log_text()
     server.start()
 
