@@ -282,3 +282,16 @@ def test_get_and_forget_by_id_stay_inside_the_callers_scopes(client: TestClient)
     header = client.get(f"/v1/memories/{secret}", headers={"X-Hivemem-Scope": "github.com/acme/beta"})
     assert header.status_code == 200
     assert stored_count(client) == 2
+
+
+@pytest.mark.parametrize("header", ["acme/../x", "acme/api x", "a//b"])
+def test_a_malformed_scope_header_is_refused_on_rest_and_mcp(client: TestClient, header: str) -> None:
+    rest = client.post("/v1/memories", json=GOOD, headers={"X-Hivemem-Scope": header})
+    assert (rest.status_code, rest.json()["field"]) == (422, "X-Hivemem-Scope")
+    mcp = client.post(
+        "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        headers={"X-Hivemem-Scope": header, "Accept": "application/json, text/event-stream"},
+    )
+    assert (mcp.status_code, mcp.json()["error"]) == (422, "validation_error")
+    assert stored_count(client) == 0
