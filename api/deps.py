@@ -10,10 +10,9 @@ from api.service import Caller, MemoryService
 from hivemem.errors import ValidationError
 from hivemem.model import GLOBAL_SCOPE
 from hivemem.schemas import ScopeName
+from hivemem.scope import SCOPE_HEADER
 
-__all__ = ["SCOPE_HEADER", "CallerDep", "ServiceDep", "no_repeated_query_parameters"]
-
-SCOPE_HEADER = "X-Hivemem-Scope"
+__all__ = ["CallerDep", "ServiceDep", "no_repeated_query_parameters"]
 
 
 def get_service(request: Request) -> MemoryService:

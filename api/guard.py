@@ -27,7 +27,7 @@ from starlette.exceptions import HTTPException
 
 from hivemem.config import LOOPBACK_HOSTS, WILDCARD_HOSTS, Settings
 
-__all__ = ["BULK_PATH", "RequestGuard", "RequestTooLarge", "host_allowed"]
+__all__ = ["BULK_PATH", "RequestGuard", "RequestTooLarge", "host_allowed", "send_error"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -91,8 +91,9 @@ def _headers(scope: Scope) -> dict[str, str]:
     return found
 
 
-async def _refuse(send: Send, status: int, code: str, message: str) -> None:
-    body = json.dumps({"error": code, "message": message}).encode()
+async def send_error(send: Send, status: int, code: str, message: str, **extra: str) -> None:
+    """Answer with hivemem's error body (``{error, message, …}``) from raw ASGI, before any route."""
+    body = json.dumps({"error": code, "message": message, **extra}).encode()
     await send(
         {
             "type": "http.response.start",
@@ -124,7 +125,7 @@ class RequestGuard:
         headers = _headers(scope)
         host = headers.get("host", "")
         if not host or not host_allowed(_host_name(host), self.policy.hosts):
-            await _refuse(
+            await send_error(
                 send,
                 421,
                 "host_not_allowed",
@@ -134,7 +135,7 @@ class RequestGuard:
             return
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin.strip().lower().rstrip("/"), host):
-            await _refuse(
+            await send_error(
                 send,
                 403,
                 "origin_not_allowed",
@@ -146,7 +147,7 @@ class RequestGuard:
         declared = headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             message = f"the request body is larger than {limit} bytes" if declared.isdigit() else "bad Content-Length"
-            await _refuse(send, 413 if declared.isdigit() else 400, "payload_too_large", message)
+            await send_error(send, 413 if declared.isdigit() else 400, "payload_too_large", message)
             return
         await self._bounded(scope, receive, send, limit)
 
@@ -175,4 +176,4 @@ class RequestGuard:
             # Raised while an inner app read the body: nothing was done with it yet.
             if started:
                 raise
-            await _refuse(send, 413, "payload_too_large", str(exc.detail))
+            await send_error(send, 413, "payload_too_large", str(exc.detail))

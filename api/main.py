@@ -25,6 +25,7 @@ from api.shutdown import stopping_on_signals
 from hivemem.config import Settings, redact_url
 from hivemem.limits import Limits
 from hivemem.schemas import request_schemas
+from hivemem.scope import SCOPE_HEADER
 
 __all__ = ["create_app", "serve"]
 
@@ -87,7 +88,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
                 "authorization",
                 "mcp-session-id",
                 "mcp-protocol-version",
-                "x-hivemem-scope",
+                SCOPE_HEADER.lower(),
             ],
             expose_headers=["mcp-session-id"],
         )

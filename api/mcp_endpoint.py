@@ -8,29 +8,19 @@ reads on every call. A malformed scope is refused here, before any MCP message i
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from api.guard import ASGIApp, Receive, Scope, Send
-from api.mcp_server import SCOPE_HEADER
+from api.guard import ASGIApp, Receive, Scope, Send, send_error
 from hivemem.errors import ValidationError
-from hivemem.scope import validate_scope
+from hivemem.scope import SCOPE_HEADER, validate_scope
 
 __all__ = ["ProjectEndpoint"]
 
-_HEADER = SCOPE_HEADER.encode("latin-1")
+_HEADER = SCOPE_HEADER.lower().encode("latin-1")  # ASGI header names are lower case
 
 
 async def _refuse(send: Send, message: str) -> None:
-    body = json.dumps({"error": "validation_error", "message": message, "field": "scope"}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 422,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_error(send, 422, "validation_error", message, field="scope")
 
 
 class ProjectEndpoint:

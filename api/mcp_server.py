@@ -52,13 +52,11 @@ from hivemem.schemas import (
     Title,
     request_schemas,
 )
-from hivemem.scope import derive_scope, validate_scope
+from hivemem.scope import SCOPE_HEADER, derive_scope, validate_scope
 
-__all__ = ["INSTRUCTIONS", "SCOPE_HEADER", "SessionScope", "build_mcp", "run_stdio"]
+__all__ = ["INSTRUCTIONS", "SessionScope", "build_mcp", "run_stdio"]
 
 log = logging.getLogger(__name__)
-
-SCOPE_HEADER = "x-hivemem-scope"
 
 INSTRUCTIONS = (
     "hivemem is this team's long-term memory. Call `remember` before you decide, design, debug or "
@@ -110,7 +108,8 @@ def http_session(headers: Mapping[str, str] | None, fixed: SessionScope | None) 
     names in ``X-Hivemem-Scope`` (locked), else no project."""
     if fixed is not None:
         return fixed
-    named = (headers or {}).get(SCOPE_HEADER)
+    wanted = SCOPE_HEADER.lower()
+    named = next((value for key, value in (headers or {}).items() if key.lower() == wanted), None)
     if named is None:
         return SessionScope(None)
     return SessionScope(validate_scope(named), locked=True)

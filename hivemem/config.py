@@ -23,6 +23,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from hivemem.limits import DEFAULT_LIMITS
 from hivemem.model import FusionMethod
 
 __all__ = [
@@ -268,13 +269,23 @@ class Settings(BaseSettings):
         le=1024 * MiB,
         description="Largest body of `POST /v1/memories/bulk`; split larger imports into several calls.",
     )
-    max_tags: int = Field(default=32, ge=0, le=1000, description="Most tags one memory (or one recall filter) has.")
-    max_related_files: int = Field(default=64, ge=0, le=10_000, description="Most `related_files` one memory has.")
+    max_tags: int = Field(
+        default=DEFAULT_LIMITS.max_tags, ge=0, le=1000, description="Most tags one memory (or one recall filter) has."
+    )
+    max_related_files: int = Field(
+        default=DEFAULT_LIMITS.max_related_files, ge=0, le=10_000, description="Most `related_files` one memory has."
+    )
     max_details_bytes: int = Field(
-        default=16_384, ge=2, le=16 * MiB, description="Largest `details` object of a memory, in bytes of JSON."
+        default=DEFAULT_LIMITS.max_details_bytes,
+        ge=2,
+        le=16 * MiB,
+        description="Largest `details` object of a memory, in bytes of JSON.",
     )
     max_details_depth: int = Field(
-        default=6, ge=1, le=100, description="Deepest nesting of a memory's `details` (an object of scalars is 1)."
+        default=DEFAULT_LIMITS.max_details_depth,
+        ge=1,
+        le=100,
+        description="Deepest nesting of a memory's `details` (an object of scalars is 1).",
     )
     port: int = Field(default=8765, ge=1, le=65535, description="Port `hivemem serve` binds.")
     log_level: str = Field(default="info", description="Log level of the server.")

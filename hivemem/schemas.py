@@ -177,6 +177,13 @@ Timestamp = Annotated[
 ]
 
 
+def _details_description(limits: Limits) -> str:
+    return (
+        "Structured fields (e.g. a failure's error, component, severity, fix): at most "
+        f"{limits.max_details_bytes} bytes as JSON, nested at most {limits.max_details_depth} deep."
+    )
+
+
 class MemoryCreate(BaseModel):
     """What a caller sends to memorize.
 
@@ -198,11 +205,7 @@ class MemoryCreate(BaseModel):
     related_files: Annotated[list[FilePath], Field(max_length=DEFAULT_LIMITS.max_related_files)] = Field(
         default_factory=list
     )
-    details: dict[str, Any] = Field(
-        default_factory=dict,
-        description=f"Structured fields (e.g. a failure's error, component, severity, fix): at most "
-        f"{DEFAULT_LIMITS.max_details_bytes} bytes as JSON, nested at most {DEFAULT_LIMITS.max_details_depth} deep.",
-    )
+    details: dict[str, Any] = Field(default_factory=dict, description=_details_description(DEFAULT_LIMITS))
 
     @field_validator("details")
     @classmethod
@@ -281,14 +284,7 @@ def request_schemas(limits: Limits = DEFAULT_LIMITS) -> RequestSchemas:
         __base__=MemoryCreate,
         tags=(tags, Field(default_factory=list)),
         related_files=(files, Field(default_factory=list)),
-        details=(
-            dict[str, Any],
-            Field(
-                default_factory=dict,
-                description=f"Structured fields: at most {limits.max_details_bytes} bytes as JSON, nested at "
-                f"most {limits.max_details_depth} deep.",
-            ),
-        ),
+        details=(dict[str, Any], Field(default_factory=dict, description=_details_description(limits))),
     )
     memory.limits = limits
     bulk: type[BulkMemorizeRequest] = create_model(

@@ -15,6 +15,7 @@ from hivemem.model import GLOBAL_SCOPE
 
 __all__ = [
     "MAX_SCOPE_LENGTH",
+    "SCOPE_HEADER",
     "SCOPE_PATTERN",
     "SCOPE_RULE",
     "derive_scope",
@@ -24,6 +25,8 @@ __all__ = [
 ]
 
 MAX_SCOPE_LENGTH = 200
+SCOPE_HEADER = "X-Hivemem-Scope"
+"""The HTTP header in which a client names its scope (REST: a default; MCP: the session's lock)."""
 _SEGMENT = r"(?!\.\.(?:/|$))[A-Za-z0-9._~@:+\-]+"
 SCOPE_PATTERN = rf"^(?:{_SEGMENT}(?:/{_SEGMENT})*)?$(?!\n)"
 """A scope, global (``""``) included, as a pattern that means the same in Python and in JSON Schema:
