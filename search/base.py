@@ -85,6 +85,15 @@ class Store(Protocol):
         """
         ...
 
+    def write_resolved_many(
+        self, incoming: Sequence[Memory], decide: Callable[[Memory, Memory | None], Resolution]
+    ) -> list[Resolution]:
+        """``write_resolved`` for each memory in order, ``decide(incoming, held)`` for each; one
+        resolution per memory. A later memory of the batch sees the earlier ones' writes (a repeated
+        content reinforces its first copy). Backends write the batch as one unit where they can (one
+        SQLite transaction; bulk requests and one refresh on OpenSearch)."""
+        ...
+
     def get(self, memory_id: str) -> Memory:
         """The memory with that id, embedding included. Raises ``MemoryNotFoundError``."""
         ...

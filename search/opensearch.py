@@ -136,6 +136,11 @@ class OpenSearchStore:
     def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:
         return self._writer.write_resolved(incoming, decide)
 
+    def write_resolved_many(
+        self, incoming: Sequence[Memory], decide: Callable[[Memory, Memory | None], Resolution]
+    ) -> list[Resolution]:
+        return self._writer.write_resolved_many(incoming, decide)
+
     def delete(self, memory_id: str) -> Memory:
         old = self._writer.delete(memory_id)
         self._cluster.call(

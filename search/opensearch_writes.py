@@ -275,6 +275,12 @@ class MemoryWriter:
             return resolution
         raise StoreUnavailableError(f"could not resolve {incoming.id}: too many concurrent writers")
 
+    def write_resolved_many(
+        self, incoming: Sequence[Memory], decide: Callable[[Memory, Memory | None], Resolution]
+    ) -> list[Resolution]:
+        """Many :meth:`write_resolved` in order."""
+        return [self.write_resolved(m, partial(decide, m)) for m in incoming]
+
     def delete(self, memory_id: str) -> Memory:
         """Delete the memory on the version read and release its claim; return what was deleted.
 

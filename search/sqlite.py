@@ -25,8 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from hivemem.coalescer import Coalescer
 from hivemem.errors import (
     DuplicateMemoryError,
     EmbeddingMismatchError,
@@ -54,7 +53,7 @@ from search.sqlite_rows import (
     to_timestamp,
 )
 from search.sqlite_schema import MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
-from search.vector_index import VectorIndex
+from search.vector_index import VectorHit, VectorIndex
 
 __all__ = ["SQLiteStore"]
 
@@ -62,7 +61,9 @@ log = logging.getLogger(__name__)
 
 
 _BUSY_TIMEOUT_S = 30.0
-_LOAD_CHUNK = 500
+# The vector change log keeps this many entries; a process further behind reloads every vector.
+_CHANGES_KEPT = 200_000
+_PRUNE_EVERY = 5_000
 # SQLite's codes for a damaged file, as opposed to a busy or missing one.
 _CORRUPT_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 # VM instructions between two looks at the integrity check's deadline.
@@ -86,6 +87,14 @@ def _recovery_hint(path: str) -> str:
 def _marks(values: Sequence[object]) -> str:
     """``?, ?, ?`` for an IN clause over ``values``."""
     return ", ".join("?" * len(values))
+
+
+def _filter_key(where: SearchFilter) -> tuple[object, ...]:
+    """A hashable stand-in for ``where``: searches with equal keys can share one batch."""
+    return (
+        tuple(where.scopes), tuple(where.states), tuple(where.memory_types), tuple(where.tags),
+        where.created_after, where.created_before, tuple(where.exclude_ids),
+    )  # fmt: skip
 
 
 def _fts_query(text: str) -> str | None:
@@ -118,6 +127,7 @@ class SQLiteStore:
         self._readers: list[sqlite3.Connection] = []
         self._closed = False
         self._corruption: str | None = None
+        self._writes_since_prune = 0
         self._writer = self._connect()
         if integrity_check and not self._in_memory:
             self._check_integrity(integrity_check_timeout_s)
@@ -125,6 +135,9 @@ class SQLiteStore:
         self._embedding_model = embedding_model
         self._dimension = dimension
         self._vectors = VectorIndex(dimension)
+        self._vector_searches: Coalescer[tuple[object, int], tuple[Sequence[float], SearchFilter], list[VectorHit]] = (
+            Coalescer(self._vector_batch)
+        )
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -191,6 +204,7 @@ class SQLiteStore:
                 raise self._failure("write", exc) from exc
             try:
                 yield conn
+                self._prune_changes(conn)
             except BaseException as exc:
                 with suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
@@ -204,6 +218,15 @@ class SQLiteStore:
                     with suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                     raise self._failure("commit", exc) from exc
+
+    def _prune_changes(self, conn: sqlite3.Connection) -> None:
+        """Every few thousand units of work, drop vector-log entries far behind its head."""
+        self._writes_since_prune += 1
+        if self._writes_since_prune < _PRUNE_EVERY:
+            return
+        conn.execute(
+            "DELETE FROM vector_changes WHERE seq <= (SELECT MAX(seq) FROM vector_changes) - ?", (_CHANGES_KEPT,)
+        )
 
     def _check_integrity(self, timeout_s: float) -> None:
         """``PRAGMA quick_check`` at open; a damaged file is refused. A check that runs past
@@ -327,14 +350,23 @@ class SQLiteStore:
 
     def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:
         # One BEGIN IMMEDIATE unit: the lookup, the decision and the write see no other writer.
+        return self.write_resolved_many([incoming], lambda _, held: decide(held))[0]
+
+    def write_resolved_many(
+        self, incoming: Sequence[Memory], decide: Callable[[Memory, Memory | None], Resolution]
+    ) -> list[Resolution]:
+        # One transaction for the batch: one commit instead of one per memory.
+        resolutions = []
         with self._write() as conn:
-            row = conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE scope = ? AND content_hash = ?",
-                (incoming.scope, incoming.content_hash),
-            ).fetchone()
-            resolution = decide(None if row is None else memory_from_row(row))
-            self._write_row(conn, resolution.memory, DuplicatePolicy.OVERWRITE)
-        return resolution
+            for memory in incoming:
+                row = conn.execute(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE scope = ? AND content_hash = ?",
+                    (memory.scope, memory.content_hash),
+                ).fetchone()
+                resolution = decide(memory, None if row is None else memory_from_row(row))
+                self._write_row(conn, resolution.memory, DuplicatePolicy.OVERWRITE)
+                resolutions.append(resolution)
+        return resolutions
 
     def delete(self, memory_id: str) -> Memory:
         with self._write() as conn:
@@ -463,26 +495,16 @@ class SQLiteStore:
             )
         if limit < 1:
             return []
-        clause, params = self._where(where)
-        # The filter runs in SQL and reads no blobs; vectors come from the process-local index.
-        sql = f"SELECT m.rowid, m.id, m.vec_version FROM memories m WHERE m.embedding IS NOT NULL AND {clause}"
+        # Concurrent searches with the same filter are scored together, in one matrix product.
+        hits = self._vector_searches.submit((_filter_key(where), limit), (vector, where))
+        return [Candidate(h.id, h.score) for h in hits]
+
+    def _vector_batch(
+        self, key: tuple[object, int], asked: Sequence[tuple[Sequence[float], SearchFilter]]
+    ) -> list[list[VectorHit]]:
         with self._read() as conn:
-            rows = conn.execute(sql, params).fetchall()
-            stale = self._vectors.stale((row[0], row[2]) for row in rows)
-            for start in range(0, len(stale), _LOAD_CHUNK):
-                chunk = stale[start : start + _LOAD_CHUNK]
-                loaded = conn.execute(
-                    f"SELECT rowid, vec_version, embedding FROM memories WHERE rowid IN ({_marks(chunk)})", chunk
-                ).fetchall()
-                self._vectors.load((row[0], row[1], row[2]) for row in loaded)
-        if not rows:
-            return []
-        ids = [row[1] for row in rows]
-        scores = self._vectors.cosine(vector, [row[0] for row in rows])
-        top = min(limit, len(ids))
-        best = np.argpartition(-scores, top - 1)[:top]
-        ranked = sorted(best.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
-        return [Candidate(ids[i], float(scores[i])) for i in ranked]
+            self._vectors.sync(conn)
+        return self._vectors.search([vector for vector, _ in asked], asked[0][1], key[1])
 
     def relations(self, memory_id: str) -> list[Relation]:
         with self._read() as conn:

@@ -65,10 +65,27 @@ CREATE TRIGGER IF NOT EXISTS memories_au AFTER UPDATE OF title, content, tags ON
     INSERT INTO memories_fts(rowid, title, content, tags) VALUES (new.rowid, new.title, new.content, new.tags);
 END;
 
--- Every write of an embedding bumps vec_version, which tells process-local vector caches
--- (search.vector_index) that their copy of the row is stale.
+-- Every write of an embedding bumps vec_version (kept for files written by older releases).
 CREATE TRIGGER IF NOT EXISTS memories_vec AFTER UPDATE OF embedding ON memories BEGIN
     UPDATE memories SET vec_version = old.vec_version + 1 WHERE rowid = new.rowid;
+END;
+
+-- The change log of what the in-memory vector index (search.vector_index) holds: a row is
+-- logged when it is inserted, deleted, or has a field the index filters on rewritten. Each
+-- process applies the rows logged since it last looked; old entries are pruned by the writer.
+CREATE TABLE IF NOT EXISTS vector_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    row INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS memories_vc_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO vector_changes(row) VALUES (new.rowid);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_vc_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO vector_changes(row) VALUES (old.rowid);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_vc_au
+    AFTER UPDATE OF id, scope, state, memory_type, tags, created_at, embedding ON memories BEGIN
+    INSERT INTO vector_changes(row) VALUES (new.rowid);
 END;
 
 CREATE TABLE IF NOT EXISTS relations (

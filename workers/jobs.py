@@ -25,16 +25,6 @@ def _embedded(embedder: Embedder, memories: Sequence[Memory]) -> list[Memory]:
     return [replace(m, embedding=v, embedding_model=embedder.model_id) for m, v in zip(memories, vectors, strict=True)]
 
 
-def _write(store: Store, embedder: Embedder, incoming: Memory, now: datetime) -> Resolution:
-    resolution = store.write_resolved(incoming, lambda existing: resolve(incoming, existing, now))
-    if resolution.memory.embedding is None:
-        # Stored without a vector: the duplicate seen before embedding vanished in between.
-        memory = _embedded(embedder, [resolution.memory])[0]
-        store.put(memory, DuplicatePolicy.OVERWRITE)
-        return Resolution(resolution.outcome, memory)
-    return resolution
-
-
 def memorize(store: Store, embedder: Embedder, incoming: Memory, now: datetime) -> Resolution:
     """Resolve ``incoming`` against its scope (embed → resolve → write) and store the outcome.
 
@@ -69,8 +59,15 @@ def embed_new(store: Store, embedder: Embedder, incoming: Sequence[Memory]) -> l
 
 
 def write_all(store: Store, embedder: Embedder, memories: Sequence[Memory], now: datetime) -> list[Resolution]:
-    """The resolve-and-write step, in order, each memory atomically (see ``Store.write_resolved``)."""
-    return [_write(store, embedder, memory, now) for memory in memories]
+    """The resolve-and-write step, in order, as one store unit (see ``Store.write_resolved_many``)."""
+    resolutions = store.write_resolved_many(memories, lambda incoming, held: resolve(incoming, held, now))
+    for i, resolution in enumerate(resolutions):
+        if resolution.memory.embedding is None:
+            # Stored without a vector: the duplicate seen before embedding vanished in between.
+            memory = _embedded(embedder, [resolution.memory])[0]
+            store.put(memory, DuplicatePolicy.OVERWRITE)
+            resolutions[i] = Resolution(resolution.outcome, memory)
+    return resolutions
 
 
 def record_access(store: Store, memory_ids: Sequence[str], at: datetime) -> None:

@@ -361,3 +361,31 @@ def test_write_resolved_loses_no_update_under_concurrency(store: Store, embedder
     for thread in threads:
         thread.join()
     assert store.get(memory.id).access_count == 16
+
+
+def test_write_resolved_many_resolves_in_order_and_later_copies_see_earlier_ones(
+    store: Store, embedder: HashEmbedder
+) -> None:
+    held = make(embedder, "Deploys run from the release branch.")
+    store.put(held)
+    batch = [
+        make(embedder, "Tokens expire after one hour."),
+        make(embedder, "Deploys run from the release branch."),  # already stored
+        make(embedder, "The queue is drained before embed."),
+        make(embedder, "Tokens expire after one hour."),  # a copy of the batch's first
+    ]
+    seen: list[tuple[str, str | None]] = []
+
+    def decide(incoming: Memory, existing: Memory | None) -> Resolution:
+        seen.append((incoming.id, None if existing is None else existing.id))
+        if existing is None:
+            return Resolution(WriteOutcome.STORED, incoming)
+        return Resolution(WriteOutcome.REINFORCED, replace(existing, access_count=existing.access_count + 1))
+
+    outcomes = [r.outcome for r in store.write_resolved_many(batch, decide)]
+    assert outcomes == [WriteOutcome.STORED, WriteOutcome.REINFORCED, WriteOutcome.STORED, WriteOutcome.REINFORCED]
+    assert seen == [(batch[0].id, None), (batch[1].id, held.id), (batch[2].id, None), (batch[3].id, batch[0].id)]
+    assert store.count() == 3
+    assert store.get(held.id).access_count == 1
+    assert store.get(batch[0].id).access_count == 1
+    assert store.get(batch[2].id).embedding == pytest.approx(batch[2].embedding, abs=1e-6)

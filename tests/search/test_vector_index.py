@@ -1,0 +1,186 @@
+"""The SQLite store's in-memory vector index: exact under every filter, in step with every writer."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import search.sqlite as sqlite_store
+from hivemem.embedding import HashEmbedder
+from hivemem.fusion import Candidate
+from hivemem.model import DuplicatePolicy, Memory, MemoryState, MemoryType
+from search import SearchFilter, Store, open_store
+from tests.contract.test_store_contract import make
+
+SCOPES = ["a", "b", "c"]
+TAGS = ["x", "y", "z"]
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def corpus(embedder: HashEmbedder, count: int, seed: int = 3) -> list[Memory]:
+    rng = random.Random(seed)
+    words = [
+        "alpha",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "golf",
+        "hotel",
+        "india",
+        "juliet",
+        "kilo",
+        "lima",
+        "mike",
+    ]
+    return [
+        make(
+            embedder,
+            f"{' '.join(rng.sample(words, 4))} note {i}",
+            scope=rng.choice(SCOPES),
+            memory_type=rng.choice(list(MemoryType)),
+            state=rng.choice(list(MemoryState)),
+            tags=rng.sample(TAGS, rng.randint(0, 2)),
+            created_at=T0 + timedelta(days=i),
+        )
+        for i in range(count)
+    ]
+
+
+def passing_scores(memories: list[Memory], query: list[float], where: SearchFilter) -> dict[str, float]:
+    """Brute force in plain terms: the score of every memory that passes ``where``."""
+
+    def passes(m: Memory) -> bool:
+        return (
+            m.scope in where.scopes
+            and m.state in where.states
+            and (not where.memory_types or m.memory_type in where.memory_types)
+            and (not where.tags or bool(set(where.tags) & set(m.tags)))
+            and (where.created_after is None or m.created_at >= where.created_after)
+            and (where.created_before is None or m.created_at < where.created_before)
+            and m.id not in where.exclude_ids
+        )
+
+    q = np.asarray(query, dtype=np.float64)
+    return {m.id: float(np.asarray(m.embedding, dtype=np.float64) @ q) for m in memories if passes(m)}
+
+
+def assert_exact(
+    found: list[Candidate], memories: list[Memory], query: list[float], where: SearchFilter, limit: int
+) -> None:
+    """``found`` is an exact top-``limit``: only passing memories, true scores, none better left out.
+
+    Which of several memories tied at the cut-off is returned is the store's choice (by id), so
+    the check is on scores, not on the order of tied ids.
+    """
+    truth = passing_scores(memories, query, where)
+    best = sorted(truth.values(), reverse=True)[:limit]
+    assert len(found) == len(best), where
+    assert len({c.id for c in found}) == len(found)
+    for candidate, expected in zip(found, best, strict=True):
+        assert candidate.id in truth, f"{candidate.id} does not pass {where}"
+        assert candidate.score == pytest.approx(truth[candidate.id], abs=1e-5)
+        assert candidate.score == pytest.approx(expected, abs=1e-5)
+
+
+def open_file(path: Path, embedder: HashEmbedder) -> Store:
+    return open_store(f"sqlite:///{path}", embedding_model=embedder.model_id, dimension=embedder.dimension)
+
+
+@contextmanager
+def filled(path: Path, embedder: HashEmbedder, count: int) -> Iterator[tuple[Store, list[Memory]]]:
+    """A store file holding ``corpus(count)``, closed afterwards."""
+    memories = corpus(embedder, count)
+    store = open_file(path, embedder)
+    try:
+        for m in memories:
+            store.put(m)
+        yield store, memories
+    finally:
+        store.close()
+
+
+def test_every_filter_gives_the_exact_answer(tmp_path: Path, embedder: HashEmbedder) -> None:
+    with filled(tmp_path / "hive.db", embedder, 300) as (store, memories):
+        filters = [
+            SearchFilter(scopes=["a"]),
+            SearchFilter(scopes=["a", "c"], states=list(MemoryState)),
+            SearchFilter(scopes=SCOPES, memory_types=[MemoryType.DECISION, MemoryType.BUG_FIX]),
+            SearchFilter(scopes=SCOPES, tags=["x"]),
+            SearchFilter(scopes=["b"], created_after=T0 + timedelta(days=100), created_before=T0 + timedelta(days=200)),
+            SearchFilter(scopes=SCOPES, exclude_ids=[m.id for m in memories[:150]]),
+            SearchFilter(scopes=["nowhere"]),
+        ]
+        for where in filters:
+            for text in ["alpha bravo", "kilo lima mike note", "echo"]:
+                query = embedder.embed_queries([text])[0]
+                assert_exact(store.vector_search(query, where, 10), memories, query, where, 10)
+
+
+def test_rewrites_moves_and_deletes_are_seen_by_another_process(tmp_path: Path, embedder: HashEmbedder) -> None:
+    memories = corpus(embedder, 60)
+    reader, writer = open_file(tmp_path / "hive.db", embedder), open_file(tmp_path / "hive.db", embedder)
+    try:
+        for m in memories:
+            writer.put(m)
+        query = embedder.embed_queries(["alpha bravo charlie"])[0]
+        everything = SearchFilter(scopes=SCOPES, states=list(MemoryState))
+        assert_exact(reader.vector_search(query, everything, 60), memories, query, everything, 60)
+        # Another scope, another state, no vector, gone: each change must reach the reader's index.
+        moved = replace(memories[0], scope="c" if memories[0].scope != "c" else "a")
+        archived = replace(memories[1], state=MemoryState.ARCHIVED)
+        bare = replace(memories[2], embedding=None)
+        for changed in (moved, archived, bare):
+            writer.put(changed, DuplicatePolicy.OVERWRITE)
+        writer.delete(memories[3].id)
+        now = [moved, archived, *memories[4:]]
+        for where in (everything, SearchFilter(scopes=[moved.scope]), SearchFilter(scopes=SCOPES)):
+            assert_exact(reader.vector_search(query, where, 60), now, query, where, 60)
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_reader_behind_a_pruned_log_reloads_everything(
+    tmp_path: Path, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_store, "_CHANGES_KEPT", 5)
+    monkeypatch.setattr(sqlite_store, "_PRUNE_EVERY", 10)
+    memories = corpus(embedder, 80)
+    reader, writer = open_file(tmp_path / "hive.db", embedder), open_file(tmp_path / "hive.db", embedder)
+    try:
+        where = SearchFilter(scopes=SCOPES)
+        query = embedder.embed_queries(["golf hotel"])[0]
+        writer.put(memories[0])
+        assert len(reader.vector_search(query, where, 5)) <= 1  # the reader has synced once
+        for m in memories[1:]:
+            writer.put(m)
+        assert writer.count() == 80
+        assert_exact(reader.vector_search(query, where, 20), memories, query, where, 20)
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_concurrent_searches_with_different_filters_each_get_their_own_answer(
+    tmp_path: Path, embedder: HashEmbedder
+) -> None:
+    with filled(tmp_path / "hive.db", embedder, 200) as (store, memories):
+        asks = [
+            (embedder.embed_queries([text])[0], SearchFilter(scopes=[scope]))
+            for text in ["alpha", "bravo delta", "mike lima", "india"]
+            for scope in SCOPES
+        ] * 4
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            answers = list(pool.map(lambda ask: store.vector_search(ask[0], ask[1], 7), asks))
+        for (query, where), found in zip(asks, answers, strict=True):
+            assert_exact(found, memories, query, where, 7)
