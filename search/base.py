@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from hivemem.fusion import Candidate
 from hivemem.model import AuditEvent, DuplicatePolicy, Memory, MemoryState, MemoryType, Relation
 from hivemem.resolution import Resolution
 
-__all__ = ["DEFAULT_STATES", "SearchFilter", "Store"]
+__all__ = ["DEFAULT_STATES", "SearchFilter", "Store", "Warms"]
 
 DEFAULT_STATES: tuple[MemoryState, ...] = (MemoryState.WORKING, MemoryState.CONSOLIDATED)
 
@@ -164,4 +164,13 @@ class Store(Protocol):
 
     def drop(self) -> None:
         """Delete everything this store holds (the file, the index). For tests and resets."""
+        ...
+
+
+@runtime_checkable
+class Warms(Protocol):
+    """A store with in-process state worth loading before the first request (the SQLite vector index)."""
+
+    def warm(self) -> None:
+        """Load it now."""
         ...

@@ -502,9 +502,13 @@ class SQLiteStore:
     def _vector_batch(
         self, key: tuple[object, int], asked: Sequence[tuple[Sequence[float], SearchFilter]]
     ) -> list[list[VectorHit]]:
+        self.warm()
+        return self._vectors.search([vector for vector, _ in asked], asked[0][1], key[1])
+
+    def warm(self) -> None:
+        """Load every stored vector into the in-memory index now (the first search would)."""
         with self._read() as conn:
             self._vectors.sync(conn)
-        return self._vectors.search([vector for vector, _ in asked], asked[0][1], key[1])
 
     def relations(self, memory_id: str) -> list[Relation]:
         with self._read() as conn:

@@ -1,0 +1,122 @@
+"""The model thread: every caller's texts batched on one thread, queries first, errors to their callers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from hivemem.embedding import HashEmbedder
+from hivemem.embedding_queue import QueuedEmbedder
+from hivemem.errors import EmbeddingError
+
+
+class Recording:
+    """A HashEmbedder that records each batch (kind, texts, thread) and can be held at the gate."""
+
+    def __init__(self) -> None:
+        self.inner = HashEmbedder(16)
+        self.batches: list[tuple[str, list[str], int]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+
+    model_id = "recording"
+    dimension = 16
+
+    def _run(self, kind: str, texts: Sequence[str]) -> list[list[float]]:
+        self.batches.append((kind, list(texts), threading.get_ident()))
+        self.entered.set()
+        self.gate.wait()
+        if any("boom" in t for t in texts):
+            raise EmbeddingError("the model failed")
+        return self.inner.embed_passages(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._run("query", texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._run("passage", texts)
+
+
+def wait_queued(queued: QueuedEmbedder, pieces: int) -> None:
+    """Wait for the condition itself: ``pieces`` pieces are queued behind the running batch."""
+    while len(queued._queries) + len(queued._passages) < pieces:
+        threading.Event().wait(0.001)
+
+
+def held(recording: Recording) -> QueuedEmbedder:
+    """A queue whose model thread is busy with a first batch until ``recording.gate`` opens."""
+    queued = QueuedEmbedder(recording, max_batch=4)
+    recording.gate.clear()
+    return queued
+
+
+def test_callers_get_their_own_vectors_and_the_model_runs_on_one_thread() -> None:
+    recording = Recording()
+    queued = QueuedEmbedder(recording, max_batch=8)
+    texts = [[f"text {i} {j}" for j in range(i % 3 + 1)] for i in range(40)]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(queued.embed_passages, texts))
+    for asked, got in zip(texts, results, strict=True):
+        assert got == recording.inner.embed_passages(asked)
+    assert len({thread for _, _, thread in recording.batches}) == 1
+    assert threading.get_ident() not in {thread for _, _, thread in recording.batches}
+    queued.close()
+
+
+def test_calls_queued_during_a_batch_share_the_next_one_and_queries_go_first() -> None:
+    recording = Recording()
+    queued = held(recording)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        first = pool.submit(queued.embed_passages, ["first"])
+        recording.entered.wait()
+        passages = [pool.submit(queued.embed_passages, [f"p{i}"]) for i in range(3)]
+        wait_queued(queued, 3)
+        queries = [pool.submit(queued.embed_queries, [f"q{i}"]) for i in range(2)]
+        wait_queued(queued, 5)
+        recording.gate.set()
+        for future in [first, *passages, *queries]:
+            assert len(future.result()) == 1
+    kinds = [(kind, sorted(texts)) for kind, texts, _ in recording.batches]
+    assert kinds == [("passage", ["first"]), ("query", ["q0", "q1"]), ("passage", ["p0", "p1", "p2"])]
+    queued.close()
+
+
+def test_a_bulk_is_cut_into_pieces_and_a_query_waits_for_one_piece_only() -> None:
+    recording = Recording()
+    queued = held(recording)
+    bulk = [f"bulk {i}" for i in range(10)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        vectors = pool.submit(queued.embed_passages, bulk)
+        recording.entered.wait()  # the first piece of 4 is running
+        query = pool.submit(queued.embed_queries, ["question"])
+        wait_queued(queued, 3)
+        recording.gate.set()
+        assert vectors.result() == recording.inner.embed_passages(bulk)
+        assert query.result() == recording.inner.embed_passages(["question"])
+    sizes = [(kind, len(texts)) for kind, texts, _ in recording.batches]
+    assert sizes == [("passage", 4), ("query", 1), ("passage", 4), ("passage", 2)]
+    queued.close()
+
+
+def test_a_failed_batch_fails_its_callers_only_and_the_thread_goes_on() -> None:
+    recording = Recording()
+    queued = held(recording)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        blocker = pool.submit(queued.embed_queries, ["blocker"])
+        recording.entered.wait()
+        bad = pool.submit(queued.embed_passages, ["boom"])
+        also_bad = pool.submit(queued.embed_passages, ["fine, but batched with boom"])
+        wait_queued(queued, 2)
+        recording.gate.set()
+        assert len(blocker.result()) == 1
+        for future in (bad, also_bad):
+            with pytest.raises(EmbeddingError, match="the model failed"):
+                future.result()
+    assert len(queued.embed_queries(["after"])) == 1
+    queued.close()
+    with pytest.raises(EmbeddingError, match="closed"):
+        queued.embed_queries(["too late"])
