@@ -60,6 +60,15 @@ def _backoff(attempt: int) -> None:
     time.sleep(min(0.2, 0.002 * (2 ** min(attempt, 7))) * random.random())
 
 
+def _claim_body(memory: Memory) -> Json:
+    return {
+        "memory_id": memory.id,
+        "scope": memory.scope,
+        "content_hash": memory.content_hash,
+        "claimed_at": to_iso(datetime.now(UTC)),
+    }
+
+
 class MemoryWriter:
     """Writes to the memories index of ``names``, each guarded by a claim and a version."""
 
@@ -106,12 +115,7 @@ class MemoryWriter:
         Raises ``DuplicateMemoryError`` when another live memory holds it.
         """
         cid = claim_id(memory.scope, memory.content_hash)
-        claim = {
-            "memory_id": memory.id,
-            "scope": memory.scope,
-            "content_hash": memory.content_hash,
-            "claimed_at": to_iso(datetime.now(UTC)),
-        }
+        claim = _claim_body(memory)
         from opensearchpy import ConflictError
 
         client = self._cluster.client
@@ -278,8 +282,54 @@ class MemoryWriter:
     def write_resolved_many(
         self, incoming: Sequence[Memory], decide: Callable[[Memory, Memory | None], Resolution]
     ) -> list[Resolution]:
-        """Many :meth:`write_resolved` in order."""
-        return [self.write_resolved(m, partial(decide, m)) for m in incoming]
+        """Many :meth:`write_resolved` in order, in two ``_bulk`` requests and one refresh when the
+        contents are new.
+
+        The claims of the whole batch are created in one ``_bulk`` (``create``: of two racing writers,
+        one wins each). Every memory whose claim was created holds new content, so ``decide`` gets
+        None and the memories go in a second ``_bulk``. What found its claim taken (content already
+        stored, a copy earlier in the batch, a claim left by a crashed writer) is then resolved one
+        by one, after the batch is written, so it sees the batch's writes.
+        """
+        if len(incoming) < 2:
+            return [self.write_resolved(m, partial(decide, m)) for m in incoming]
+        for memory in incoming:
+            memory_doc(memory, self._dimension)  # a bad vector fails here, before anything is written
+        claims: list[Json] = []
+        for memory in incoming:
+            claims.append(
+                {"create": {"_index": self._names.claims, "_id": claim_id(memory.scope, memory.content_hash)}}
+            )
+            claims.append(_claim_body(memory))
+        claimed = self._cluster.bulk(claims, refresh="false")
+        resolutions: list[Resolution | None] = [None] * len(incoming)
+        lines: list[Json] = []
+        placed: list[int] = []
+        for i, (memory, item) in enumerate(zip(incoming, claimed, strict=True)):
+            if int(item.get("status", 200)) >= 300:
+                continue
+            resolution = decide(memory, None)
+            target = resolution.memory
+            if (target.id, target.scope, target.content_hash) != (memory.id, memory.scope, memory.content_hash):
+                self._release(memory.scope, memory.content_hash, memory.id)
+                continue  # a decision that writes something else goes the careful way below
+            lines += [
+                {"create": {"_index": self._names.memories, "_id": target.id}},
+                memory_doc(target, self._dimension),
+            ]
+            placed.append(i)
+            resolutions[i] = resolution
+        if lines:
+            for i, item in zip(placed, self._cluster.bulk(lines, refresh="false"), strict=True):
+                if int(item.get("status", 200)) >= 300:  # the id exists already: resolve it one by one
+                    self._release(incoming[i].scope, incoming[i].content_hash, incoming[i].id)
+                    resolutions[i] = None
+            client = self._cluster.client
+            self._cluster.call("refreshing after a batch", lambda: client.indices.refresh(index=self._names.memories))
+        for i, memory in enumerate(incoming):
+            if resolutions[i] is None:
+                resolutions[i] = self.write_resolved(memory, partial(decide, memory))
+        return [r for r in resolutions if r is not None]
 
     def delete(self, memory_id: str) -> Memory:
         """Delete the memory on the version read and release its claim; return what was deleted.

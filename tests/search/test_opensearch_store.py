@@ -17,7 +17,7 @@ from api.cli import main
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import ConfigError, DuplicateMemoryError, EmbeddingMismatchError, StoreUnavailableError
-from hivemem.model import DuplicatePolicy, FusionMethod, RetrievalMode, utcnow
+from hivemem.model import DuplicatePolicy, FusionMethod, RetrievalMode, WriteOutcome, utcnow
 from hivemem.resolution import resolve
 from search import SearchFilter, open_store
 from search.opensearch_client import parse_url
@@ -252,3 +252,29 @@ def test_every_request_went_through_the_spec_validator(
     endpoints = {path.rsplit("/", 1)[-1] for _, path in spec_validator.seen}
     assert {"_bulk", "_search", "_msearch", "_mget", "_count", "_delete_by_query"} <= endpoints
     assert any(path.startswith("/_index_template/") for _, path in spec_validator.seen)
+
+
+def test_a_batch_of_new_memories_is_two_bulk_requests(store: Any, embedder: HashEmbedder) -> None:
+    cluster = store._cluster
+    sent: list[int] = []
+    real_bulk = cluster.bulk
+
+    def counting_bulk(lines: list[Any], refresh: str) -> list[Any]:
+        sent.append(len(lines))
+        return real_bulk(lines, refresh)
+
+    cluster.bulk = counting_bulk
+    memories = [make(embedder, f"Service {i} keeps its settings in etcd.") for i in range(30)]
+    resolutions = store.write_resolved_many(memories, lambda m, held: resolve(m, held, utcnow()))
+    assert [r.outcome for r in resolutions] == [WriteOutcome.STORED] * 30
+    assert sent == [60, 60]  # the claims, then the memories; no request per memory
+    assert store.count() == 30
+    # A second batch with one stored content and one repeat inside the batch: those two go one by one.
+    sent.clear()
+    again = [
+        make(embedder, "Service 3 keeps its settings in etcd."),
+        *(make(embedder, "A new fact.") for _ in range(2)),
+    ]
+    outcomes = [r.outcome for r in store.write_resolved_many(again, lambda m, held: resolve(m, held, utcnow()))]
+    assert outcomes == [WriteOutcome.REINFORCED, WriteOutcome.STORED, WriteOutcome.REINFORCED]
+    assert store.count() == 31
