@@ -69,10 +69,14 @@ class QueuedEmbedder:
         return self._inner.dimension
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.queries_later(texts).result()
+
+    def queries_later(self, texts: Sequence[str]) -> Future[list[list[float]]]:
+        """Query vectors, computed while the caller does something else (recall's keyword leg)."""
         return self._submit(self._queries, texts)
 
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
-        return self._submit(self._passages, texts)
+        return self._submit(self._passages, texts).result()
 
     def close(self) -> None:
         """Finish what is queued, then stop the model thread. Later calls raise ``EmbeddingError``."""
@@ -82,17 +86,18 @@ class QueuedEmbedder:
         if threading.current_thread() is not self._thread:
             self._thread.join()
 
-    def _submit(self, queue: deque[_Piece], texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
+    def _submit(self, queue: deque[_Piece], texts: Sequence[str]) -> Future[list[list[float]]]:
         request = _Request(len(texts))
+        if not texts:
+            request.done.set_result([])
+            return request.done
         with self._wake:
             if self._closed:
                 raise EmbeddingError("the embedder is closed")
             for start in range(0, len(texts), self._max_batch):
                 queue.append(_Piece(request, start, texts[start : start + self._max_batch]))
             self._wake.notify()
-        return request.done.result()
+        return request.done
 
     def _next_batch(self) -> tuple[bool, list[_Piece]] | None:
         """The next pieces to embed (queries first), or None once closed and drained."""

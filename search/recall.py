@@ -15,6 +15,7 @@ pipeline does the same arithmetic, enabled by the store's own configuration).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -22,6 +23,7 @@ from typing import Protocol, runtime_checkable
 from hivemem.config import Settings
 from hivemem.decay import rescore, strength, trust_factor
 from hivemem.embedding import Embedder
+from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
 from hivemem.model import FusionMethod, Hit, RetrievalMode
 from search.base import SearchFilter, Store
@@ -29,6 +31,14 @@ from search.base import SearchFilter, Store
 __all__ = ["FusesNatively", "LegQuery", "Legs", "RecallParams", "Recaller", "SearchesLegsTogether"]
 
 _BM25, _DENSE = "bm25", "dense"
+
+
+_Vectors = Sequence[Sequence[float] | None] | Future[list[list[float]]]
+"""Query vectors, or the promise of them from an embedder that computes them meanwhile."""
+
+
+def _now(vectors: _Vectors) -> Sequence[Sequence[float] | None]:
+    return vectors.result() if isinstance(vectors, Future) else vectors
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,33 +150,38 @@ class Recaller:
         return [Fused(c.id, c.score * scale, {}) for c in found]
 
     def _legs(
-        self, queries: Sequence[str], vectors: Sequence[Sequence[float] | None], where: SearchFilter
+        self, queries: Sequence[str], vectors: Sequence[Sequence[float] | None] | _Vectors, where: SearchFilter
     ) -> list[dict[str, Sequence[Candidate]]]:
         n = self.params.candidates_per_leg
         with_text = self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.BM25)
         if isinstance(self._store, SearchesLegsTogether):
-            asked = [LegQuery(q if with_text else None, v) for q, v in zip(queries, vectors, strict=True)]
+            asked = [LegQuery(q if with_text else None, v) for q, v in zip(queries, _now(vectors), strict=True)]
             found = self._store.search_legs(asked, where, n)
             return [
                 {leg: c for leg, c in ((_BM25, legs.keyword), (_DENSE, legs.vector)) if c is not None} for legs in found
             ]
-        per_query: list[dict[str, Sequence[Candidate]]] = []
-        for text, vector in zip(queries, vectors, strict=True):
-            legs: dict[str, Sequence[Candidate]] = {}
-            if with_text:
-                legs[_BM25] = self._store.keyword_search(text, where, n)
+        # The keyword legs first: they need no vector, so they run while the query is being embedded.
+        per_query: list[dict[str, Sequence[Candidate]]] = [
+            {_BM25: self._store.keyword_search(text, where, n)} if with_text else {} for text in queries
+        ]
+        for legs, vector in zip(per_query, _now(vectors), strict=True):
             if vector is not None:
                 legs[_DENSE] = self._store.vector_search(vector, where, n)
-            per_query.append(legs)
         return per_query
 
-    def _per_query(
-        self, queries: Sequence[str], vectors: Sequence[Sequence[float] | None], where: SearchFilter
-    ) -> list[list[Fused]]:
-        results: list[list[Fused] | None] = [self._native(q, v, where) for q, v in zip(queries, vectors, strict=True)]
+    def _per_query(self, queries: Sequence[str], vectors: _Vectors, where: SearchFilter) -> list[list[Fused]]:
+        if isinstance(self._store, FusesNatively):
+            vectors = _now(vectors)
+            results: list[list[Fused] | None] = [
+                self._native(q, v, where) for q, v in zip(queries, vectors, strict=True)
+            ]
+        else:
+            results = [None] * len(queries)
         rest = [i for i, r in enumerate(results) if r is None]
+        if len(rest) < len(queries):
+            vectors = [_now(vectors)[i] for i in rest]
         if rest:
-            gathered = self._legs([queries[i] for i in rest], [vectors[i] for i in rest], where)
+            gathered = self._legs([queries[i] for i in rest], vectors, where)
             for i, legs in zip(rest, gathered, strict=True):
                 results[i] = self._fuse(legs, self._weights(legs)) if legs else []
         return [r or [] for r in results]
@@ -183,9 +198,12 @@ class Recaller:
         """The best ``limit`` memories for ``queries`` inside ``where``, best first."""
         if not queries:
             return []
-        vectors: list[Sequence[float] | None] = [None] * len(queries)
+        vectors: _Vectors = [None] * len(queries)
         if self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
-            vectors = list(self._embedder.embed_queries(list(queries)))
+            if isinstance(self._embedder, QueuedEmbedder):
+                vectors = self._embedder.queries_later(list(queries))
+            else:
+                vectors = list(self._embedder.embed_queries(list(queries)))
         per_query = self._per_query(queries, vectors, where)
         if len(per_query) == 1:
             fused = per_query[0]

@@ -43,6 +43,7 @@ from hivemem.model import (
 )
 from hivemem.resolution import Resolution
 from search.base import SearchFilter
+from search.memory_index import Hit, MemoryIndex
 from search.query_terms import query_terms
 from search.sqlite_rows import (
     ASSIGNMENTS,
@@ -53,7 +54,6 @@ from search.sqlite_rows import (
     to_timestamp,
 )
 from search.sqlite_schema import MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
-from search.vector_index import VectorHit, VectorIndex
 
 __all__ = ["SQLiteStore"]
 
@@ -134,8 +134,8 @@ class SQLiteStore:
         self._init_schema(embedding_model, dimension)
         self._embedding_model = embedding_model
         self._dimension = dimension
-        self._vectors = VectorIndex(dimension)
-        self._vector_searches: Coalescer[tuple[object, int], tuple[Sequence[float], SearchFilter], list[VectorHit]] = (
+        self._index = MemoryIndex(dimension)
+        self._vector_searches: Coalescer[tuple[object, int], tuple[Sequence[float], SearchFilter], list[Hit]] = (
             Coalescer(self._vector_batch)
         )
 
@@ -474,8 +474,19 @@ class SQLiteStore:
         return " AND ".join(clauses), params
 
     def keyword_search(self, text: str, where: SearchFilter, limit: int) -> list[Candidate]:
+        terms = query_terms(text)
+        if terms is None or limit < 1:
+            return []
+        self.warm()
+        hits = self._index.keyword_search(terms[0], where, limit)
+        if hits is None:
+            return self._fts_search(text, where, limit)
+        return [Candidate(h.id, h.score) for h in hits]
+
+    def _fts_search(self, text: str, where: SearchFilter, limit: int) -> list[Candidate]:
+        """BM25 by FTS5 itself: for queries with a word of several tokens (``foo_bar``), a phrase."""
         query = _fts_query(text)
-        if query is None or limit < 1:
+        if query is None:
             return []
         clause, params = self._where(where)
         # bm25() is lower-is-better; negate it here so every leg is higher-is-better.
@@ -501,14 +512,14 @@ class SQLiteStore:
 
     def _vector_batch(
         self, key: tuple[object, int], asked: Sequence[tuple[Sequence[float], SearchFilter]]
-    ) -> list[list[VectorHit]]:
+    ) -> list[list[Hit]]:
         self.warm()
-        return self._vectors.search([vector for vector, _ in asked], asked[0][1], key[1])
+        return self._index.vector_search([vector for vector, _ in asked], asked[0][1], key[1])
 
     def warm(self) -> None:
-        """Load every stored vector into the in-memory index now (the first search would)."""
+        """Load every row into the in-memory index now (the first search would)."""
         with self._read() as conn:
-            self._vectors.sync(conn)
+            self._index.sync(conn)
 
     def relations(self, memory_id: str) -> list[Relation]:
         with self._read() as conn:

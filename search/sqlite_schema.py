@@ -70,8 +70,8 @@ CREATE TRIGGER IF NOT EXISTS memories_vec AFTER UPDATE OF embedding ON memories 
     UPDATE memories SET vec_version = old.vec_version + 1 WHERE rowid = new.rowid;
 END;
 
--- The change log of what the in-memory vector index (search.vector_index) holds: a row is
--- logged when it is inserted, deleted, or has a field the index filters on rewritten. Each
+-- The change log of what the in-memory index (search.memory_index) holds: a row is logged
+-- when it is inserted, deleted, or has a field the index searches or filters on rewritten. Each
 -- process applies the rows logged since it last looked; old entries are pruned by the writer.
 CREATE TABLE IF NOT EXISTS vector_changes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -84,7 +84,7 @@ CREATE TRIGGER IF NOT EXISTS memories_vc_ad AFTER DELETE ON memories BEGIN
     INSERT INTO vector_changes(row) VALUES (old.rowid);
 END;
 CREATE TRIGGER IF NOT EXISTS memories_vc_au
-    AFTER UPDATE OF id, scope, state, memory_type, tags, created_at, embedding ON memories BEGIN
+    AFTER UPDATE OF id, scope, state, memory_type, title, content, tags, created_at, embedding ON memories BEGIN
     INSERT INTO vector_changes(row) VALUES (new.rowid);
 END;
 
