@@ -12,11 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from hivemem.fusion import Candidate
 from hivemem.model import MemoryState, MemoryType
 from search.base import SearchFilter
 from search.keyword_index import Postings
 
-__all__ = ["STATE_CODES", "TYPE_CODES", "UNKNOWN_CODE", "Hit", "Partition", "RowFields"]
+__all__ = ["STATE_CODES", "TYPE_CODES", "UNKNOWN_CODE", "Partition", "RowFields"]
 
 STATE_CODES = {state.value: code for code, state in enumerate(MemoryState)}
 TYPE_CODES = {kind.value: code for code, kind in enumerate(MemoryType)}
@@ -26,14 +27,6 @@ _INITIAL_CAPACITY = 256
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One scored memory of a search leg."""
-
-    id: str
-    score: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +130,7 @@ class Partition:
             narrow(np.fromiter((i not in excluded for i in self.ids), dtype=np.bool_, count=n))
         return mask
 
-    def best(self, scores: F64 | F32, slots: npt.NDArray[np.intp] | None, limit: int) -> list[Hit]:
+    def best(self, scores: F64 | F32, slots: npt.NDArray[np.intp] | None, limit: int) -> list[Candidate]:
         """The ``limit`` best of ``scores`` (over ``slots``, or every slot), ties kept for the caller's sort."""
         found = len(scores)
         if found == 0:
@@ -149,9 +142,9 @@ class Partition:
         else:
             chosen = np.arange(found)
         picked = chosen if slots is None else slots[chosen]
-        return [Hit(self.ids[s], float(v)) for s, v in zip(picked.tolist(), scores[chosen].tolist(), strict=True)]
+        return [Candidate(self.ids[s], float(v)) for s, v in zip(picked.tolist(), scores[chosen].tolist(), strict=True)]
 
-    def nearest(self, queries: F32, where: SearchFilter, excluded: set[str], limit: int) -> list[list[Hit]]:
+    def nearest(self, queries: F32, where: SearchFilter, excluded: set[str], limit: int) -> list[list[Candidate]]:
         """Per query (rows of ``queries``, unit length), the best ``limit`` vectors passing ``where``."""
         n = self.size
         mask = self.mask(where, excluded, vectors_only=True)
@@ -166,7 +159,7 @@ class Partition:
             scores = self.matrix[slots] @ queries.T if slots.size < 0.3 * n else (self.matrix[:n] @ queries.T)[slots]
         return [self.best(scores[:, column], slots, limit) for column in range(len(queries))]
 
-    def matching(self, scores: F64, where: SearchFilter, excluded: set[str], limit: int) -> list[Hit]:
+    def matching(self, scores: F64, where: SearchFilter, excluded: set[str], limit: int) -> list[Candidate]:
         """The best ``limit`` slots with a keyword score (> 0) that pass ``where``."""
         hit = scores > 0
         mask = self.mask(where, excluded, vectors_only=False)
@@ -174,6 +167,6 @@ class Partition:
         return self.best(scores[slots], slots, limit)
 
 
-def ranked(hits: Sequence[Hit], limit: int) -> list[Hit]:
+def ranked(hits: Sequence[Candidate], limit: int) -> list[Candidate]:
     """Best first, ties by id, at most ``limit``."""
     return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]

@@ -32,11 +32,12 @@ from itertools import groupby
 import numpy as np
 import numpy.typing as npt
 
+from hivemem.fusion import Candidate
 from search.base import SearchFilter
-from search.index_partition import STATE_CODES, TYPE_CODES, UNKNOWN_CODE, Hit, Partition, RowFields, ranked
+from search.index_partition import STATE_CODES, TYPE_CODES, UNKNOWN_CODE, Partition, RowFields, ranked
 from search.keyword_index import Tokenizer, bm25_idf
 
-__all__ = ["Hit", "MemoryIndex"]
+__all__ = ["MemoryIndex"]
 
 _INITIAL_ROWS = 1024
 _LOAD_CHUNK = 2_000
@@ -246,13 +247,15 @@ class MemoryIndex:
 
     # -- search --------------------------------------------------------------------------------
 
-    def vector_search(self, queries: Sequence[Sequence[float]], where: SearchFilter, limit: int) -> list[list[Hit]]:
+    def vector_search(
+        self, queries: Sequence[Sequence[float]], where: SearchFilter, limit: int
+    ) -> list[list[Candidate]]:
         """For each query, the best ``limit`` memories by cosine passing ``where``, best first (ties by id)."""
         raw = np.asarray(queries, dtype=np.float32).reshape(len(queries), self._dimension)
         norms = np.linalg.norm(raw, axis=1, keepdims=True)
         matrix: F32 = (raw / np.where(norms == 0, 1, norms)).astype(np.float32)
         excluded = set(where.exclude_ids)
-        merged: list[list[Hit]] = [[] for _ in queries]
+        merged: list[list[Candidate]] = [[] for _ in queries]
         with self._lock:
             for scope in dict.fromkeys(where.scopes):
                 partition = self._partitions.get(scope)
@@ -269,7 +272,7 @@ class MemoryIndex:
             self._containing[term] = count
         return count
 
-    def keyword_search(self, words: Sequence[str], where: SearchFilter, limit: int) -> list[Hit] | None:
+    def keyword_search(self, words: Sequence[str], where: SearchFilter, limit: int) -> list[Candidate] | None:
         """BM25 for the quoted-word OR query of ``words``, as FTS5 ranks it, best first (ties by id).
 
         None when a word is not one token (an FTS5 phrase of several, which this index does not
@@ -279,7 +282,7 @@ class MemoryIndex:
         if any(len(t) != 1 for t in tokens):
             return None
         excluded = set(where.exclude_ids)
-        hits: list[Hit] = []
+        hits: list[Candidate] = []
         with self._lock:
             if self._rows == 0:
                 return []

@@ -43,7 +43,7 @@ from hivemem.model import (
 )
 from hivemem.resolution import Resolution
 from search.base import SearchFilter
-from search.memory_index import Hit, MemoryIndex
+from search.memory_index import MemoryIndex
 from search.query_terms import query_terms
 from search.sqlite_rows import (
     ASSIGNMENTS,
@@ -135,7 +135,7 @@ class SQLiteStore:
         self._embedding_model = embedding_model
         self._dimension = dimension
         self._index = MemoryIndex(dimension)
-        self._vector_searches: Coalescer[tuple[object, int], tuple[Sequence[float], SearchFilter], list[Hit]] = (
+        self._vector_searches: Coalescer[tuple[object, int], tuple[Sequence[float], SearchFilter], list[Candidate]] = (
             Coalescer(self._vector_batch)
         )
 
@@ -479,9 +479,7 @@ class SQLiteStore:
             return []
         self.warm()
         hits = self._index.keyword_search(terms[0], where, limit)
-        if hits is None:
-            return self._fts_search(text, where, limit)
-        return [Candidate(h.id, h.score) for h in hits]
+        return self._fts_search(text, where, limit) if hits is None else hits
 
     def _fts_search(self, text: str, where: SearchFilter, limit: int) -> list[Candidate]:
         """BM25 by FTS5 itself: for queries with a word of several tokens (``foo_bar``), a phrase."""
@@ -507,12 +505,11 @@ class SQLiteStore:
         if limit < 1:
             return []
         # Concurrent searches with the same filter are scored together, in one matrix product.
-        hits = self._vector_searches.submit((_filter_key(where), limit), (vector, where))
-        return [Candidate(h.id, h.score) for h in hits]
+        return self._vector_searches.submit((_filter_key(where), limit), (vector, where))
 
     def _vector_batch(
         self, key: tuple[object, int], asked: Sequence[tuple[Sequence[float], SearchFilter]]
-    ) -> list[list[Hit]]:
+    ) -> list[list[Candidate]]:
         self.warm()
         return self._index.vector_search([vector for vector, _ in asked], asked[0][1], key[1])
 
