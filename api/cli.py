@@ -34,6 +34,11 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _int_list(text: str) -> list[int]:
+    """An argparse type: a comma list of whole numbers of at least 1."""
+    return [_positive_int(part.strip()) for part in text.split(",") if part.strip()]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hivemem", description="Team-shared long-term memory for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -103,6 +108,13 @@ def _parser() -> argparse.ArgumentParser:
         b.add_argument("--mode", choices=[m.value for m in RetrievalMode], default=RetrievalMode.HYBRID.value)
         b.add_argument("--fusion", choices=[f.value for f in FusionMethod], default=None, help="default: the setting")
         b.add_argument("--fresh", action="store_true", help="rebuild the bench database")
+    sc = bench_sub.add_parser("scale", help="recall cost against store size: 10k to 1M memories, 1 and 100 scopes")
+    sc.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl, queries.jsonl)")
+    sc.add_argument("--sizes", type=_int_list, default=[10_000, 100_000, 1_000_000], help="comma list of sizes")
+    sc.add_argument("--layouts", type=_int_list, default=[1, 100], help="comma list of scope counts")
+    sc.add_argument("--real", type=_positive_int, default=20_000, help="texts embedded by the model")
+    sc.add_argument("--queries", type=_positive_int, default=200, help="recall queries per measurement")
+    sc.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     t = bench_sub.add_parser("throughput", help="memorize/s and recall latency, embedded and Celery + Redis")
     t.add_argument("--shape", choices=["embedded", "celery"], action="append", help="default: both")
     t.add_argument(
@@ -205,6 +217,15 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 def _bench(args: argparse.Namespace, settings: Settings) -> int:
     if args.bench == "throughput":
         return _bench_throughput(args, settings)
+    if args.bench == "scale":
+        from api.bench.harness import emit
+        from api.bench.scale import run_scale
+
+        report = run_scale(
+            settings, data=args.data, sizes=args.sizes, layouts=args.layouts, real=args.real, queries=args.queries
+        )
+        emit(report, args.json_out)
+        return 0
     if not args.data.exists():
         print(f"error: --data {args.data} does not exist", file=sys.stderr)
         return 2

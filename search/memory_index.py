@@ -47,6 +47,13 @@ _LOAD_SQL = "SELECT rowid, id, scope, state, memory_type, tags, created_at, embe
 F32 = npt.NDArray[np.float32]
 
 
+def _one_blas_thread() -> None:
+    """BLAS single-threaded in this process: large products are split by :func:`product` instead."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def _epoch(timestamp: str) -> float:
     return datetime.fromisoformat(timestamp).timestamp()
 
@@ -60,6 +67,7 @@ class MemoryIndex:
     """The rows of one SQLite store, kept in step with the file by its change log. Thread-safe."""
 
     def __init__(self, dimension: int) -> None:
+        _one_blas_thread()
         self._dimension = dimension
         self._partitions: dict[str, Partition] = {}
         # Where each row lives, by rowid: a partition number and a slot (-1: not indexed), and the

@@ -34,7 +34,7 @@ from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfigError
 from hivemem.schemas import MemoryCreate, RecallRequest
 
-__all__ = ["run_throughput", "synthetic_corpus"]
+__all__ = ["percentile", "run_throughput", "synthetic_corpus", "timed_calls"]
 
 SCOPE = "bench/throughput"
 _COMPONENTS = ["billing", "search", "auth", "ingest", "scheduler", "gateway", "storage", "metrics", "mailer", "cache"]
@@ -66,12 +66,12 @@ def _queries(count: int, seed: int = 11) -> list[str]:
     return [f"why did {rng.choice(_COMPONENTS)} {rng.choice(_EVENTS)}" for _ in range(count)]
 
 
-def _percentile(values: Sequence[float], q: float) -> float:
+def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _timed_calls(calls: Sequence[Callable[[], object]], clients: int) -> tuple[float, list[float]]:
+def timed_calls(calls: Sequence[Callable[[], object]], clients: int) -> tuple[float, list[float]]:
     """Run ``calls`` from ``clients`` threads; the wall time and each call's latency in seconds."""
 
     def timed(call: Callable[[], object]) -> float:
@@ -162,7 +162,7 @@ def run_throughput(
                 service.memorize(request, caller)
 
             progress(f"  {memories} memorize calls from {clients} clients")
-            wall, memorize_latency = _timed_calls([partial(service.memorize, r, caller) for r in singles], clients)
+            wall, memorize_latency = timed_calls([partial(service.memorize, r, caller) for r in singles], clients)
             memorize_per_s = memories / wall
 
             progress(f"  bulk memorize of {bulk}")
@@ -172,7 +172,7 @@ def run_throughput(
 
             progress(f"  {queries} recalls from {clients} clients")
             recalls = [RecallRequest(query=q, limit=10) for q in _queries(queries)]
-            wall, recall_latency = _timed_calls(
+            wall, recall_latency = timed_calls(
                 [partial(service.remember, r, caller, reinforce=False) for r in recalls], clients
             )
             stored = service.store.count([SCOPE])
@@ -197,7 +197,7 @@ def run_throughput(
         "memorize_calls": memories,
         "memorize_per_s": round(memorize_per_s, 1),
         "memorize_p50_ms": round(statistics.median(memorize_latency) * ms, 1),
-        "memorize_p95_ms": round(_percentile(memorize_latency, 0.95) * ms, 1),
+        "memorize_p95_ms": round(percentile(memorize_latency, 0.95) * ms, 1),
         "bulk_memories": bulk,
         "bulk_per_s": round(bulk_per_s, 1),
         "raw_forward_per_s": round(raw_per_s, 1),
@@ -206,8 +206,8 @@ def run_throughput(
         "recall_queries": queries,
         "recall_per_s": round(queries / wall, 1),
         "recall_p50_ms": round(statistics.median(recall_latency) * ms, 1),
-        "recall_p95_ms": round(_percentile(recall_latency, 0.95) * ms, 1),
-        "recall_p99_ms": round(_percentile(recall_latency, 0.99) * ms, 1),
+        "recall_p95_ms": round(percentile(recall_latency, 0.95) * ms, 1),
+        "recall_p99_ms": round(percentile(recall_latency, 0.99) * ms, 1),
         "memories_stored": stored,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "date": datetime.now(UTC).date().isoformat(),

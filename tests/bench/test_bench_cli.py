@@ -127,3 +127,44 @@ def test_throughput_bench_refuses_counts_below_one(option: str, capsys: pytest.C
         main(["bench", "throughput", option, "0"])
     assert exited.value.code == 2
     assert f"{option}: must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_scale_bench_grows_the_store_and_matches_exact_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "scifact"
+    folder.mkdir()
+    topics = ["aspirin", "vitamin", "sleep", "insulin", "statins", "exercise"]
+    docs = [
+        {
+            "_id": str(i),
+            "title": f"Study {i} of {topic}",
+            "text": " ".join(
+                f"Patients given {topic} in cohort {i}.{j} showed a change in marker {j} after {j + 2} weeks."
+                for j in range(4)
+            ),
+        }
+        for i, topic in enumerate(topics)
+    ]
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    claims = [{"_id": str(i), "text": f"{t} changes marker {i}"} for i, t in enumerate(topics)]
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in claims) + "\n")
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    out = tmp_path / "scale.json"
+    args = ["bench", "scale", "--data", str(tmp_path), "--sizes", "60,150", "--layouts", "1,3"]
+    assert main([*args, "--real", "20", "--queries", "6", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["real_texts"] == 20 and report["queries"] == 6
+    assert [(r["scopes"], r["size"], r["memories"]) for r in report["runs"]] == [
+        (1, 60, 60), (1, 150, 150), (3, 60, 60), (3, 150, 150)
+    ]  # fmt: skip
+    for run in report["runs"]:
+        assert run["vector_recall_at_10_vs_exact"] == 1.0  # the index is exact
+        for leg in ("recall_1_client", "recall_16_clients", "bm25_leg", "vector_leg", "query_embedding"):
+            assert 0 < run[leg]["p50_ms"] <= run[leg]["p95_ms"] <= run[leg]["p99_ms"]
+        assert run["recall_16_clients"]["per_s"] > 0
+        assert run["rss_mb"] > 0 and run["disk_mb_per_100k"] > 0
+
+
+def test_scale_bench_without_scifact_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "scale", "--data", str(tmp_path), "--sizes", "10"]) == 2
+    assert "scifact/corpus.jsonl is missing" in capsys.readouterr().err

