@@ -7,7 +7,8 @@ a forward pass over 16 short texts costs a few times one, not 16 times.
 
 Nothing waits for a window. While a batch runs, new calls queue; the next batch takes every queued
 query first (a recall is waiting on it), then passages, up to ``max_batch`` texts. A large bulk is
-cut into pieces of ``max_batch``, so a query waits for at most one piece of it, never the whole bulk.
+cut into pieces of ``max_batch`` texts of similar length, so a query waits for at most one piece of
+it, never the whole bulk, and little of a piece is padding.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ class _Request:
 
 
 class _Piece:
-    __slots__ = ("request", "start", "texts")
+    __slots__ = ("positions", "request", "texts")
 
-    def __init__(self, request: _Request, start: int, texts: Sequence[str]) -> None:
-        self.request, self.start, self.texts = request, start, texts
+    def __init__(self, request: _Request, positions: Sequence[int], texts: Sequence[str]) -> None:
+        self.request, self.positions, self.texts = request, positions, texts
 
 
 class QueuedEmbedder:
@@ -94,8 +95,13 @@ class QueuedEmbedder:
         with self._wake:
             if self._closed:
                 raise EmbeddingError("the embedder is closed")
+            # Pieces of texts of similar length: a bulk cut in input order would pad every piece
+            # to its longest text (sorting only within pieces left bulk memorize at 0.81 of the model's speed).
+            order = sorted(range(len(texts)), key=lambda i: len(texts[i])) if len(texts) > self._max_batch else None
             for start in range(0, len(texts), self._max_batch):
-                queue.append(_Piece(request, start, texts[start : start + self._max_batch]))
+                end = min(start + self._max_batch, len(texts))
+                positions: Sequence[int] = range(start, end) if order is None else order[start:end]
+                queue.append(_Piece(request, positions, [texts[i] for i in positions]))
             self._wake.notify()
         return request.done
 
@@ -137,10 +143,9 @@ class QueuedEmbedder:
             offset = 0
             for piece in live:
                 request = piece.request
-                request.vectors[piece.start : piece.start + len(piece.texts)] = vectors[
-                    offset : offset + len(piece.texts)
-                ]
-                offset += len(piece.texts)
+                for position in piece.positions:
+                    request.vectors[position] = vectors[offset]
+                    offset += 1
                 request.missing -= len(piece.texts)
                 if request.missing == 0:
                     request.done.set_result(request.vectors)

@@ -1,11 +1,12 @@
 """The SQLite store: the embedded shape's database, one file on one machine.
 
-FTS5 (BM25) for keywords, float32 vectors with exact cosine in numpy, WAL so readers never
-block the writer. All writes in a process go through **one** connection guarded by a lock,
-each unit of work in ``BEGIN IMMEDIATE``; other processes on the same file wait on SQLite's
-busy timeout, so several ``hivemem`` processes may share a file on one machine (never over a
-network filesystem: WAL needs shared memory). A team server with many writers is what the
-distributed shape (OpenSearch, on the roadmap) is for.
+The file holds every memory, its vector and an FTS5 index; searches run on an in-memory copy of the
+rows (:mod:`search.memory_index`: exact cosine, and BM25 scored as FTS5 scores), kept in step with
+the file by a change log, so other processes' writes are seen. WAL, so readers never block the
+writer. All writes in a process go through **one** connection guarded by a lock, each unit of work
+in ``BEGIN IMMEDIATE``; other processes on the same file wait on SQLite's busy timeout, so several
+``hivemem`` processes may share a file on one machine (never over a network filesystem: WAL needs
+shared memory). A team server with many writers is what the distributed shape (OpenSearch) is for.
 
 A damaged file is refused, not served: opening runs ``PRAGMA quick_check`` (bounded in time;
 ``HIVEMEM_SQLITE_INTEGRITY_CHECK=off`` skips it), and any "malformed" error later marks the store

@@ -88,7 +88,7 @@ def test_calls_queued_during_a_batch_share_the_next_one_and_queries_go_first() -
 def test_a_bulk_is_cut_into_pieces_and_a_query_waits_for_one_piece_only() -> None:
     recording = Recording()
     queued = held(recording)
-    bulk = [f"bulk {i}" for i in range(10)]
+    bulk = [f"bulk {'long ' * (i % 4)}{i}" for i in range(10)]
     with ThreadPoolExecutor(max_workers=2) as pool:
         vectors = pool.submit(queued.embed_passages, bulk)
         recording.entered.wait()  # the first piece of 4 is running
@@ -99,6 +99,9 @@ def test_a_bulk_is_cut_into_pieces_and_a_query_waits_for_one_piece_only() -> Non
         assert query.result() == recording.inner.embed_passages(["question"])
     sizes = [(kind, len(texts)) for kind, texts, _ in recording.batches]
     assert sizes == [("passage", 4), ("query", 1), ("passage", 4), ("passage", 2)]
+    # The bulk's pieces hold texts of similar length: shortest first, so little of a batch is padding.
+    lengths = [len(t) for kind, texts, _ in recording.batches if kind == "passage" for t in texts]
+    assert lengths == sorted(lengths)
     queued.close()
 
 
