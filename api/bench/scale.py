@@ -41,6 +41,7 @@ import numpy.typing as npt
 from api.bench.throughput import percentile, timed_calls
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
+from hivemem.limits import printable
 
 __all__ = ["run_scale"]
 
@@ -70,8 +71,9 @@ def load_texts(data: Path, count: int) -> list[tuple[str, str]]:
     with corpus.open(encoding="utf-8") as handle:
         for line in handle:
             doc = json.loads(line)
-            title = " ".join(str(doc.get("title") or doc["_id"]).split())[:120]
-            for sentence in _SENTENCE.split(" ".join(str(doc.get("text") or "").split())):
+            # A few abstracts carry C1 control characters (mis-decoded quotes and dashes).
+            title = " ".join(printable(str(doc.get("title") or doc["_id"])).split())[:120]
+            for sentence in _SENTENCE.split(" ".join(printable(str(doc.get("text") or "")).split())):
                 if 40 <= len(sentence) <= 600 and sentence not in seen:
                     seen.add(sentence)
                     texts.append((title, sentence))
