@@ -10,13 +10,14 @@ in the background. Forget: confirm required, audit record written.
 from __future__ import annotations
 
 import gc
+import logging
 from contextlib import suppress
 from dataclasses import dataclass
 
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
-from hivemem.errors import ConfirmationRequired, MemoryNotFoundError, ValidationError
+from hivemem.errors import ConfirmationRequired, MemoryNotFoundError, StoreError, ValidationError
 from hivemem.hashing import content_hash
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, Memory, RetrievalMode, new_memory_id, utcnow
 from hivemem.schemas import (
@@ -38,6 +39,8 @@ from search.base import Warms
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
 from workers.runner import InProcessRunner, Runner
+
+log = logging.getLogger(__name__)
 
 __all__ = ["FORGET_NEEDS_CONFIRM", "Caller", "MemoryService", "make_runner"]
 
@@ -262,7 +265,11 @@ class MemoryService:
         """
         self.embedder.embed_queries(["warm up"])
         if isinstance(self.store, Warms):
-            self.store.warm()
+            try:
+                self.store.warm()
+            except StoreError as exc:
+                # The server still starts: the store marks itself unready and every request says why.
+                log.warning("loading the store's index failed: %s", exc)
         gc.collect()
         gc.freeze()
 

@@ -50,7 +50,8 @@ def test_a_damaged_database_found_in_use_answers_503_and_takes_no_writes(dirs: t
     data_dir, logs = dirs
     damaged_database(data_dir)
     server = HivememServer(data_dir, logs, HIVEMEM_SQLITE_INTEGRITY_CHECK="off")
-    server.start()
+    # Unchecked, the damage is met when the server loads its index at start: it serves, unready.
+    server.start(ready=False)
     try:
         with httpx.Client(base_url=server.url, timeout=10) as http:
             failures = [http.post("/v1/remember", json={"query": f"service {i} owns queue"}) for i in range(0, 400, 40)]
