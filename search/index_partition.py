@@ -78,6 +78,7 @@ class Partition:
     def __init__(self, dimension: int, capacity: int = _INITIAL_CAPACITY) -> None:
         capacity = max(capacity, _INITIAL_CAPACITY)
         self.size = 0
+        self.tokens = 0  # the live rows' lengths together, for BM25's average and for compaction
         self.matrix = np.zeros((capacity, dimension), dtype=np.float32)
         self.has_vector = np.zeros(capacity, dtype=np.bool_)
         self.states = np.zeros(capacity, dtype=np.int8)
@@ -107,6 +108,8 @@ class Partition:
             self.tags.append(fields.tags)
         else:
             self.ids[slot], self.tags[slot] = fields.memory_id, fields.tags
+            self.tokens -= int(self.lengths[slot])
+        self.tokens += fields.length
         self.rowids[slot] = rowid
         self.has_vector[slot] = vector is not None
         self.matrix[slot] = 0.0 if vector is None else vector
@@ -118,6 +121,7 @@ class Partition:
         """Free ``slot`` by moving the last row into it; returns the rowid that moved, if any."""
         last = self.size - 1
         moved = None
+        self.tokens -= int(self.lengths[slot])
         if slot != last:
             self.matrix[slot] = self.matrix[last]
             for array in (self.has_vector, self.states, self.types, self.created, self.lengths, self.rowids):
@@ -128,6 +132,16 @@ class Partition:
         self.tags.pop()
         self.size = last
         return moved
+
+    def set_lengths(self, lengths: npt.NDArray[np.int64]) -> None:
+        """Every live row's length at once, from lengths indexed by rowid (the load)."""
+        self.lengths[: self.size] = lengths[self.rowids[: self.size]]
+        self.tokens = int(self.lengths[: self.size].sum())
+
+    def compact_if_stale(self, generation_of: npt.NDArray[np.uint32]) -> None:
+        """Drop old postings once they far outnumber the live ones (rewrites and removals leave them)."""
+        if self.postings.entries > 4 * max(1, self.tokens):
+            self.postings.compact(generation_of)
 
     def mask(self, where: SearchFilter, excluded: set[str], *, vectors_only: bool) -> Mask | None:
         """Which live slots pass ``where`` (None: all of them)."""

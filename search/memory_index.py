@@ -84,8 +84,6 @@ class MemoryIndex:
         self._part_of = np.full(_INITIAL_ROWS, -1, dtype=np.int32)
         self._slot_of = np.zeros(_INITIAL_ROWS, dtype=np.int32)
         self._generation = np.zeros(_INITIAL_ROWS, dtype=np.uint32)
-        self._rows = 0
-        self._tokens = 0
         self._tag_sets: dict[str, frozenset[str]] = {}  # one object per distinct tag list
         # Rows containing each term (BM25's document frequency), counted from the postings when first
         # asked; kept exact by counting inserted rows in, and dropped when a row loses terms.
@@ -96,7 +94,7 @@ class MemoryIndex:
         self._loaded = False
 
     def __len__(self) -> int:
-        return self._rows
+        return sum(p.size for p in self._partitions.values())
 
     # -- where rows live ------------------------------------------------------------------------
 
@@ -151,14 +149,11 @@ class MemoryIndex:
             where = None
         vector = _unit(np.frombuffer(blob, dtype=np.float32)) if isinstance(blob, bytes) else None
         partition = self._partition(scope)
-        if where is None:
-            self._rows += 1
-        else:
-            self._tokens -= int(partition.lengths[where[1]])
-        self._tokens += fields.length
         slot = partition.put(None if where is None else where[1], rowid, fields, vector)
         self._part_of[rowid], self._slot_of[rowid] = self._number(scope), slot
         self._generation[rowid] += 1
+        if where is not None:
+            partition.compact_if_stale(self._generation)
 
     def _remove(self, rowid: int) -> None:
         where = self._where(rowid)
@@ -166,8 +161,6 @@ class MemoryIndex:
             return
         scope, slot = where
         partition = self._partitions[scope]
-        self._rows -= 1
-        self._tokens -= int(partition.lengths[slot])
         self._part_of[rowid] = -1
         self._generation[rowid] += 1
         moved = partition.remove(slot)
@@ -175,8 +168,8 @@ class MemoryIndex:
             self._slot_of[moved] = slot
         if partition.size == 0:
             del self._partitions[scope]
-        elif partition.postings.entries > 4 * max(1, int(partition.lengths[: partition.size].sum())):
-            partition.postings.compact(self._generation)
+        else:
+            partition.compact_if_stale(self._generation)
 
     # -- keeping in step with the file ---------------------------------------------------------
 
@@ -220,7 +213,6 @@ class MemoryIndex:
         self._partitions.clear()
         self._containing.clear()
         self._part_of[:] = -1
-        self._rows = self._tokens = 0
         # Partitions sized up front: growing them row by row would copy a 1.5 GB matrix at 1M rows.
         for scope, count in conn.execute("SELECT scope, COUNT(*) FROM memories GROUP BY scope").fetchall():
             self._partition(scope, int(count))
@@ -254,10 +246,8 @@ class MemoryIndex:
                     self._partitions[self._scope_names[number]].postings.add_many(
                         str(term), rows.tolist(), tfs[mine].tolist(), self._generation[rows].tolist()
                     )
-        self._tokens = 0
         for partition in self._partitions.values():
-            partition.lengths[: partition.size] = lengths[partition.rowids[: partition.size]]
-            self._tokens += int(partition.lengths[: partition.size].sum())
+            partition.set_lengths(lengths)
 
     # -- search --------------------------------------------------------------------------------
 
@@ -298,10 +288,12 @@ class MemoryIndex:
         excluded = set(where.exclude_ids)
         hits: list[Candidate] = []
         with self._lock:
-            if self._rows == 0:
+            # FTS5's row count and average length are those of the whole index, every scope.
+            rows = sum(p.size for p in self._partitions.values())
+            if rows == 0:
                 return []
-            phrases = [(t[0], bm25_idf(self._rows, self._rows_containing(t[0]))) for t in tokens]
-            average = self._tokens / self._rows
+            phrases = [(t[0], bm25_idf(rows, self._rows_containing(t[0]))) for t in tokens]
+            average = sum(p.tokens for p in self._partitions.values()) / rows
             for scope in dict.fromkeys(where.scopes):
                 partition = self._partitions.get(scope)
                 if partition is None or partition.size == 0:

@@ -65,10 +65,9 @@ CREATE TRIGGER IF NOT EXISTS memories_au AFTER UPDATE OF title, content, tags ON
     INSERT INTO memories_fts(rowid, title, content, tags) VALUES (new.rowid, new.title, new.content, new.tags);
 END;
 
--- Every write of an embedding bumps vec_version (kept for files written by older releases).
-CREATE TRIGGER IF NOT EXISTS memories_vec AFTER UPDATE OF embedding ON memories BEGIN
-    UPDATE memories SET vec_version = old.vec_version + 1 WHERE rowid = new.rowid;
-END;
+-- vec_version and its trigger told the vector cache of older releases that a row changed; the
+-- change log below does that now, so the trigger goes (one UPDATE less on every embedding write).
+DROP TRIGGER IF EXISTS memories_vec;
 
 -- The change log of what the in-memory index (search.memory_index) holds: a row is logged
 -- when it is inserted, deleted, or has a field the index searches or filters on rewritten. Each

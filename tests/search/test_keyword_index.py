@@ -118,3 +118,23 @@ def test_a_word_of_several_tokens_is_a_phrase_and_goes_to_fts5(tmp_path: Path, e
         assert len(found) == 1  # the phrase "build cache" in that order
     finally:
         store.close()
+
+
+def test_rewritten_rows_do_not_grow_the_postings_without_bound(tmp_path: Path, embedder: HashEmbedder) -> None:
+    reader, writer = open_file(tmp_path / "hive.db", embedder), open_file(tmp_path / "hive.db", embedder)
+    try:
+        memories = corpus(embedder, 20)
+        for m in memories:
+            writer.put(m)
+        for round_ in range(300):  # reinforcement rewrites a row each time a duplicate arrives
+            writer.put(replace(memories[0], access_count=round_ + 1), DuplicatePolicy.OVERWRITE)
+            if round_ % 50 == 0:
+                assert_same_as_fts(reader, FILTERS[1])
+            else:
+                reader.keyword_search("rollback", FILTERS[1], 5)  # the reader applies each rewrite
+        assert_same_as_fts(reader, FILTERS[1])
+        for partition in reader._index._partitions.values():
+            assert partition.postings.entries <= 4 * max(1, partition.tokens) + 64
+    finally:
+        reader.close()
+        writer.close()
