@@ -114,7 +114,7 @@ class QueuedEmbedder:
                 self._wake.wait()
             is_query = bool(self._queries)
             queue = self._queries if is_query else self._passages
-            batch, size = [queue.popleft()], 0
+            batch = [queue.popleft()]
             size = len(batch[0].texts)
             while queue and size + len(queue[0].texts) <= self._max_batch:
                 piece = queue.popleft()

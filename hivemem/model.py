@@ -26,6 +26,7 @@ __all__ = [
     "RetrievalMode",
     "Source",
     "WriteOutcome",
+    "embedding_text",
     "new_memory_id",
     "utcnow",
 ]
@@ -122,6 +123,11 @@ class WriteOutcome(StrEnum):
     REINFORCED = "reinforced"
 
 
+def embedding_text(title: str, content: str) -> str:
+    """The text the embedder sees for a memory: the title carries the gist, the content the detail."""
+    return f"{title}\n{content}"
+
+
 @dataclass(slots=True)
 class Memory:
     """One stored memory. ``id`` is assigned by the gateway before any job runs."""
@@ -149,8 +155,8 @@ class Memory:
     embedding_model: str = ""
 
     def embedding_text(self) -> str:
-        """The text the embedder sees: the title carries the gist, the content the detail."""
-        return f"{self.title}\n{self.content}"
+        """The text the embedder sees (see :func:`embedding_text`)."""
+        return embedding_text(self.title, self.content)
 
 
 @dataclass(frozen=True, slots=True)

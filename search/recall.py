@@ -150,7 +150,7 @@ class Recaller:
         return [Fused(c.id, c.score * scale, {}) for c in found]
 
     def _legs(
-        self, queries: Sequence[str], vectors: Sequence[Sequence[float] | None] | _Vectors, where: SearchFilter
+        self, queries: Sequence[str], vectors: _Vectors, where: SearchFilter
     ) -> list[dict[str, Sequence[Candidate]]]:
         n = self.params.candidates_per_leg
         with_text = self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.BM25)
@@ -170,17 +170,15 @@ class Recaller:
         return per_query
 
     def _per_query(self, queries: Sequence[str], vectors: _Vectors, where: SearchFilter) -> list[list[Fused]]:
+        results: list[list[Fused] | None] = [None] * len(queries)
         if isinstance(self._store, FusesNatively):
-            vectors = _now(vectors)
-            results: list[list[Fused] | None] = [
-                self._native(q, v, where) for q, v in zip(queries, vectors, strict=True)
-            ]
-        else:
-            results = [None] * len(queries)
+            vectors = _now(vectors)  # native fusion needs the vectors first; nothing to overlap
+            results = [self._native(q, v, where) for q, v in zip(queries, vectors, strict=True)]
         rest = [i for i, r in enumerate(results) if r is None]
-        if len(rest) < len(queries):
-            vectors = [_now(vectors)[i] for i in rest]
         if rest:
+            if len(rest) < len(queries):
+                resolved = _now(vectors)
+                vectors = [resolved[i] for i in rest]
             gathered = self._legs([queries[i] for i in rest], vectors, where)
             for i, legs in zip(rest, gathered, strict=True):
                 results[i] = self._fuse(legs, self._weights(legs)) if legs else []

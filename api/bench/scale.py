@@ -42,6 +42,8 @@ from api.bench.throughput import percentile, timed_calls
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
 from hivemem.limits import printable
+from hivemem.model import embedding_text
+from workers.embed import load_embedder
 
 __all__ = ["run_scale"]
 
@@ -90,8 +92,6 @@ def load_queries(data: Path, count: int) -> list[str]:
 
 def _embedded(settings: Settings, texts: Sequence[str], cache: Path, kind: str) -> F32:
     """Vectors of ``texts`` by the configured model, cached by content and model."""
-    from workers.embed import load_embedder
-
     embedder = load_embedder(settings)
     digest = hashlib.sha256(f"{embedder.model_id}:{settings.passage_prefix}:{kind}".encode())
     for text in texts:
@@ -148,7 +148,6 @@ def _build(
     from hivemem.model import Memory, MemoryType, Source, WriteOutcome
     from hivemem.resolution import Resolution
     from search import open_store
-    from workers.embed import load_embedder
 
     model_id = load_embedder(settings).model_id
     store = open_store(f"sqlite:///{db}", embedding_model=model_id, dimension=base.shape[1])
@@ -198,12 +197,6 @@ def _exact(base: F32, queries: F32, size: int, scopes: int, k: int = 10) -> list
         best_scores = np.take_along_axis(both, top, axis=1)
         best_ids = np.take_along_axis(ids, top, axis=1)
     return [[str(uuid.UUID(int=int(i) + 1)) for i in row] for row in best_ids]
-
-
-def _model_id() -> str:
-    from workers.embed import PACKAGED_MODEL_ID
-
-    return PACKAGED_MODEL_ID
 
 
 def _rss_mb() -> dict[str, float]:
@@ -308,7 +301,7 @@ def run_scale(
     texts = load_texts(data, real)
     asked = load_queries(data, queries)
     progress(f"scale: {len(texts)} real texts, {len(asked)} queries")
-    base = _embedded(settings, [f"{t}\n{s}" for t, s in texts], cache, "passages")
+    base = _embedded(settings, [embedding_text(title, sentence) for title, sentence in texts], cache, "passages")
     query_vectors = _embedded(settings, asked, cache, "queries")
     runs = []
     for scopes in layouts:
@@ -329,7 +322,7 @@ def run_scale(
                 Path(db + suffix).unlink(missing_ok=True)
     return {
         "bench": "scale",
-        "embed_model": settings.embed_model or _model_id(),
+        "embed_model": load_embedder(settings).model_id,
         "real_texts": len(texts),
         "queries": len(asked),
         "runs": runs,

@@ -32,6 +32,7 @@ from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfigError
+from hivemem.model import embedding_text
 from hivemem.schemas import MemoryCreate, RecallRequest
 
 __all__ = ["percentile", "run_throughput", "synthetic_corpus", "timed_calls"]
@@ -181,7 +182,7 @@ def run_throughput(
             # does, in this process (in the celery shape the workers embed, but the model is the same).
             progress("  raw batched forward pass over the same texts")
             inner = service.embedder.inner if isinstance(service.embedder, QueuedEmbedder) else service.embedder
-            texts = [f"{r.title}\n{r.content}" for r in singles + batch]
+            texts = [embedding_text(r.title, r.content) for r in singles + batch]
             start = time.perf_counter()
             inner.embed_passages(texts)
             raw_per_s = len(texts) / (time.perf_counter() - start)
