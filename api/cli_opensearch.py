@@ -49,9 +49,9 @@ def _model(args: argparse.Namespace, settings: Settings, *, export: bool) -> tup
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run ``hivemem opensearch setup``; returns the exit status (1 if any object failed)."""
-    from search.opensearch_bodies import IndexNames, IndexOptions
-    from search.opensearch_client import make_client, parse_url
-    from search.opensearch_setup import ensure, exported_files
+    from search.opensearch.bodies import IndexNames, IndexOptions
+    from search.opensearch.client import make_client, parse_url
+    from search.opensearch.setup import ensure, exported_files
 
     options = IndexOptions.from_settings(settings)
     if args.export is not None:

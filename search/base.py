@@ -23,10 +23,19 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from hivemem.fusion import Candidate
-from hivemem.model import AuditEvent, DuplicatePolicy, Memory, MemoryState, MemoryType, Relation
+from hivemem.model import AuditEvent, DuplicatePolicy, FusionMethod, Memory, MemoryState, MemoryType, Relation
 from hivemem.resolution import Resolution
 
-__all__ = ["DEFAULT_STATES", "SearchFilter", "Store", "Warms"]
+__all__ = [
+    "DEFAULT_STATES",
+    "FusesNatively",
+    "LegQuery",
+    "Legs",
+    "SearchFilter",
+    "SearchesLegsTogether",
+    "Store",
+    "Warms",
+]
 
 DEFAULT_STATES: tuple[MemoryState, ...] = (MemoryState.WORKING, MemoryState.CONSOLIDATED)
 
@@ -173,4 +182,41 @@ class Warms(Protocol):
 
     def warm(self) -> None:
         """Load it now."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LegQuery:
+    """One query's legs: ``text`` for BM25 and ``vector`` for k-NN; None skips that leg."""
+
+    text: str | None
+    vector: Sequence[float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Legs:
+    """One query's candidates per leg, as ``keyword_search``/``vector_search`` would return them; None if not run."""
+
+    keyword: list[Candidate] | None
+    vector: list[Candidate] | None
+
+
+@runtime_checkable
+class SearchesLegsTogether(Protocol):
+    """A store that runs every leg of several queries in one round trip."""
+
+    def search_legs(self, queries: Sequence[LegQuery], where: SearchFilter, limit: int) -> list[Legs]:
+        """For each query, in order, the legs it asks for, each exactly as the single-leg methods answer."""
+        ...
+
+
+@runtime_checkable
+class FusesNatively(Protocol):
+    """A store that can fuse BM25 and k-NN in the engine (OpenSearch ``hybrid`` + search pipeline)."""
+
+    def native_hybrid(
+        self, text: str, vector: Sequence[float], where: SearchFilter, limit: int, *, fusion: FusionMethod
+    ) -> list[Candidate] | None:
+        """Fused candidates, best first: min-max scores in [0, 1], or unweighted RRF sums. None when the
+        store is not configured for native fusion or cannot run it for this input."""
         ...

@@ -6,7 +6,7 @@ Then each candidate's relevance is moved by its decayed strength and scaled by t
 (:mod:`hivemem.decay`), ``min_relevance`` drops weak results and ``limit`` cuts the list.
 Recall never writes: access reinforcement is the caller's background job.
 
-Two optional store capabilities, used when a store has them: :class:`SearchesLegsTogether` (every
+Two optional store capabilities (:mod:`search.base`), used when a store has them: :class:`SearchesLegsTogether` (every
 leg of every query in one round trip, e.g. OpenSearch ``_msearch``; fusion still happens here, so
 rankings agree with the SQLite store) and :class:`FusesNatively` (an engine-side hybrid query whose
 pipeline does the same arithmetic, enabled by the store's own configuration).
@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
 
 from hivemem.config import Settings
 from hivemem.decay import rescore, strength, trust_factor
@@ -26,9 +25,9 @@ from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
 from hivemem.model import FusionMethod, Hit, RetrievalMode
-from search.base import SearchFilter, Store
+from search.base import FusesNatively, LegQuery, SearchesLegsTogether, SearchFilter, Store
 
-__all__ = ["FusesNatively", "LegQuery", "Legs", "RecallParams", "Recaller", "SearchesLegsTogether"]
+__all__ = ["RecallParams", "Recaller"]
 
 _BM25, _DENSE = "bm25", "dense"
 
@@ -39,43 +38,6 @@ _Vectors = Sequence[Sequence[float] | None] | Future[list[list[float]]]
 
 def _now(vectors: _Vectors) -> Sequence[Sequence[float] | None]:
     return vectors.result() if isinstance(vectors, Future) else vectors
-
-
-@dataclass(frozen=True, slots=True)
-class LegQuery:
-    """One query's legs: ``text`` for BM25 and ``vector`` for k-NN; None skips that leg."""
-
-    text: str | None
-    vector: Sequence[float] | None
-
-
-@dataclass(frozen=True, slots=True)
-class Legs:
-    """One query's candidates per leg, as ``keyword_search``/``vector_search`` would return them; None if not run."""
-
-    keyword: list[Candidate] | None
-    vector: list[Candidate] | None
-
-
-@runtime_checkable
-class SearchesLegsTogether(Protocol):
-    """A store that runs every leg of several queries in one round trip."""
-
-    def search_legs(self, queries: Sequence[LegQuery], where: SearchFilter, limit: int) -> list[Legs]:
-        """For each query, in order, the legs it asks for, each exactly as the single-leg methods answer."""
-        ...
-
-
-@runtime_checkable
-class FusesNatively(Protocol):
-    """A store that can fuse BM25 and k-NN in the engine (OpenSearch ``hybrid`` + search pipeline)."""
-
-    def native_hybrid(
-        self, text: str, vector: Sequence[float], where: SearchFilter, limit: int, *, fusion: FusionMethod
-    ) -> list[Candidate] | None:
-        """Fused candidates, best first: min-max scores in [0, 1], or unweighted RRF sums. None when the
-        store is not configured for native fusion or cannot run it for this input."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from hivemem.config import Settings
-from search.opensearch_client import parse_url
+from search.opensearch.client import parse_url
 from workers.queues import QUEUES
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, RetrievalMode
 from hivemem.schemas import MemoryCreate
-from search.sqlite_schema import SCHEMA_VERSION
+from search.sqlite.schema import SCHEMA_VERSION
 from workers.embed import load_embedder
 
 __all__ = ["BenchCorpus", "bench_service", "emit"]

@@ -19,7 +19,8 @@ from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.model import FusionMethod, RetrievalMode, utcnow
 from search import SearchFilter, Store, open_store
-from search.recall import Recaller, RecallParams, SearchesLegsTogether
+from search.base import SearchesLegsTogether
+from search.recall import Recaller, RecallParams
 from tests.contract.test_store_contract import make
 from tests.opensearch_backend import OpenSearchBackend
 from tests.opensearch_spec import SpecValidator

@@ -15,10 +15,10 @@ import pytest
 from api.cli_opensearch import DEFAULT_DIMENSION, DEFAULT_MODEL_ID
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, MemoryType
-from search import opensearch_bodies as bodies
 from search.base import SearchFilter
-from search.opensearch_bodies import IndexNames, IndexOptions
-from search.opensearch_setup import exported_files, templates
+from search.opensearch import bodies
+from search.opensearch.bodies import IndexNames, IndexOptions
+from search.opensearch.setup import exported_files, templates
 from tests.opensearch_backend import NO_SPEC_REASON
 from tests.opensearch_spec import SPEC_DIR, SpecValidator, SpecViolation
 
@@ -172,7 +172,7 @@ def test_deploy_json_is_what_the_builders_produce() -> None:
 
 def test_stopwords_match_the_sqlite_store() -> None:
     from search.query_terms import ENGLISH_STOPWORDS
-    from search.sqlite import _fts_query
+    from search.sqlite.store import _fts_query
 
     # Both stores take their terms from search.query_terms: Lucene's 33 English stopwords.
     assert len(ENGLISH_STOPWORDS) == 33 and {"the", "of", "with"} <= ENGLISH_STOPWORDS

@@ -20,9 +20,10 @@ from hivemem.errors import ConfigError, DuplicateMemoryError, EmbeddingMismatchE
 from hivemem.model import DuplicatePolicy, FusionMethod, RetrievalMode, WriteOutcome, utcnow
 from hivemem.resolution import resolve
 from search import SearchFilter, open_store
-from search.opensearch_client import parse_url
-from search.opensearch_docs import claim_id, to_iso
-from search.recall import LegQuery, Recaller, RecallParams, SearchesLegsTogether
+from search.base import LegQuery, SearchesLegsTogether
+from search.opensearch.client import parse_url
+from search.opensearch.docs import claim_id, to_iso
+from search.recall import Recaller, RecallParams
 from tests.contract.test_store_contract import make
 from tests.opensearch_backend import NO_SPEC_REASON, OpenSearchBackend
 from tests.opensearch_spec import SpecValidator
@@ -278,3 +279,24 @@ def test_a_batch_of_new_memories_is_two_bulk_requests(store: Any, embedder: Hash
     outcomes = [r.outcome for r in store.write_resolved_many(again, lambda m, held: resolve(m, held, utcnow()))]
     assert outcomes == [WriteOutcome.REINFORCED, WriteOutcome.STORED, WriteOutcome.REINFORCED]
     assert store.count() == 31
+
+
+def test_driver_errors_come_out_as_typed_store_errors(store: Any) -> None:
+    # The store's own client and cluster, so every request is the one the store would send.
+    from search.opensearch.errors import AlreadyExists, Conflict, DocumentMissing, IndexMissing, translate_errors
+
+    client, target = store._cluster.client, store._target
+    missing_index = f"{store._names.memories}_nothing_here"
+    with pytest.raises(IndexMissing, match="index_not_found"), translate_errors(target.display, "reading"):
+        client.get(index=missing_index, id="x")
+    with pytest.raises(DocumentMissing), translate_errors(target.display, "reading"):
+        client.get(index=store._names.claims, id="no-such-claim")
+    assert store._cluster.get_doc(store._names.claims, "no-such-claim") is None
+    with pytest.raises(IndexMissing):
+        store._cluster.get_doc(missing_index, "x")
+    client.index(index=store._names.claims, id="c1", body={"memory_id": "m"}, op_type="create", refresh=True)
+    with pytest.raises(Conflict), translate_errors(target.display, "claiming"):
+        client.index(index=store._names.claims, id="c1", body={"memory_id": "m"}, op_type="create")
+    existing = client.indices.get_alias(name=store._names.claims)
+    with pytest.raises(AlreadyExists), translate_errors(target.display, "creating"):
+        client.indices.create(index=next(iter(existing)))

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import search.sqlite as sqlite_store
+import search.sqlite.store as sqlite_store
 from hivemem.embedding import HashEmbedder
 from hivemem.fusion import Candidate
 from hivemem.model import DuplicatePolicy, Memory, MemoryState, MemoryType
@@ -187,7 +187,7 @@ def test_concurrent_searches_with_different_filters_each_get_their_own_answer(
 
 
 def test_a_large_product_split_over_threads_equals_one_product() -> None:
-    from search.index_partition import product
+    from search.sqlite.index_partition import product
 
     rng = np.random.default_rng(1)
     matrix = rng.normal(size=(40_001, 16)).astype(np.float32)

@@ -11,7 +11,7 @@ import numpy as np
 
 from hivemem.errors import EmbeddingMismatchError
 from hivemem.model import AuditEvent, Memory, MemoryState, MemoryType, Relation, RelationType, Source
-from search.sqlite_schema import MEMORY_COLUMNS
+from search.sqlite.schema import MEMORY_COLUMNS
 
 __all__ = [
     "ASSIGNMENTS",

@@ -5,7 +5,7 @@ Why this design (measured on 2 cores, 384-d all-MiniLM vectors, SciFact sentence
 - Listing the scope's rows in SQL before scoring them cost 0.55 s per query at 100k memories, far
   more than the scoring. So no query reads rows: each row's filter fields (scope, state, type, tags,
   creation time) live beside its vector and its terms, and a filter is a few vectorised comparisons.
-- One partition per scope (:mod:`search.index_partition`): a recall reads the scopes it asks for and
+- One partition per scope (:mod:`search.sqlite.index_partition`): a recall reads the scopes it asks for and
   nothing else, so 100 scopes of 10k cost a query what one scope of 10k costs.
 - Vectors: exact float32 scoring, one product (~7 ms over 100k rows, ~80 ms over 1M). Queries
   that arrive together are scored in one matrix-matrix product (the store coalesces them): 16
@@ -18,7 +18,7 @@ Why this design (measured on 2 cores, 384-d all-MiniLM vectors, SciFact sentence
   (gathering the probed rows costs what reading them in order does). Not measured yet: sqlite-vec
   (also exact, so the same read) and an HNSW graph (``usearch``/``faiss-cpu``), which is what 1M rows
   in one scope need (the exact product is ~90 ms there).
-- Keywords: BM25 from postings in memory, scored as FTS5 scores (:mod:`search.keyword_index`),
+- Keywords: BM25 from postings in memory, scored as FTS5 scores (:mod:`search.sqlite.keyword_index`),
   because FTS5's own ranking took 73 ms p50 at 100k.
 - Processes sharing one file see each other's writes through ``vector_changes``, a log that triggers
   append to on every insert, delete and update of an indexed column. Before a search the index reads
@@ -40,8 +40,8 @@ import numpy.typing as npt
 
 from hivemem.fusion import Candidate
 from search.base import SearchFilter
-from search.index_partition import STATE_CODES, TYPE_CODES, UNKNOWN_CODE, Partition, RowFields, ranked
-from search.keyword_index import Tokenizer, bm25_idf
+from search.sqlite.index_partition import STATE_CODES, TYPE_CODES, UNKNOWN_CODE, Partition, RowFields, ranked
+from search.sqlite.keyword_index import Tokenizer, bm25_idf
 
 __all__ = ["MemoryIndex"]
 

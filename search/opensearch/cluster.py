@@ -1,7 +1,7 @@
 """One ``opensearchpy`` client behind the store's error boundary, shared by its reads and writes.
 
 Every request goes through :meth:`Cluster.call`, which refuses a closed store and translates
-driver errors (:func:`search.opensearch_client.translate_errors`); the helpers here are the
+driver errors (:func:`search.opensearch.errors.translate_errors`); the helpers here are the
 request shapes more than one part of the store needs: a checked ``_bulk``, a realtime GET that
 reads a missing document as None, and a paged scan.
 """
@@ -13,7 +13,8 @@ from functools import partial
 from typing import Any
 
 from hivemem.errors import StoreError, StoreUnavailableError
-from search.opensearch_client import ClusterTarget, translate_errors
+from search.opensearch.client import ClusterTarget
+from search.opensearch.errors import DocumentMissing, translate_errors
 
 __all__ = ["Cluster"]
 
@@ -34,7 +35,7 @@ class Cluster:
         """``fn()`` with the driver's errors translated; ``StoreUnavailableError`` once closed."""
         if self.closed:
             raise StoreUnavailableError("the store is closed")
-        with translate_errors(self.target, action):
+        with translate_errors(self.target.display, action):
             return fn()
 
     def bulk(self, lines: list[Json], refresh: str) -> list[Json]:
@@ -50,17 +51,10 @@ class Cluster:
 
     def get_doc(self, alias: str, doc_id: str) -> Json | None:
         """The realtime GET of one document; None when the document (not the index) is missing."""
-        from opensearchpy import NotFoundError
-
-        if self.closed:
-            raise StoreUnavailableError("the store is closed")
         try:
-            with translate_errors(self.target, f"reading {alias}/{doc_id}"):
-                return dict(self.client.get(index=alias, id=doc_id))
-        except StoreError as exc:
-            if isinstance(exc.__cause__, NotFoundError) and "index_not_found" not in str(exc):
-                return None
-            raise
+            return dict(self.call(f"reading {alias}/{doc_id}", lambda: self.client.get(index=alias, id=doc_id)))
+        except DocumentMissing:
+            return None
 
     def scan(self, alias: str, query: Json, sort: list[Any]) -> Iterator[Json]:
         """Every matching ``_source``, in ``sort`` order, page by page (``search_after``)."""

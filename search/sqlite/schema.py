@@ -69,7 +69,7 @@ END;
 -- change log below does that now, so the trigger goes (one UPDATE less on every embedding write).
 DROP TRIGGER IF EXISTS memories_vec;
 
--- The change log of what the in-memory index (search.memory_index) holds: a row is logged
+-- The change log of what the in-memory index (search.sqlite.memory_index) holds: a row is logged
 -- when it is inserted, deleted, or has a field the index searches or filters on rewritten. Each
 -- process applies the rows logged since it last looked; old entries are pruned by the writer.
 CREATE TABLE IF NOT EXISTS vector_changes (

@@ -14,9 +14,10 @@ from typing import Any
 
 from hivemem.errors import EmbeddingMismatchError, StoreError, StoreUnavailableError
 from hivemem.model import FusionMethod
-from search import opensearch_bodies as bodies
-from search.opensearch_bodies import IndexNames, IndexOptions
-from search.opensearch_client import ClusterTarget, translate_errors
+from search.opensearch import bodies
+from search.opensearch.bodies import IndexNames, IndexOptions
+from search.opensearch.client import ClusterTarget
+from search.opensearch.errors import AlreadyExists, translate_errors
 
 __all__ = ["SetupReport", "check_memory_index", "ensure", "exported_files", "templates"]
 
@@ -68,7 +69,7 @@ def check_memory_index(
     client: Any, target: ClusterTarget, names: IndexNames, embedding_model: str, dimension: int
 ) -> None:
     """Refuse a memories index built for another embedding model, dimension or schema version."""
-    with translate_errors(target, f"reading the mapping of {names.memories}"):
+    with translate_errors(target.display, f"reading the mapping of {names.memories}"):
         response = client.indices.get_mapping(index=names.memories)
     for index, body in response.items():
         mappings = body.get("mappings", {})
@@ -85,10 +86,6 @@ def check_memory_index(
                 f"({stored_dim} dims), but {embedding_model!r} ({dimension} dims) is configured; set "
                 "HIVEMEM_EMBED_MODEL back or use another ?index= prefix"
             )
-
-
-def _is(exc: StoreError, error_type: str) -> bool:
-    return error_type in str(exc)
 
 
 def _attempt(report: SetupReport, kind: str, name: str, outcome: str, call: Callable[[], object]) -> bool:
@@ -123,19 +120,19 @@ def ensure(
     report = SetupReport()
     for alias, template in templates(names, options, embedding_model=embedding_model, dimension=dimension).items():
         template_name = names.template(alias)
-        with translate_errors(target, f"checking template {template_name}"):
+        with translate_errors(target.display, f"checking template {template_name}"):
             template_exists = bool(client.indices.exists_index_template(name=template_name))
         if update or not template_exists:
 
             def put(name: str = template_name, body: Json = template) -> None:
-                with translate_errors(target, f"writing index template {name}"):
+                with translate_errors(target.display, f"writing index template {name}"):
                     client.indices.put_index_template(name=name, body=body)
 
             _attempt(report, "index template", template_name, "updated" if template_exists else "created", put)
         else:
             report.add("index template", template_name, "exists")
 
-        with translate_errors(target, f"checking alias {alias}"):
+        with translate_errors(target.display, f"checking alias {alias}"):
             alias_exists = bool(client.indices.exists_alias(name=alias))
         if alias_exists:
             report.add("alias", alias, "exists")
@@ -143,12 +140,10 @@ def ensure(
         index = names.index(alias)
         body = {**template["template"], "aliases": {alias: {"is_write_index": True}}}
         try:
-            with translate_errors(target, f"creating index {index}"):
+            with translate_errors(target.display, f"creating index {index}"):
                 client.indices.create(index=index, body=body)
             report.add("index + alias", f"{index} <- {alias}", "created")
-        except StoreError as exc:
-            if not _is(exc, "resource_already_exists_exception"):
-                raise
+        except AlreadyExists:
             report.add("index + alias", f"{index} <- {alias}", "exists (created concurrently)")
     check_memory_index(client, target, names, embedding_model, dimension)
     if pipelines:
@@ -157,7 +152,7 @@ def ensure(
             pipeline = bodies.search_pipeline(options, fusion)
 
             def put_pipeline(name: str = name, body: Json = pipeline) -> None:
-                with translate_errors(target, f"writing search pipeline {name}"):
+                with translate_errors(target.display, f"writing search pipeline {name}"):
                     client.search_pipeline.put(id=name, body=body)
 
             _attempt(report, "search pipeline", name, "written", put_pipeline)

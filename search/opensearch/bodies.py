@@ -15,7 +15,7 @@ from typing import Any, Literal
 from hivemem.config import Settings
 from hivemem.model import FusionMethod
 from search.base import SearchFilter
-from search.opensearch_docs import to_iso
+from search.opensearch.docs import to_iso
 from search.query_terms import query_terms
 
 __all__ = [

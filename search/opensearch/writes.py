@@ -1,7 +1,7 @@
 """The lock-free write protocol of the OpenSearch store: content claims and conditional writes.
 
 One memory holds each (scope, content hash): the claim document of that pair (in the ``-claims``
-alias, id :func:`search.opensearch_docs.claim_id`) names it, and is created with
+alias, id :func:`search.opensearch.docs.claim_id`) names it, and is created with
 ``op_type=create`` so that of two racing writers exactly one wins. Memories are written and
 deleted on the ``_seq_no``/``_primary_term`` they were read at, and a writer that loses (409)
 reads again, backs off and retries. :class:`MemoryWriter` is every write to the memories index,
@@ -19,12 +19,13 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from hivemem.errors import DuplicateMemoryError, MemoryNotFoundError, StoreError, StoreUnavailableError
+from hivemem.errors import DuplicateMemoryError, MemoryNotFoundError, StoreUnavailableError
 from hivemem.model import DuplicatePolicy, Memory
 from hivemem.resolution import Resolution
-from search.opensearch_bodies import IndexNames
-from search.opensearch_cluster import Cluster
-from search.opensearch_docs import claim_id, from_iso, memory_doc, memory_from_doc, to_iso
+from search.opensearch.bodies import IndexNames
+from search.opensearch.cluster import Cluster
+from search.opensearch.docs import claim_id, from_iso, memory_doc, memory_from_doc, to_iso
+from search.opensearch.errors import Conflict
 
 __all__ = ["MemoryWriter", "Versioned"]
 
@@ -116,8 +117,6 @@ class MemoryWriter:
         """
         cid = claim_id(memory.scope, memory.content_hash)
         claim = _claim_body(memory)
-        from opensearchpy import ConflictError
-
         client = self._cluster.client
         for attempt in range(_MAX_ATTEMPTS):
             try:
@@ -126,9 +125,8 @@ class MemoryWriter:
                     lambda: client.index(index=self._names.claims, id=cid, body=claim, op_type="create"),
                 )
                 return True
-            except StoreError as exc:
-                if not isinstance(exc.__cause__, ConflictError):
-                    raise
+            except Conflict:
+                pass
             held = self._cluster.get_doc(self._names.claims, cid)
             if held is None or not held.get("found", False):
                 continue  # released meanwhile: try to create it again
@@ -161,9 +159,8 @@ class MemoryWriter:
                     ),
                 )
                 return True
-            except StoreError as exc:
-                if not isinstance(exc.__cause__, ConflictError):
-                    raise
+            except Conflict:
+                pass
         raise StoreUnavailableError(f"could not claim content {memory.content_hash[:12]} in {memory.scope!r}")
 
     def _release(self, scope: str, content_hash: str, memory_id: str) -> None:

@@ -1,7 +1,7 @@
 """The SQLite store: the embedded shape's database, one file on one machine.
 
 The file holds every memory, its vector and an FTS5 index; searches run on an in-memory copy of the
-rows (:mod:`search.memory_index`: exact cosine, and BM25 scored as FTS5 scores), kept in step with
+rows (:mod:`search.sqlite.memory_index`: exact cosine, and BM25 scored as FTS5 scores), kept in step with
 the file by a change log, so other processes' writes are seen. WAL, so readers never block the
 writer. All writes in a process go through **one** connection guarded by a lock, each unit of work
 in ``BEGIN IMMEDIATE``; other processes on the same file wait on SQLite's busy timeout, so several
@@ -44,9 +44,9 @@ from hivemem.model import (
 )
 from hivemem.resolution import Resolution
 from search.base import SearchFilter
-from search.memory_index import MemoryIndex
 from search.query_terms import query_terms
-from search.sqlite_rows import (
+from search.sqlite.memory_index import MemoryIndex
+from search.sqlite.rows import (
     ASSIGNMENTS,
     audit_from_row,
     memory_from_row,
@@ -54,7 +54,7 @@ from search.sqlite_rows import (
     relation_from_row,
     to_timestamp,
 )
-from search.sqlite_schema import MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
+from search.sqlite.schema import MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
 
 __all__ = ["SQLiteStore"]
 

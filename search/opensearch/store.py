@@ -5,11 +5,11 @@ records and content claims have their own aliases (``PREFIX-relations``, ``-audi
 BM25 over ``title``/``content``/``tags`` with the analysis of the SQLite store (porter, English
 stopwords dropped from queries), an HNSW ``knn_vector`` whose engine and space type are settings.
 Filters sit inside the BM25 bool and inside ``knn.filter``. Request bodies come from
-:mod:`search.opensearch_bodies`; templates and pipelines from :mod:`search.opensearch_setup`.
+:mod:`search.opensearch.bodies`; templates and pipelines from :mod:`search.opensearch.setup`.
 
-Writes to the memories index go through :class:`search.opensearch_writes.MemoryWriter`, the
+Writes to the memories index go through :class:`search.opensearch.writes.MemoryWriter`, the
 lock-free write protocol (claims + conditional writes); every request goes through one
-:class:`search.opensearch_cluster.Cluster`, the error boundary.
+:class:`search.opensearch.cluster.Cluster`, the error boundary.
 
 Refresh policy: a single write waits for the refresh (``wait_for``) so what ``memorize`` stored
 is recallable when it returns; bulk imports (:meth:`OpenSearchStore.put_many`) do not wait and
@@ -31,15 +31,15 @@ from hivemem.errors import ConfigError, EmbeddingMismatchError, MemoryNotFoundEr
 from hivemem.fusion import Candidate
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, DuplicatePolicy, FusionMethod, Memory, Relation
 from hivemem.resolution import Resolution
-from search import opensearch_bodies as bodies
-from search.base import SearchFilter
-from search.opensearch_bodies import IndexNames, IndexOptions
-from search.opensearch_client import ClusterTarget, make_client, parse_url, translate_errors
-from search.opensearch_cluster import Cluster
-from search.opensearch_docs import audit_doc, audit_from_doc, relation_doc, relation_from_doc, relation_id
-from search.opensearch_setup import ensure
-from search.opensearch_writes import MemoryWriter
-from search.recall import LegQuery, Legs
+from search.base import LegQuery, Legs, SearchFilter
+from search.opensearch import bodies
+from search.opensearch.bodies import IndexNames, IndexOptions
+from search.opensearch.client import ClusterTarget, make_client, parse_url
+from search.opensearch.cluster import Cluster
+from search.opensearch.docs import audit_doc, audit_from_doc, relation_doc, relation_from_doc, relation_id
+from search.opensearch.errors import translate_errors
+from search.opensearch.setup import ensure
+from search.opensearch.writes import MemoryWriter
 
 __all__ = ["OpenSearchStore"]
 
@@ -51,7 +51,7 @@ _PREFIX = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,150}$")
 class OpenSearchStore:
     """A :class:`search.base.Store` on an OpenSearch cluster.
 
-    ``write_resolved`` is atomic across processes without locks (see :mod:`search.opensearch_writes`).
+    ``write_resolved`` is atomic across processes without locks (see :mod:`search.opensearch.writes`).
     Opening creates the templates, indices and aliases that are missing and refuses an index built
     for another embedding model or dimension (``EmbeddingMismatchError``).
     """
@@ -231,7 +231,7 @@ class OpenSearchStore:
         return [] if body is None else self._knn_hits(self._search(body))
 
     def search_legs(self, queries: Sequence[LegQuery], where: SearchFilter, limit: int) -> list[Legs]:
-        """Both legs of every query in one ``_msearch`` round trip; see :class:`search.recall.LegQuery`."""
+        """Both legs of every query in one ``_msearch`` round trip; see :class:`search.base.LegQuery`."""
         plan: list[tuple[int, str]] = []
         searches: list[Json] = []
         for i, query in enumerate(queries):
@@ -297,14 +297,14 @@ class OpenSearchStore:
         """Delete every index, alias and template of this prefix (and its pipelines, if any)."""
         names = self._names
         indices = ",".join(names.index(alias) for alias in names.aliases())
-        with translate_errors(self._target, "dropping the indices"):
+        with translate_errors(self._target.display, "dropping the indices"):
             self._client.indices.delete(index=indices, ignore_unavailable=True)
             for alias in names.aliases():
                 if self._client.indices.exists_index_template(name=names.template(alias)):
                     self._client.indices.delete_index_template(name=names.template(alias))
         if self._options.hybrid == "native":
             for fusion in FusionMethod:
-                with translate_errors(self._target, "dropping the search pipelines"):
+                with translate_errors(self._target.display, "dropping the search pipelines"):
                     self._client.search_pipeline.delete(id=bodies.pipeline_name(names, fusion), ignore=[404])
         self.close()
 

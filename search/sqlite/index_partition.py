@@ -17,7 +17,7 @@ import numpy.typing as npt
 from hivemem.fusion import Candidate
 from hivemem.model import MemoryState, MemoryType
 from search.base import SearchFilter
-from search.keyword_index import Postings
+from search.sqlite.keyword_index import Postings
 
 __all__ = ["STATE_CODES", "TYPE_CODES", "UNKNOWN_CODE", "Partition", "RowFields"]
 
@@ -51,7 +51,7 @@ _SCORERS = ThreadPoolExecutor(max_workers=_SCORER_THREADS, thread_name_prefix="h
 def product(matrix: F32, queries: F32) -> F32:
     """``matrix @ queries.T``, row blocks spread over a few threads of our own.
 
-    BLAS runs single-threaded in this process (:mod:`search.memory_index` sets it): OpenBLAS's
+    BLAS runs single-threaded in this process (:mod:`search.sqlite.memory_index` sets it): OpenBLAS's
     own threads spin after each call and took the cores from the model's threads, which doubled a
     recall's latency at 100k memories. Our threads wait on a queue instead, and split the rows just
     as well (100k rows: 11 ms in one thread, 6.6 ms in two).

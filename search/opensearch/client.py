@@ -1,22 +1,20 @@
-"""Connecting to OpenSearch: the store URL, the client's TLS/auth/timeouts, and the error boundary.
+"""Connecting to OpenSearch: the store URL, the client's TLS/auth/timeouts.
 
-``opensearchpy`` is imported here and in the other ``search/opensearch*`` modules only, so the
+``opensearchpy`` is imported here and in the other modules of this package only, so the
 embedded shape runs without the ``hivemem[opensearch]`` extra.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from hivemem.config import Settings
-from hivemem.errors import ConfigError, StoreError, StoreUnavailableError
+from hivemem.errors import ConfigError
 
-__all__ = ["SCHEMES", "ClusterTarget", "make_client", "parse_url", "translate_errors"]
+__all__ = ["SCHEMES", "ClusterTarget", "make_client", "parse_url"]
 
 SCHEMES = ("opensearch+http", "opensearch+https")
 _DEFAULT_PORT = 9200
@@ -99,34 +97,3 @@ def make_client(target: ClusterTarget, settings: Settings, *, connection_class: 
     if connection_class is not None:
         options["connection_class"] = connection_class
     return OpenSearch(**options)
-
-
-def _reason(exc: Any) -> str:
-    info = getattr(exc, "info", None)
-    if isinstance(info, dict):
-        error = info.get("error")
-        if isinstance(error, dict):
-            causes = error.get("root_cause") or [error]
-            first = causes[0] if isinstance(causes, list) and causes else error
-            return f"{first.get('type', 'error')}: {first.get('reason', '')}"
-    error_text = getattr(exc, "error", None)
-    return str(error_text or exc)
-
-
-@contextmanager
-def translate_errors(target: ClusterTarget, action: str) -> Iterator[None]:
-    """Turn ``opensearchpy`` errors raised while doing ``action`` into :mod:`hivemem.errors` classes."""
-    from opensearchpy import exceptions as os_errors
-
-    try:
-        yield
-    except os_errors.ConnectionError as exc:
-        raise StoreUnavailableError(
-            f"cannot reach OpenSearch at {target.display} ({action}): {type(exc).__name__}: {exc.error}"
-        ) from exc
-    except (os_errors.AuthenticationException, os_errors.AuthorizationException) as exc:
-        raise StoreUnavailableError(
-            f"OpenSearch at {target.display} refused the credentials ({action}): {_reason(exc)}"
-        ) from exc
-    except os_errors.TransportError as exc:
-        raise StoreError(f"OpenSearch {action} failed ({exc.status_code}): {_reason(exc)}") from exc
