@@ -252,7 +252,7 @@ class RecallRequest(BaseModel):
 
 
 class BulkMemorizeRequest(BaseModel):
-    """Many memories in one call (imports): embedded in batches, on the low-priority ``ingest`` queue."""
+    """Many memories in one call (imports): embedded in batches, on the low-priority ``bulk`` queue."""
 
     model_config = _STRICT
 

@@ -159,7 +159,7 @@ def test_cpu_workers_are_scalable() -> None:
     worker = services()["worker"]
     args = argv(worker)
     assert args[:2] == ["hivemem", "worker"]
-    assert queues(worker) == {"embed", "resolve", "ingest", "consolidate", "maintenance"}
+    assert queues(worker) == {"embed", "resolve", "bulk", "ingest", "consolidate", "maintenance"}
     assert option(args, "--device") == "cpu"
     assert option(args, "--concurrency") == "2"
     assert worker["build"]["target"] == "cpu"

@@ -83,12 +83,12 @@ class CeleryRunner:
         return self._wait(job.id, self._settings.memorize_wait_s)
 
     def memorize_bulk(self, memories: Sequence[Memory], *, wait_s: float | None) -> Ticket:
-        """Queue a bulk memorize as ingest tasks of ``BULK_CHUNK`` memories; wait up to ``wait_s``."""
+        """Queue a bulk memorize as ``memorize_bulk`` tasks of ``BULK_CHUNK`` memories; wait up to ``wait_s``."""
         job = Job(id=new_job_id(), kind=JobKind.MEMORIZE_BULK, total=len(memories))
         items = [job_item(job.id, i, m) for i, m in enumerate(memories)]
 
         def send() -> None:
-            self._sending(Task.INGEST, lambda: queue_job_work(self._app, job.kind, items))
+            self._sending(Task.MEMORIZE_BULK, lambda: queue_job_work(self._app, job.kind, items))
 
         self._queue(job, items, send)
         return self._wait(job.id, wait_s)

@@ -17,7 +17,7 @@ from workers.queues import JOBS_HEADER, Task
 
 __all__ = ["BULK_CHUNK", "job_ids", "queue_job_work", "send_job_task"]
 
-# Memories per ingest task: big enough to embed efficiently, small enough that a crashed worker
+# Memories per bulk-memorize task: big enough to embed efficiently, small enough that a crashed worker
 # redoes little and that several workers share one bulk job.
 BULK_CHUNK = 64
 
@@ -33,9 +33,9 @@ def send_job_task(app: Celery, task: str, items: list[JobItem]) -> None:
 
 
 def queue_job_work(app: Celery, kind: JobKind, items: list[JobItem]) -> None:
-    """Queue a job's items: a memorize on ``embed``, a bulk memorize on ``ingest`` in chunks."""
+    """Queue a job's items: a memorize on ``embed``, a bulk memorize on ``bulk`` in chunks."""
     if kind is JobKind.MEMORIZE:
         send_job_task(app, Task.EMBED, items)
         return
     for start in range(0, len(items), BULK_CHUNK):
-        send_job_task(app, Task.INGEST, items[start : start + BULK_CHUNK])
+        send_job_task(app, Task.MEMORIZE_BULK, items[start : start + BULK_CHUNK])

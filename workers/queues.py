@@ -10,8 +10,9 @@ __all__ = ["JOBS_HEADER", "QUEUES", "TASK_QUEUE", "Task"]
 # Listed from most to least urgent: a worker consuming several queues drains them in this order
 # (Redis `queue_order_strategy = priority`). `resolve` comes before `embed` so work already embedded
 # is finished before new work starts (otherwise a steady stream of embeds starves the writes and
-# every caller waits); bulk `ingest` only runs when interactive work is done.
-QUEUES = ("resolve", "embed", "rerank", "maintenance", "consolidate", "ingest")
+# every caller waits); bulk memorize (`bulk`) and document ingestion (`ingest`) only run when
+# interactive work is done.
+QUEUES = ("resolve", "embed", "rerank", "maintenance", "consolidate", "bulk", "ingest")
 
 
 class Task:
@@ -19,7 +20,7 @@ class Task:
 
     EMBED = "hivemem.embed"
     RESOLVE = "hivemem.resolve"
-    INGEST = "hivemem.ingest"
+    MEMORIZE_BULK = "hivemem.memorize_bulk"
     RECORD_ACCESS = "hivemem.record_access"
     PRUNE_DEAD_LETTERS = "hivemem.prune_dead_letters"
     RECONCILE = "hivemem.reconcile"
@@ -28,7 +29,7 @@ class Task:
 TASK_QUEUE = {
     Task.EMBED: "embed",
     Task.RESOLVE: "resolve",
-    Task.INGEST: "ingest",
+    Task.MEMORIZE_BULK: "bulk",
     Task.RECORD_ACCESS: "maintenance",
     Task.PRUNE_DEAD_LETTERS: "maintenance",
     Task.RECONCILE: "maintenance",

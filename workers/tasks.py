@@ -3,7 +3,7 @@
 Write path of one memorize: the gateway records the job and queues ``embed`` (one task may carry
 the memories of several concurrent requests, embedded as one batch); ``embed`` queues ``resolve``
 with the vectors; ``resolve`` takes the scope's lock, resolves and writes, and records each job's
-outcome. A bulk memorize is one ``ingest`` task per chunk, embedding and writing in one step.
+outcome. A bulk memorize is one ``memorize_bulk`` task per chunk (queue ``bulk``), embedding and writing in one step.
 
 Every task is idempotent (memory ids come from the gateway; the store treats a memory whose id is
 already stored as done; outcomes are recorded per item, and items that already have one are
@@ -146,8 +146,8 @@ def register_tasks(app: Celery, settings: Settings) -> None:
             _resolve_and_record(items, _memories(items), settings)
         return len(items)
 
-    @app.task(name=Task.INGEST, **options)  # type: ignore[untyped-decorator]
-    def ingest(self: CeleryTask, items: list[JobItem]) -> int:
+    @app.task(name=Task.MEMORIZE_BULK, **options)  # type: ignore[untyped-decorator]
+    def memorize_bulk(self: CeleryTask, items: list[JobItem]) -> int:
         """One chunk of a bulk memorize: embed and resolve in one step (low priority)."""
         _start(items)
         items = _unrecorded(items)

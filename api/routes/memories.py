@@ -63,7 +63,7 @@ def build_router(schemas: RequestSchemas) -> APIRouter:
     def memorize_bulk(
         body: BulkMemorizeRequest, service: ServiceDep, caller: CallerDep, response: Response
     ) -> BulkMemorizeResult:
-        """Store up to 1,000 memories as one job (batched embedding, the low-priority `ingest` queue).
+        """Store up to 1,000 memories as one job (batched embedding, the low-priority `bulk` queue).
         201 with every outcome when done in time, else 202 with the job id and the ids assigned."""
         result = service.memorize_bulk(body.memories, caller)
         if result.results is None:

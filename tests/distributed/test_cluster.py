@@ -124,9 +124,9 @@ def test_bulk_of_a_thousand_memories_with_two_workers(cluster: Cluster) -> None:
         assert len(store.get_many(ids)) == 1000
     finally:
         store.close()
-    # Both workers took part: ingest chunks went to each.
+    # Both workers took part: bulk chunks went to each.
     logs = [w.log_text() for w in cluster.workers]
-    assert all("hivemem.ingest" in log for log in logs), "every worker should have run ingest chunks"
+    assert all("hivemem.memorize_bulk" in log for log in logs), "every worker should have run bulk chunks"
 
 
 def _wait_done(http: httpx.Client, job_id: str, timeout_s: float = 90) -> dict[str, Any]:

@@ -107,11 +107,11 @@ def test_the_broker_scan_sees_queued_and_held_messages_only(redis_url: str) -> N
     app = build_celery_for(redis_url)
     queued, held = Job(id=new_job_id(), kind=JobKind.MEMORIZE), Job(id=new_job_id(), kind=JobKind.MEMORIZE)
     send_job_task(app, Task.EMBED, items_of(queued))
-    send_job_task(app, Task.INGEST, items_of(held))
+    send_job_task(app, Task.MEMORIZE_BULK, items_of(held))
     # What a worker does when it takes a message: pop it, then keep it as unacknowledged.
-    message = client.rpop("ingest")
+    message = client.rpop("bulk")
     assert message is not None
-    client.hset("unacked", "tag-1", b"[" + message + b', "", "ingest"]')
+    client.hset("unacked", "tag-1", b"[" + message + b', "", "bulk"]')
     assert jobs_in_broker(client) == {queued.id, held.id}
     client.hdel("unacked", "tag-1")  # the window the reconciler exists for: popped, not yet held
     assert jobs_in_broker(client) == {queued.id}

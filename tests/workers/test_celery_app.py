@@ -26,10 +26,10 @@ def test_delivery_is_at_least_once_json_only_and_routed_by_queue() -> None:
     assert conf.broker_transport_options["visibility_timeout"] == 90
     assert conf.broker_transport_options["queue_order_strategy"] == "priority"
     assert [q.name for q in conf.task_queues] == list(QUEUES)
-    assert {"embed", "resolve", "ingest", "consolidate", "maintenance", "rerank"} == set(QUEUES)
-    assert QUEUES[-1] == "ingest"  # bulk work drains last
+    assert {"embed", "resolve", "bulk", "ingest", "consolidate", "maintenance", "rerank"} == set(QUEUES)
+    assert QUEUES[-2:] == ("bulk", "ingest")  # bulk work drains last
     assert conf.task_routes == {name: {"queue": queue} for name, queue in TASK_QUEUE.items()}
-    for name in (Task.EMBED, Task.RESOLVE, Task.INGEST, Task.RECORD_ACCESS, Task.PRUNE_DEAD_LETTERS):
+    for name in (Task.EMBED, Task.RESOLVE, Task.MEMORIZE_BULK, Task.RECORD_ACCESS, Task.PRUNE_DEAD_LETTERS):
         task = app.tasks[name]
         assert task.max_retries == 7 and task.acks_late is True
     assert {s["task"] for s in conf.beat_schedule.values()} == {Task.PRUNE_DEAD_LETTERS, Task.RECONCILE}
