@@ -22,6 +22,8 @@ from hivemem.errors import (
     BrokerUnavailableError,
     ConfigError,
     ConfirmationRequired,
+    DocumentAccessDenied,
+    DocumentNotFoundError,
     DuplicateMemoryError,
     EmbeddingError,
     EmbeddingMismatchError,
@@ -29,6 +31,7 @@ from hivemem.errors import (
     JobError,
     JobNotFoundError,
     MemoryNotFoundError,
+    SourceNotFoundError,
     StoreCorruptError,
     StoreUnavailableError,
     ValidationError,
@@ -46,9 +49,12 @@ RETRY_HINT = (
 
 # Most specific first: the first class an error is an instance of decides.
 _STATUS: tuple[tuple[type[HivememError], int, str], ...] = (
+    (DocumentNotFoundError, 404, "document_not_found"),
+    (DocumentAccessDenied, 403, "document_access_denied"),
     (ValidationError, 422, "validation_error"),
     (ConfirmationRequired, 400, "confirmation_required"),
     (MemoryNotFoundError, 404, "not_found"),
+    (SourceNotFoundError, 404, "source_not_found"),
     (JobNotFoundError, 404, "job_not_found"),
     (BrokerUnavailableError, 503, "broker_unavailable"),
     (JobError, 500, "job_failed"),

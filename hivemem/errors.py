@@ -3,6 +3,9 @@
     HivememError
     ├── ConfigError              a setting or URL is invalid
     ├── ValidationError          caller input is invalid (nothing was written)
+    │   └── DocumentError            a document cannot be indexed (corrupt, encrypted, unsupported, …)
+    │       ├── DocumentNotFoundError    no such file (or URL answered 404)
+    │       └── DocumentAccessDenied     the server may not read that file for this caller
     ├── ConfirmationRequired     a destructive call came without confirm=true
     ├── EmbeddingError           the embedder could not load or encode
     ├── JobError                 a background job failed
@@ -10,6 +13,7 @@
     │   └── BrokerUnavailableError   the job broker cannot be reached
     └── StoreError               the store could not do what was asked
         ├── MemoryNotFoundError      no memory with that id (in the caller's scopes)
+        ├── SourceNotFoundError      no indexed document with that uri or key (in the caller's scopes)
         ├── DuplicateMemoryError     the id exists and the policy is FAIL
         ├── EmbeddingMismatchError   the store was built with another model or dimension
         └── StoreUnavailableError    the store cannot be reached or is locked
@@ -25,6 +29,9 @@ __all__ = [
     "BrokerUnavailableError",
     "ConfigError",
     "ConfirmationRequired",
+    "DocumentAccessDenied",
+    "DocumentError",
+    "DocumentNotFoundError",
     "DuplicateMemoryError",
     "EmbeddingError",
     "EmbeddingMismatchError",
@@ -32,6 +39,7 @@ __all__ = [
     "JobError",
     "JobNotFoundError",
     "MemoryNotFoundError",
+    "SourceNotFoundError",
     "StoreCorruptError",
     "StoreError",
     "StoreUnavailableError",
@@ -53,6 +61,26 @@ class ValidationError(HivememError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class DocumentError(ValidationError):
+    """A document cannot be indexed; the message says why (and what would fix it, where something can).
+
+    ``source`` names the file or URL. Nothing of that document was written.
+    """
+
+    def __init__(self, message: str, *, source: str = "") -> None:
+        super().__init__(f"{source}: {message}" if source else message, field="source")
+        self.source = source
+        self.reason = message
+
+
+class DocumentNotFoundError(DocumentError):
+    """The file a source names does not exist."""
+
+
+class DocumentAccessDenied(DocumentError):
+    """The file is outside what this server reads for the caller (over HTTP: the allowed folders)."""
 
 
 class ConfirmationRequired(HivememError):
@@ -81,6 +109,10 @@ class StoreError(HivememError):
 
 class MemoryNotFoundError(StoreError):
     """No memory with that id exists (or it is outside the caller's scopes)."""
+
+
+class SourceNotFoundError(StoreError):
+    """No indexed document with that uri or key exists in the caller's scopes."""
 
 
 class DuplicateMemoryError(StoreError):

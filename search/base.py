@@ -1,4 +1,4 @@
-"""The Store contract: what every backend (SQLite today, OpenSearch next) must do.
+"""The Store contract: what every backend (SQLite, OpenSearch) must do, aggregate by aggregate.
 
 Above this module sit the services (``workers.jobs`` writes, ``search.recall`` reads); below it,
 one implementation per backend, chosen by URL in :func:`search.open_store` and nowhere else.
@@ -17,20 +17,25 @@ Rules every implementation follows:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from hivemem.fusion import Candidate
+from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import AuditEvent, DuplicatePolicy, FusionMethod, Memory, MemoryState, MemoryType, Relation
 from hivemem.resolution import Resolution
 
 __all__ = [
     "DEFAULT_STATES",
+    "ChunkFilter",
     "FusesNatively",
+    "KnowledgeStore",
     "LegQuery",
     "Legs",
+    "MemoryStore",
+    "RelationStore",
     "SearchFilter",
     "SearchesLegsTogether",
     "Store",
@@ -61,18 +66,8 @@ class SearchFilter:
             raise ValueError("SearchFilter.scopes must name at least one scope")
 
 
-class Store(Protocol):
-    """A durable home for memories, their vectors, relations and audit records."""
-
-    @property
-    def embedding_model(self) -> str:
-        """The embedding model id this store was built with."""
-        ...
-
-    @property
-    def dimension(self) -> int:
-        """The vector dimension this store was built with."""
-        ...
+class MemoryStore(Protocol):
+    """The memories aggregate: memories with their vectors, written, resolved, read and searched."""
 
     def put(self, memory: Memory, policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> bool:
         """Write ``memory`` (with its embedding). Returns True if written.
@@ -142,6 +137,10 @@ class Store(Protocol):
         """Bump ``access_count`` and set ``last_accessed_at`` of those memories; unknown ids are ignored."""
         ...
 
+
+class RelationStore(Protocol):
+    """The relations and audit aggregate: edges between memories, and the append-only audit trail."""
+
     def add_relation(self, relation: Relation) -> None:
         """Store an edge (idempotent on source, target and type). Raises ``MemoryNotFoundError``
         when either end does not exist."""
@@ -157,6 +156,85 @@ class Store(Protocol):
 
     def audit_log(self, memory_id: str | None = None) -> list[AuditEvent]:
         """Audit records, oldest first, for one memory or all."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkFilter:
+    """Which chunks a knowledge search may return: those of ``scopes``, of one document when ``uri`` is set."""
+
+    scopes: Sequence[str]
+    uri: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.scopes:
+            raise ValueError("ChunkFilter.scopes must name at least one scope")
+
+
+class KnowledgeStore(Protocol):
+    """The knowledge aggregate: indexed documents (sources) and their chunks, searched like memories.
+
+    A source is keyed by (scope, uri). Its chunks are written and replaced only as a whole set,
+    with the source record, in one unit: a reader sees a document's old chunks or its new ones.
+    """
+
+    def replace_source(self, source: KnowledgeSource, chunks: Sequence[KnowledgeChunk]) -> None:
+        """Store ``source`` with exactly ``chunks`` (each with its embedding, or none), replacing
+        whatever that (scope, uri) held, atomically. Raises ``EmbeddingMismatchError`` for a
+        vector whose length is not ``dimension``; nothing is written then."""
+        ...
+
+    def record_source_error(self, source: KnowledgeSource) -> None:
+        """Record a failed attempt to index ``source`` (its ``last_error`` and ``fetched_at``).
+        A document indexed before keeps its chunks; an unknown one is recorded with none."""
+        ...
+
+    def get_source(self, scope: str, uri: str) -> KnowledgeSource | None:
+        """The source of (scope, uri), if any."""
+        ...
+
+    def sources(self, scopes: Sequence[str]) -> list[KnowledgeSource]:
+        """Every source in ``scopes``, by scope then uri."""
+        ...
+
+    def delete_source(self, scope: str, uri: str) -> KnowledgeSource:
+        """Remove a source and its chunks; return what was removed. Raises ``SourceNotFoundError``."""
+        ...
+
+    def source_chunks(self, scope: str, uri: str) -> list[KnowledgeChunk]:
+        """The chunks of one source in reading order, embeddings included; [] for an unknown one."""
+        ...
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[KnowledgeChunk]:
+        """The chunks with those ids, in the order asked, embeddings left out; unknown ids are left out."""
+        ...
+
+    def chunk_keyword_search(self, text: str, where: ChunkFilter, limit: int) -> list[Candidate]:
+        """BM25 over chunk text, section path and document title, best first (ties by id);
+        [] for a text without a searchable word."""
+        ...
+
+    def chunk_vector_search(self, vector: Sequence[float], where: ChunkFilter, limit: int) -> list[Candidate]:
+        """Nearest chunks by cosine, best first (ties by id). Raises ``EmbeddingMismatchError``
+        when ``len(vector) != dimension``."""
+        ...
+
+    def scan_chunks(self, where: ChunkFilter) -> Iterator[KnowledgeChunk]:
+        """Every chunk passing ``where``, by scope, uri and ordinal, without embeddings (for ``match``)."""
+        ...
+
+
+class Store(MemoryStore, RelationStore, KnowledgeStore, Protocol):
+    """A durable home for memories, their vectors, relations, audit records and knowledge."""
+
+    @property
+    def embedding_model(self) -> str:
+        """The embedding model id this store was built with."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """The vector dimension this store was built with."""
         ...
 
     def check(self) -> None:

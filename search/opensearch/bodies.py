@@ -23,9 +23,12 @@ __all__ = [
     "VECTOR_FIELD",
     "IndexNames",
     "IndexOptions",
+    "analysis_settings",
     "audit_template",
     "claims_template",
     "hybrid_search",
+    "index_settings",
+    "index_template",
     "keyword_search",
     "knn_search",
     "memory_template",
@@ -36,6 +39,7 @@ __all__ = [
     "score_to_cosine",
     "search_filter",
     "search_pipeline",
+    "text_field",
 ]
 
 Json = dict[str, Any]
@@ -72,9 +76,17 @@ class IndexNames:
     def claims(self) -> str:
         return f"{self.prefix}-claims"
 
-    def aliases(self) -> tuple[str, str, str, str]:
+    @property
+    def sources(self) -> str:
+        return f"{self.prefix}-sources"
+
+    @property
+    def chunks(self) -> str:
+        return f"{self.prefix}-chunks"
+
+    def aliases(self) -> tuple[str, ...]:
         """Every alias, memories first."""
-        return (self.memories, self.relations, self.audit, self.claims)
+        return (self.memories, self.relations, self.audit, self.claims, self.sources, self.chunks)
 
     def index(self, alias: str) -> str:
         """The versioned index behind ``alias``: a mapping change creates ``-v2`` and moves the alias."""
@@ -122,7 +134,7 @@ class IndexOptions:
 # -- index templates -----------------------------------------------------------------------------
 
 
-def _analysis() -> Json:
+def analysis_settings() -> Json:
     # FTS5 in the SQLite store indexes every word (porter, unicode61, diacritics removed) and the
     # query drops stopwords; the same split here: the index analyzer keeps stopwords, so document
     # lengths (and BM25 length normalisation) match, and only the search analyzer removes them.
@@ -139,7 +151,7 @@ def _analysis() -> Json:
     }
 
 
-def _index_settings(options: IndexOptions, *, knn: bool) -> Json:
+def index_settings(options: IndexOptions, *, knn: bool) -> Json:
     index: Json = {"number_of_shards": options.shards, "number_of_replicas": options.replicas}
     if knn:
         index["knn"] = True
@@ -149,11 +161,11 @@ def _index_settings(options: IndexOptions, *, knn: bool) -> Json:
     return {"index": index}
 
 
-def _text() -> Json:
+def text_field() -> Json:
     return {"type": "text", "analyzer": _INDEX_ANALYZER, "search_analyzer": _QUERY_ANALYZER}
 
 
-def _template(names: IndexNames, alias: str, settings: Json, mappings: Json) -> Json:
+def index_template(names: IndexNames, alias: str, settings: Json, mappings: Json) -> Json:
     return {
         "index_patterns": [f"{alias}-v*"],
         "priority": 200,
@@ -180,9 +192,9 @@ def memory_template(names: IndexNames, options: IndexOptions, *, embedding_model
         "properties": {
             "id": keyword,
             "scope": keyword,
-            "title": _text(),
-            "content": _text(),
-            "tags": {"type": "keyword", "fields": {"text": _text()}},
+            "title": text_field(),
+            "content": text_field(),
+            "tags": {"type": "keyword", "fields": {"text": text_field()}},
             "content_hash": keyword,
             "memory_type": keyword,
             "importance": {"type": "double"},
@@ -211,9 +223,9 @@ def memory_template(names: IndexNames, options: IndexOptions, *, embedding_model
             },
         },
     }
-    settings = _index_settings(options, knn=True)
-    settings["analysis"] = _analysis()
-    return _template(names, names.memories, settings, mappings)
+    settings = index_settings(options, knn=True)
+    settings["analysis"] = analysis_settings()
+    return index_template(names, names.memories, settings, mappings)
 
 
 def relations_template(names: IndexNames, options: IndexOptions) -> Json:
@@ -227,8 +239,8 @@ def relations_template(names: IndexNames, options: IndexOptions) -> Json:
         "author": keyword,
         "created_at": {"type": "date_nanos"},
     }
-    return _template(
-        names, names.relations, _index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}
+    return index_template(
+        names, names.relations, index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}
     )
 
 
@@ -245,8 +257,8 @@ def audit_template(names: IndexNames, options: IndexOptions) -> Json:
         "detail": {"type": "object", "enabled": False},
         "at": {"type": "date_nanos"},
     }
-    return _template(
-        names, names.audit, _index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}
+    return index_template(
+        names, names.audit, index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}
     )
 
 
@@ -254,8 +266,8 @@ def claims_template(names: IndexNames, options: IndexOptions) -> Json:
     """The index template of content claims: which memory holds a (scope, content hash)."""
     keyword = {"type": "keyword"}
     properties = {"memory_id": keyword, "scope": keyword, "content_hash": keyword, "claimed_at": {"type": "date"}}
-    return _template(
-        names, names.claims, _index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}
+    return index_template(
+        names, names.claims, index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}
     )
 
 

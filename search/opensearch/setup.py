@@ -14,7 +14,7 @@ from typing import Any
 
 from hivemem.errors import EmbeddingMismatchError, StoreError, StoreUnavailableError
 from hivemem.model import FusionMethod
-from search.opensearch import bodies
+from search.opensearch import bodies, knowledge_bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
 from search.opensearch.client import ClusterTarget
 from search.opensearch.errors import AlreadyExists, translate_errors
@@ -50,6 +50,8 @@ def templates(names: IndexNames, options: IndexOptions, *, embedding_model: str,
         names.relations: bodies.relations_template(names, options),
         names.audit: bodies.audit_template(names, options),
         names.claims: bodies.claims_template(names, options),
+        names.sources: knowledge_bodies.sources_template(names, options),
+        names.chunks: knowledge_bodies.chunks_template(names, options, dimension=dimension),
     }
 
 
@@ -58,8 +60,7 @@ def exported_files(
 ) -> dict[str, Json]:
     """The JSON files of ``deploy/opensearch/``: every template and both search pipelines."""
     built = templates(names, options, embedding_model=embedding_model, dimension=dimension)
-    suffixes = {names.memories: "", names.relations: "-relations", names.audit: "-audit", names.claims: "-claims"}
-    files = {f"index-template{suffixes[alias]}.json": body for alias, body in built.items()}
+    files = {f"index-template{alias[len(names.prefix) :]}.json": body for alias, body in built.items()}
     for fusion in FusionMethod:
         files[f"search-pipeline-{fusion.value}.json"] = bodies.search_pipeline(options, fusion)
     return files

@@ -1,4 +1,5 @@
-"""DDL of the SQLite store: memories, their FTS5 index kept in sync by triggers, relations, audit."""
+"""DDL of the SQLite store: memories, their FTS5 index kept in sync by triggers, relations, audit,
+and knowledge (document sources and their chunks, with their own FTS5 index)."""
 
 from __future__ import annotations
 
@@ -107,6 +108,54 @@ CREATE TABLE IF NOT EXISTS audit (
     detail TEXT NOT NULL,
     at TEXT NOT NULL
 );
+"""
+
+# Knowledge: one row per indexed document (scope, uri) and its chunks. Chunks are replaced as a
+# set in one transaction, so a search sees a document's old chunks or its new ones, never a mix.
+# knowledge_version in meta (absent: 0) counts knowledge writes: readers' vector caches reload when it moves.
+KNOWLEDGE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS knowledge_sources (
+    scope TEXT NOT NULL,
+    uri TEXT NOT NULL,
+    title TEXT NOT NULL,
+    format TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    fetched_at TEXT NOT NULL,
+    indexed_at TEXT,
+    chunk_count INTEGER NOT NULL,
+    last_error TEXT,
+    PRIMARY KEY (scope, uri)
+);
+
+CREATE TABLE IF NOT EXISTS knowledge_chunks (
+    rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    scope TEXT NOT NULL,
+    uri TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    title TEXT NOT NULL,
+    section TEXT NOT NULL DEFAULT '[]',
+    page INTEGER,
+    start_offset INTEGER NOT NULL,
+    end_offset INTEGER NOT NULL,
+    embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS knowledge_chunks_source ON knowledge_chunks(scope, uri, ordinal);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5(
+    title, section, text,
+    content='knowledge_chunks', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS knowledge_ai AFTER INSERT ON knowledge_chunks BEGIN
+    INSERT INTO knowledge_fts(rowid, title, section, text) VALUES (new.rowid, new.title, new.section, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS knowledge_ad AFTER DELETE ON knowledge_chunks BEGIN
+    INSERT INTO knowledge_fts(knowledge_fts, rowid, title, section, text)
+        VALUES ('delete', old.rowid, old.title, old.section, old.text);
+END;
 """
 
 MEMORY_COLUMNS = (

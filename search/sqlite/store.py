@@ -36,6 +36,7 @@ from hivemem.errors import (
     StoreUnavailableError,
 )
 from hivemem.fusion import Candidate
+from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import (
     AuditEvent,
     DuplicatePolicy,
@@ -43,8 +44,9 @@ from hivemem.model import (
     Relation,
 )
 from hivemem.resolution import Resolution
-from search.base import SearchFilter
+from search.base import ChunkFilter, SearchFilter
 from search.query_terms import query_terms
+from search.sqlite.knowledge import KnowledgeTables
 from search.sqlite.memory_index import MemoryIndex
 from search.sqlite.rows import (
     ASSIGNMENTS,
@@ -54,7 +56,7 @@ from search.sqlite.rows import (
     relation_from_row,
     to_timestamp,
 )
-from search.sqlite.schema import MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
+from search.sqlite.schema import KNOWLEDGE_SCHEMA, MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
 
 __all__ = ["SQLiteStore"]
 
@@ -136,6 +138,7 @@ class SQLiteStore:
         self._embedding_model = embedding_model
         self._dimension = dimension
         self._index = MemoryIndex(dimension)
+        self._knowledge = KnowledgeTables(self._read, self._write, dimension)
         self._vector_searches: Coalescer[tuple[object, int], tuple[Sequence[float], SearchFilter], list[Candidate]] = (
             Coalescer(self._vector_batch)
         )
@@ -280,7 +283,7 @@ class SQLiteStore:
                 self._check_schema_version()
                 # executescript commits on its own, so it runs outside a unit of work; every
                 # statement is IF NOT EXISTS, so racing processes converge on one schema.
-                self._writer.executescript(SCHEMA)
+                self._writer.executescript(SCHEMA + KNOWLEDGE_SCHEMA)
             with self._write() as conn:
                 rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
                 if not rows:
@@ -544,6 +547,38 @@ class SQLiteStore:
                 with suppress(sqlite3.Error):
                     conn.close()
             self._readers.clear()
+
+    # -- knowledge (search.sqlite.knowledge) ---------------------------------------------------
+
+    def replace_source(self, source: KnowledgeSource, chunks: Sequence[KnowledgeChunk]) -> None:
+        self._knowledge.replace_source(source, chunks)
+
+    def record_source_error(self, source: KnowledgeSource) -> None:
+        self._knowledge.record_source_error(source)
+
+    def get_source(self, scope: str, uri: str) -> KnowledgeSource | None:
+        return self._knowledge.get_source(scope, uri)
+
+    def sources(self, scopes: Sequence[str]) -> list[KnowledgeSource]:
+        return self._knowledge.sources(scopes)
+
+    def delete_source(self, scope: str, uri: str) -> KnowledgeSource:
+        return self._knowledge.delete_source(scope, uri)
+
+    def source_chunks(self, scope: str, uri: str) -> list[KnowledgeChunk]:
+        return self._knowledge.source_chunks(scope, uri)
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[KnowledgeChunk]:
+        return self._knowledge.get_chunks(chunk_ids)
+
+    def chunk_keyword_search(self, text: str, where: ChunkFilter, limit: int) -> list[Candidate]:
+        return self._knowledge.chunk_keyword_search(text, where, limit)
+
+    def chunk_vector_search(self, vector: Sequence[float], where: ChunkFilter, limit: int) -> list[Candidate]:
+        return self._knowledge.chunk_vector_search(vector, where, limit)
+
+    def scan_chunks(self, where: ChunkFilter) -> Iterator[KnowledgeChunk]:
+        return self._knowledge.scan_chunks(where)
 
     def drop(self) -> None:
         self.close()

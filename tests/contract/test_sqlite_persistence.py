@@ -12,7 +12,7 @@ from hivemem.embedding import HashEmbedder
 from hivemem.errors import ConfigError, EmbeddingMismatchError, StoreUnavailableError
 from hivemem.model import DuplicatePolicy
 from search import SearchFilter, open_store
-from tests.contract.test_store_contract import make
+from tests.contract.test_memories_contract import make
 
 
 def test_reopen_reads_everything_back(tmp_path: Path, embedder: HashEmbedder) -> None:

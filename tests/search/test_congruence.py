@@ -21,7 +21,7 @@ from hivemem.model import FusionMethod, RetrievalMode, utcnow
 from search import SearchFilter, Store, open_store
 from search.base import SearchesLegsTogether
 from search.recall import Recaller, RecallParams
-from tests.contract.test_store_contract import make
+from tests.contract.test_memories_contract import make
 from tests.opensearch_backend import OpenSearchBackend
 from tests.opensearch_spec import SpecValidator
 

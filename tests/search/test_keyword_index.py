@@ -12,7 +12,7 @@ from hivemem.embedding import HashEmbedder
 from hivemem.model import DuplicatePolicy, Memory, MemoryState, MemoryType
 from search import SearchFilter, open_store
 from search.sqlite import SQLiteStore
-from tests.contract.test_store_contract import make
+from tests.contract.test_memories_contract import make
 
 WORDS = (  # noqa: SIM905 - one line of words reads better than 39 quoted ones
     "deploy deploying deployment café naïve cache caching caches token tokens expire expired queue "

@@ -15,8 +15,8 @@ import pytest
 from api.cli_opensearch import DEFAULT_DIMENSION, DEFAULT_MODEL_ID
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, MemoryType
-from search.base import SearchFilter
-from search.opensearch import bodies
+from search.base import ChunkFilter, SearchFilter
+from search.opensearch import bodies, knowledge_bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
 from search.opensearch.setup import exported_files, templates
 from tests.opensearch_backend import NO_SPEC_REASON
@@ -47,6 +47,8 @@ def validator() -> SpecValidator:
     # The store's searches go to the alias; teach the validator the mapping behind it.
     template = bodies.memory_template(NAMES, IndexOptions(), embedding_model="m", dimension=DIM)
     checked.validate_index_body({**template["template"], "aliases": {NAMES.memories: {}}}, NAMES.index(NAMES.memories))
+    chunks = knowledge_bodies.chunks_template(NAMES, IndexOptions(), dimension=DIM)
+    checked.validate_index_body({**chunks["template"], "aliases": {NAMES.chunks: {}}}, NAMES.index(NAMES.chunks))
     return checked
 
 
@@ -88,6 +90,20 @@ def test_knn_keyword_hybrid_and_msearch_bodies_are_valid(validator: SpecValidato
     assert clause["filter"]["bool"]["filter"] == bodies.search_filter(WHERE)
     assert keyword["query"]["bool"]["filter"] == bodies.search_filter(WHERE)
     assert "post_filter" not in knn and "post_filter" not in keyword
+
+
+@pytest.mark.parametrize("text", ["zorblaxite coolant pump", "the of and"])
+def test_chunk_knn_and_keyword_bodies_are_valid(validator: SpecValidator, text: str) -> None:
+    words = bodies.query_words(text)
+    assert words is not None
+    where = ChunkFilter(scopes=["github.com/acme/api", ""], uri="/docs/manual.pdf")
+    knn = knowledge_bodies.knn_chunks([0.5] * DIM, where, 10, IndexOptions())
+    keyword = knowledge_bodies.match_chunks(words[0], words[1], where, 10)
+    for body in (knn, keyword):
+        validator.validate_request("POST", f"/{NAMES.chunks}/_search", json.dumps(body))
+    # The scope and source filter sits inside the k-NN query and the BM25 bool, never after them.
+    assert knn["query"]["knn"]["embedding"]["filter"]["bool"]["filter"] == knowledge_bodies.chunk_filter(where)
+    assert keyword["query"]["bool"]["filter"] == knowledge_bodies.chunk_filter(where)
 
 
 def _broken_knn(mutate: str) -> dict[str, object]:

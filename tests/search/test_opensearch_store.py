@@ -24,7 +24,7 @@ from search.base import LegQuery, SearchesLegsTogether
 from search.opensearch.client import parse_url
 from search.opensearch.docs import claim_id, to_iso
 from search.recall import Recaller, RecallParams
-from tests.contract.test_store_contract import make
+from tests.contract.test_memories_contract import make
 from tests.opensearch_backend import NO_SPEC_REASON, OpenSearchBackend
 from tests.opensearch_spec import SpecValidator
 

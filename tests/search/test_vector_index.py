@@ -18,7 +18,7 @@ from hivemem.embedding import HashEmbedder
 from hivemem.fusion import Candidate
 from hivemem.model import DuplicatePolicy, Memory, MemoryState, MemoryType
 from search import SearchFilter, Store, open_store
-from tests.contract.test_store_contract import make
+from tests.contract.test_memories_contract import make
 
 SCOPES = ["a", "b", "c"]
 TAGS = ["x", "y", "z"]

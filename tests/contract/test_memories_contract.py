@@ -1,4 +1,4 @@
-"""One test per clause of the Store protocol (search/base.py), run against every backend.
+"""One test per clause of the memories aggregate of the Store contract (search/base.py), on every backend.
 
 Tests of the vector leg carry ``needs_knn``: they run on SQLite and on a real OpenSearch cluster,
 and skip on osmem-server, which has no k-NN query.
@@ -17,7 +17,6 @@ from hivemem.embedding import HashEmbedder
 from hivemem.errors import DuplicateMemoryError, EmbeddingMismatchError, MemoryNotFoundError
 from hivemem.hashing import content_hash
 from hivemem.model import (
-    AuditEvent,
     DuplicatePolicy,
     Memory,
     MemoryState,
@@ -289,28 +288,6 @@ def test_record_access_counts(store: Store, embedder: HashEmbedder) -> None:
     got = store.get(memory.id)
     assert got.access_count == 2
     assert got.last_accessed_at == at
-
-
-def test_relations_are_idempotent_and_need_both_ends(store: Store, embedder: HashEmbedder) -> None:
-    a, b = make(embedder, "goal: ship v1 of the api"), make(embedder, "closing note: v1 shipped")
-    store.put(a)
-    store.put(b)
-    edge = Relation(b.id, a.id, RelationType.CLOSES, strength=0.9, author="bob")
-    store.add_relation(edge)
-    store.add_relation(edge)
-    assert [(r.source_id, r.target_id, r.type) for r in store.relations(a.id)] == [(b.id, a.id, RelationType.CLOSES)]
-    with pytest.raises(MemoryNotFoundError):
-        store.add_relation(Relation(a.id, "missing", RelationType.RELATED_TO))
-
-
-def test_audit_records_outlive_the_memory(store: Store, embedder: HashEmbedder) -> None:
-    memory = make(embedder, "A memory that will be forgotten.")
-    store.put(memory)
-    store.delete(memory.id)
-    store.audit(AuditEvent("forget", memory.id, "p", "carol", {"title": memory.title}))
-    log = store.audit_log(memory.id)
-    assert [(e.action, e.author, e.detail["title"]) for e in log] == [("forget", "carol", memory.title)]
-    assert len(store.audit_log()) == 1
 
 
 def test_memory_without_embedding_is_found_by_keywords(store: Store, embedder: HashEmbedder) -> None:
