@@ -1,4 +1,5 @@
-"""The ``hivemem`` command line: serve, mcp, memorize, remember, get, forget, config, worker, beat, bench."""
+"""The ``hivemem`` command line: serve, mcp, memorize, remember, get, forget, knowledge, config, worker, beat,
+bench."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pydantic
 
+from api.cli_knowledge import add_parser as add_knowledge_parser
+from api.cli_knowledge import run as run_knowledge
 from api.cli_opensearch import add_parser as add_opensearch_parser
 from api.cli_opensearch import run as run_opensearch
 from hivemem.config import Settings
@@ -81,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         "--scope", default=None, help="the memory's scope (default: derived from the working directory)"
     )
 
+    add_knowledge_parser(sub)
     sub.add_parser("config", help="print the effective settings")
     add_opensearch_parser(sub)
 
@@ -156,6 +160,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if args.command == "opensearch":
         return run_opensearch(args, settings)
+    if args.command == "knowledge":
+        return run_knowledge(args, settings)
     if args.command == "bench":
         return _bench(args, settings)
     if args.command in ("worker", "beat"):

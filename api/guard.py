@@ -27,7 +27,7 @@ from starlette.exceptions import HTTPException
 
 from hivemem.config import LOOPBACK_HOSTS, WILDCARD_HOSTS, Settings
 
-__all__ = ["BULK_PATH", "RequestGuard", "RequestTooLarge", "host_allowed", "send_error"]
+__all__ = ["BULK_PATH", "DOCUMENT_PATHS", "RequestGuard", "RequestTooLarge", "host_allowed", "send_error"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -36,6 +36,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 BULK_PATH = "/v1/memories/bulk"
+# Documents arrive whole: their bodies get the document size limit, not the request one.
+DOCUMENT_PATHS = ("/v1/knowledge/documents", "/v1/knowledge/store")
 
 
 class RequestTooLarge(HTTPException):
@@ -71,6 +73,7 @@ class _Policy:
     origins: frozenset[str]
     max_bytes: int
     max_bulk_bytes: int
+    max_document_bytes: int
 
     @classmethod
     def of(cls, settings: Settings) -> _Policy:
@@ -80,6 +83,7 @@ class _Policy:
             origins=frozenset(settings.cors_origins),
             max_bytes=settings.max_request_bytes,
             max_bulk_bytes=settings.max_bulk_request_bytes,
+            max_document_bytes=settings.knowledge_max_document_bytes,
         )
 
 
@@ -143,7 +147,14 @@ class RequestGuard:
                 "to allow it",
             )
             return
-        limit = self.policy.max_bulk_bytes if scope.get("path") == BULK_PATH else self.policy.max_bytes
+        path = scope.get("path")
+        limit = (
+            self.policy.max_bulk_bytes
+            if path == BULK_PATH
+            else self.policy.max_document_bytes
+            if path in DOCUMENT_PATHS
+            else self.policy.max_bytes
+        )
         declared = headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             message = f"the request body is larger than {limit} bytes" if declared.isdigit() else "bad Content-Length"

@@ -19,7 +19,7 @@ from api.errors import ERROR_RESPONSES, install_handlers
 from api.guard import RequestGuard
 from api.mcp_endpoint import ProjectEndpoint
 from api.mcp_server import build_mcp
-from api.routes import health, jobs, memories
+from api.routes import health, jobs, knowledge, memories
 from api.service import MemoryService
 from api.shutdown import stopping_on_signals
 from hivemem.config import Settings, redact_url
@@ -73,6 +73,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     )
     install_handlers(app)
     app.include_router(memories.build_router(request_schemas(limits)))
+    app.include_router(knowledge.router)
     app.include_router(jobs.router)
     app.include_router(health.router)
     endpoint = ProjectEndpoint(StreamableHTTPASGIApp(mcp.session_manager))

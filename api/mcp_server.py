@@ -1,4 +1,4 @@
-"""The MCP server: tools ``memorize``, ``remember``, ``job``, ``forget``, over stdio and mounted at /mcp.
+"""The MCP server: tools ``memorize``, ``remember``, ``job``, ``forget``, ``knowledge``, over stdio and at /mcp.
 
 Tool descriptions are product text: the agent reads them to decide when and how to call, and
 pays for every word in its context, so they say what matters and nothing else, and they say the
@@ -34,6 +34,7 @@ from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 
 import hivemem
 from api.errors import tool_error
+from api.mcp_knowledge import knowledge_tool
 from api.service import Caller, MemoryService
 from api.shutdown import sigterm_as_sigint
 from hivemem.config import Settings
@@ -320,6 +321,9 @@ def build_mcp(
             annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
         ),
     ]
+    knowledge = knowledge_tool(service, caller, over_stdio=session is not None)
+    knowledge.fn = _reporting_errors(knowledge.fn)
+    tools.append(knowledge)
     tools = [_refusing_unknown_arguments(tool) for tool in tools]
     # The SDK logs every session-manager start at INFO; the server logs what matters itself.
     server = MCPServer(

@@ -9,10 +9,12 @@ in the background. Forget: confirm required, audit record written.
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 from contextlib import suppress
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
@@ -39,6 +41,9 @@ from search.base import Warms
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
 from workers.runner import InProcessRunner, Runner
+
+if TYPE_CHECKING:
+    from api.knowledge_service import KnowledgeService
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +135,13 @@ class MemoryService:
             settings=settings,
         )
         return cls(settings, store, embedder)
+
+    @functools.cached_property
+    def knowledge(self) -> KnowledgeService:
+        """The knowledge service over the same store and embedder (documents: :mod:`api.knowledge_service`)."""
+        from api.knowledge_service import KnowledgeService
+
+        return KnowledgeService(self.settings, self.store, self.embedder)
 
     def with_mode(self, mode: RetrievalMode) -> None:
         """Switch which recall legs run (benchmarks and diagnostics)."""

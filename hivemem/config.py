@@ -287,6 +287,48 @@ class Settings(BaseSettings):
         le=100,
         description="Deepest nesting of a memory's `details` (an object of scalars is 1).",
     )
+    # -- knowledge (documents) --
+    knowledge_chunk_chars: int = Field(
+        default=1200, ge=100, le=20_000, description="Target length of a document chunk, in characters."
+    )
+    knowledge_chunk_overlap: int = Field(
+        default=300, ge=0, le=10_000, description="Characters a long section's consecutive chunks share."
+    )
+    knowledge_max_document_bytes: int = Field(
+        default=50 * MiB, ge=1, le=4096 * MiB, description="Largest document (file, upload or URL) hivemem indexes."
+    )
+    knowledge_max_inflated_bytes: int = Field(
+        default=200 * MiB,
+        ge=1,
+        le=16384 * MiB,
+        description="Most bytes the parts of a .docx (a zip) may inflate to; more is refused as a zip bomb.",
+    )
+    knowledge_allowed_paths: CommaList = Field(
+        default=(),
+        description="Folders (comma list) whose files clients over HTTP (REST, MCP) may have indexed by path. "
+        "Empty: none; such clients upload documents instead. Over stdio the agent's own files are read.",
+    )
+    knowledge_allow_private_urls: bool = Field(
+        default=False,
+        description="Fetch URLs whose host resolves to a private, loopback or reserved address (an internal wiki). "
+        "Off: such URLs are refused, so that the server cannot be used to reach its own network.",
+    )
+    knowledge_url_timeout_s: float = Field(default=20.0, gt=0, le=600, description="Longest fetch of one URL.")
+    knowledge_url_max_age_s: float = Field(
+        default=86_400.0, ge=0, description="Age after which an indexed URL is fetched again by `knowledge search`."
+    )
+    knowledge_match_max_results: int = Field(
+        default=100, ge=1, le=10_000, description="Most chunks one `knowledge match` returns."
+    )
+    knowledge_match_budget_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description="Longest one `knowledge match` may scan before it answers with what it found.",
+    )
+    knowledge_read_chars: int = Field(
+        default=20_000, ge=100, le=10_000_000, description="Characters `knowledge read` returns per page when not told."
+    )
     port: int = Field(default=8765, ge=1, le=65535, description="Port `hivemem serve` binds.")
     log_level: str = Field(default="info", description="Log level of the server.")
 
@@ -309,9 +351,14 @@ class Settings(BaseSettings):
                     "use to reach this server (e.g. memory.example.com); requests naming any other host are "
                     "refused, so that no web page can reach the server through DNS rebinding"
                 )
+        if self.knowledge_chunk_overlap >= self.knowledge_chunk_chars:
+            raise ValueError(
+                f"knowledge_chunk_overlap ({self.knowledge_chunk_overlap}) must be below knowledge_chunk_chars "
+                f"({self.knowledge_chunk_chars})"
+            )
         return self
 
-    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @field_validator("allowed_hosts", "cors_origins", "knowledge_allowed_paths", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         return _comma_list(value)

@@ -61,7 +61,7 @@ def test_tools_are_listed_with_descriptions_and_annotations(service: MemoryServi
         seen.update({tool.name: tool for tool in (await client.list_tools()).tools})
 
     run_with_client(service, body)
-    assert set(seen) == {"memorize", "remember", "job", "forget"}
+    assert set(seen) == {"memorize", "remember", "job", "forget", "knowledge"}
     for tool in seen.values():
         assert tool.description and len(tool.description) > 50
         assert tool.annotations is not None

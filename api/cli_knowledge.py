@@ -1,0 +1,220 @@
+"""``hivemem knowledge search|read|match|store|delete|ingest|sources``: documents from the command line.
+
+The CLI reads the caller's own files (as the stdio MCP server does). ``ingest`` shows a live
+progress line on stderr (documents, chunks, errors, rate, ETA), ends with a summary that lists
+every failed document with its reason, and exits 0 when every document was indexed or unchanged,
+3 when some failed ("partial"), 2 on an error that stopped the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from hivemem.config import Settings
+from hivemem.knowledge_schemas import (
+    IngestRequest,
+    KnowledgeDeleteRequest,
+    KnowledgeMatchRequest,
+    KnowledgeReadRequest,
+    KnowledgeSearchRequest,
+    KnowledgeStoreRequest,
+)
+from hivemem.scope import derive_scope
+
+__all__ = ["PARTIAL", "add_parser", "run"]
+
+PARTIAL = 3
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``knowledge`` command and its subcommands."""
+    knowledge = sub.add_parser("knowledge", help="index and search documents (pdf, docx, html, md, txt, URLs)")
+    commands = knowledge.add_subparsers(dest="knowledge", required=True)
+
+    search = commands.add_parser("search", help="search indexed documents")
+    search.add_argument("query")
+    search.add_argument("--source", default=None, help="one file or URL (indexed first when new or changed)")
+    search.add_argument("--scope", default=None, help="default: derived from the working directory")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--json", action="store_true", help="print JSON (each result with its chunk text)")
+
+    read = commands.add_parser("read", help="print a document's text (a file, a URL, or key:NAME)")
+    read.add_argument("source")
+    read.add_argument("--scope", default=None)
+    read.add_argument("--offset", type=int, default=0)
+    read.add_argument("--limit", type=int, default=None)
+    read.add_argument("--json", action="store_true")
+
+    match = commands.add_parser("match", help="regular expression over indexed chunks")
+    match.add_argument("pattern")
+    match.add_argument("--source", default=None)
+    match.add_argument("--scope", default=None)
+    match.add_argument("--limit", type=int, default=50)
+    match.add_argument("-i", "--ignore-case", action="store_true")
+    match.add_argument("--json", action="store_true")
+
+    store = commands.add_parser("store", help="index text under a key (text from --text or stdin)")
+    store.add_argument("key")
+    store.add_argument("--text", default=None, help="default: read stdin")
+    store.add_argument("--title", default="")
+    store.add_argument("--scope", default=None)
+
+    delete = commands.add_parser("delete", help="remove an indexed document (file, URL or key:NAME)")
+    delete.add_argument("source")
+    delete.add_argument("--scope", default=None)
+
+    ingest = commands.add_parser("ingest", help="index files, folders and .urls files (one URL per line)")
+    ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("--scope", default=None, help="default: derived from the working directory")
+    ingest.add_argument("--glob", action="append", default=[], help="only files matching (repeatable), e.g. '*.pdf'")
+    ingest.add_argument("--force", action="store_true", help="index unchanged documents again")
+    ingest.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    sources = commands.add_parser("sources", help="list indexed documents")
+    sources.add_argument("--scope", default=None)
+    sources.add_argument("--json", action="store_true")
+
+
+def _dump(value: object) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+class _Progress:
+    """One live line: documents, chunks, errors, rate and ETA."""
+
+    def __init__(self, total: int, out: TextIO) -> None:
+        self.total, self.out = total, out
+        self.done = self.chunks = self.errors = 0
+        self.began = time.monotonic()
+        self.live = out.isatty()
+        self._last_print = 0.0
+
+    def __call__(self, outcome: object) -> None:
+        from workers.knowledge_jobs import IndexOutcome
+
+        assert isinstance(outcome, IndexOutcome)
+        self.done += 1
+        self.chunks += outcome.chunks if outcome.status == "indexed" else 0
+        self.errors += outcome.status == "failed"
+        now = time.monotonic()
+        if self.live or now - self._last_print >= 5 or self.done == self.total:
+            self._last_print = now
+            self.out.write(("\r" if self.live else "") + self.line() + ("" if self.live else "\n"))
+            self.out.flush()
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.began, 1e-9)
+        rate = self.done / elapsed
+        eta = (self.total - self.done) / rate if rate > 0 else 0.0
+        width = 24
+        filled = int(width * self.done / self.total) if self.total else width
+        bar = "#" * filled + "-" * (width - filled)
+        return (
+            f"[{bar}] {self.done}/{self.total} documents, {self.chunks} chunks, {self.errors} errors, "
+            f"{rate:.1f} docs/s, ETA {eta:.0f} s"
+        )
+
+    def finish(self) -> None:
+        if self.live:
+            self.out.write("\n")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run one ``knowledge`` subcommand; the exit code."""
+    from api.knowledge_service import FileAccess
+    from api.service import Caller, MemoryService
+
+    caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
+    access = FileAccess()
+    command = args.knowledge
+    service = MemoryService.from_settings(settings)
+    knowledge = service.knowledge
+    try:
+        if command == "search":
+            request = KnowledgeSearchRequest(query=args.query, source=args.source, scope=args.scope, limit=args.limit)
+            found = knowledge.search(request, caller, access)
+            if args.json:
+                _dump(found.model_dump(mode="json"))
+            else:
+                for hit in found.results:
+                    where = " > ".join(hit.section) or "-"
+                    page = f", page {hit.page}" if hit.page else ""
+                    print(f"{hit.score:.3f}  {hit.title} [{where}{page}]  {hit.source}")
+                    print(f"    {hit.text[:300]}")
+                if not found.results:
+                    print("no chunks found")
+        elif command == "read":
+            text_page = knowledge.read(
+                KnowledgeReadRequest(source=args.source, scope=args.scope, offset=args.offset, limit=args.limit),
+                caller,
+                access,
+            )
+            if args.json:
+                _dump(text_page.model_dump(mode="json"))
+            else:
+                print(text_page.text)
+        elif command == "match":
+            request_m = KnowledgeMatchRequest(
+                pattern=args.pattern,
+                source=args.source,
+                scope=args.scope,
+                limit=args.limit,
+                ignore_case=args.ignore_case,
+            )
+            matched = knowledge.match(request_m, caller, access)
+            if args.json:
+                _dump(matched.model_dump(mode="json"))
+            else:
+                for m in matched.matches:
+                    print(f"{m.source}:{m.start}  [{' > '.join(m.section) or '-'}]  {m.context}")
+                if not matched.complete:
+                    print("(stopped early: the result cap or the time budget was reached)", file=sys.stderr)
+        elif command == "store":
+            text = args.text if args.text is not None else sys.stdin.read()
+            stored = knowledge.store_text(
+                KnowledgeStoreRequest(key=args.key, text=text, title=args.title, scope=args.scope), caller
+            )
+            _dump(stored.model_dump(mode="json"))
+        elif command == "delete":
+            deleted = knowledge.delete(KnowledgeDeleteRequest(source=args.source, scope=args.scope), caller, access)
+            _dump(deleted.model_dump(mode="json"))
+        elif command == "sources":
+            listed = knowledge.sources(caller, args.scope)
+            if args.json:
+                _dump([s.model_dump(mode="json") for s in listed])
+            else:
+                for s in listed:
+                    state = f"error: {s.last_error}" if s.last_error else f"{s.chunk_count} chunks"
+                    print(f"{s.scope or 'global'}  {s.uri}  ({s.format.value}, {state})")
+        else:
+            return _ingest(args, knowledge, caller, access)
+    finally:
+        service.close()
+    return 0
+
+
+def _ingest(args: argparse.Namespace, knowledge: object, caller: object, access: object) -> int:
+    from api.knowledge_service import FileAccess, KnowledgeService
+    from api.service import Caller
+
+    assert isinstance(knowledge, KnowledgeService) and isinstance(caller, Caller) and isinstance(access, FileAccess)
+    request = IngestRequest(paths=args.paths, scope=args.scope, glob=args.glob, force=args.force)
+    total = len(knowledge.expand(request.paths, request.glob, access))
+    progress = _Progress(total, sys.stderr)
+    report = knowledge.ingest(request, caller, access, progress)
+    progress.finish()
+    if args.json:
+        _dump(report.model_dump(mode="json"))
+    else:
+        print(
+            f"{report.documents} documents: {report.indexed} indexed, {report.unchanged} unchanged, "
+            f"{report.failed} failed; {report.chunks} chunks in {report.elapsed_s:.1f} s"
+        )
+        for failure in report.failures:
+            print(f"  failed: {failure.source}: {failure.error}")
+    return PARTIAL if report.failed else 0

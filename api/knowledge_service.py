@@ -1,0 +1,385 @@
+"""The knowledge service: what ``knowledge`` over MCP, ``/v1/knowledge`` and ``hivemem knowledge`` call.
+
+A source is named as a file path, an http(s) URL, ``key:NAME`` (text stored with ``store``) or
+``upload:NAME`` (a document uploaded over HTTP).
+Who may name a file is the caller's :class:`FileAccess`: over stdio and the CLI the agent reads
+its own files; over HTTP only files inside ``HIVEMEM_KNOWLEDGE_ALLOWED_PATHS`` (empty: none), so a
+team server reads no file its operator did not offer. A directory is refused as a source: folders
+are for ``ingest``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from api.service import Caller
+from hivemem.config import Settings
+from hivemem.embedding import Embedder
+from hivemem.errors import (
+    DocumentAccessDenied,
+    DocumentError,
+    DocumentNotFoundError,
+    SourceNotFoundError,
+    ValidationError,
+)
+from hivemem.knowledge import DocumentFormat, KnowledgeChunk
+from hivemem.knowledge_schemas import (
+    ChunkCitation,
+    IngestFailure,
+    IngestReport,
+    IngestRequest,
+    KnowledgeDeleted,
+    KnowledgeDeleteRequest,
+    KnowledgeMatch,
+    KnowledgeMatchRequest,
+    KnowledgeMatchResponse,
+    KnowledgeReadRequest,
+    KnowledgeReadResponse,
+    KnowledgeSearchRequest,
+    KnowledgeSearchResponse,
+    KnowledgeStored,
+    KnowledgeStoreRequest,
+    SourcePublic,
+)
+from hivemem.model import utcnow
+from hivemem.scope import recall_scopes
+from search.base import ChunkFilter, Store
+from search.knowledge_recall import KnowledgeSearcher
+from search.recall import RecallParams
+from workers.documents import EXTENSIONS, format_of, parse_document
+from workers.documents.fetch import FetchLimits, fetch_url
+from workers.knowledge_jobs import Document, IndexOutcome, guard_limits, index_documents, index_text
+
+__all__ = ["FileAccess", "KnowledgeService", "is_url", "key_uri"]
+
+KEY_PREFIX = "key:"
+# Sources that live only in the store: text stored under a key, and uploaded documents.
+STORED_PREFIXES = (KEY_PREFIX, "upload:")
+_CONTEXT_CHARS = 80
+
+
+def is_url(source: str) -> bool:
+    """Whether a source names a URL (any scheme: only http and https are then accepted)."""
+    head = source.split(":", 1)[0].lower()
+    return "://" in source and head.isalpha() and len(head) > 1
+
+
+def key_uri(key: str) -> str:
+    """The uri of text stored under ``key``."""
+    return f"{KEY_PREFIX}{key}"
+
+
+@dataclass(frozen=True, slots=True)
+class FileAccess:
+    """Which local files a caller may name: any (``allowed`` None: stdio, CLI) or those under ``allowed``."""
+
+    allowed: tuple[Path, ...] | None = None
+
+    @classmethod
+    def over_http(cls, settings: Settings) -> FileAccess:
+        """The files an HTTP client may name: those under the configured folders."""
+        return cls(tuple(Path(p).expanduser().resolve() for p in settings.knowledge_allowed_paths))
+
+    def resolve(self, source: str) -> Path:
+        """The real path of a file source, checked. Raises ``DocumentError``."""
+        path = Path(source).expanduser()
+        if self.allowed is not None and not path.is_absolute():
+            raise DocumentAccessDenied("refused: name files by absolute path on this server", source=source)
+        real = path.resolve()
+        if self.allowed is not None and not any(real.is_relative_to(folder) for folder in self.allowed):
+            hint = (
+                "this server reads no local files over HTTP (HIVEMEM_KNOWLEDGE_ALLOWED_PATHS is empty); upload "
+                "the document or store its text instead"
+                if not self.allowed
+                else "it is outside the folders this server reads (HIVEMEM_KNOWLEDGE_ALLOWED_PATHS)"
+            )
+            raise DocumentAccessDenied(f"refused: {hint}", source=source)
+        if real.is_dir():
+            raise DocumentError(
+                "is a directory: name one file, or index a folder with `hivemem knowledge ingest`", source=source
+            )
+        if not real.exists():
+            raise DocumentNotFoundError("no such file", source=source)
+        return real
+
+
+class KnowledgeService:
+    """search / read / match / store / delete / ingest / sources over one store and one embedder."""
+
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.searcher = KnowledgeSearcher(store, embedder, RecallParams.from_settings(settings))
+
+    # -- reading sources -------------------------------------------------------------------------
+
+    def _fetch_limits(self) -> FetchLimits:
+        s = self.settings
+        return FetchLimits(
+            max_bytes=s.knowledge_max_document_bytes,
+            timeout_s=s.knowledge_url_timeout_s,
+            allow_private=s.knowledge_allow_private_urls,
+        )
+
+    def _read_file(self, source: str, access: FileAccess) -> Document:
+        path = access.resolve(source)
+        size = path.stat().st_size
+        if size > self.settings.knowledge_max_document_bytes:
+            raise DocumentError(
+                f"refused: {size:,} bytes is over the {self.settings.knowledge_max_document_bytes:,}-byte limit",
+                source=str(path),
+            )
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise DocumentError(f"cannot read the file ({exc.strerror})", source=str(path)) from exc
+        return Document(uri=str(path), name=path.name, data=data)
+
+    def _document(self, source: str, access: FileAccess) -> Document:
+        if is_url(source):
+            return fetch_url(source, self._fetch_limits())
+        return self._read_file(source, access)
+
+    def _uri(self, source: str, access: FileAccess) -> str:
+        if source.startswith(STORED_PREFIXES) or is_url(source):
+            return source
+        return str(access.resolve(source))
+
+    def _fresh(self, scope: str, source: str, access: FileAccess) -> IndexOutcome | None:
+        """Index ``source`` into ``scope`` when it is new or changed (a URL: when older than the max age)."""
+        if source.startswith(STORED_PREFIXES):
+            return None
+        if is_url(source):
+            held = self.store.get_source(scope, source)
+            max_age = timedelta(seconds=self.settings.knowledge_url_max_age_s)
+            if held is not None and held.last_error is None and utcnow() - held.fetched_at < max_age:
+                return None
+        # Read first: a file that is missing or not this caller's is that error (404, 403), not an index failure.
+        document = self._document(source, access)
+        return next(iter(index_documents(self.store, self.embedder, scope, [document], self.settings)))
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def search(self, request: KnowledgeSearchRequest, caller: Caller, access: FileAccess) -> KnowledgeSearchResponse:
+        """Chunks of the scope set (scope + global) for the query; with ``source``, of that document only."""
+        scopes = recall_scopes(caller.scope_for(request.scope, write=False))
+        indexed = None
+        uri = None
+        if request.source is not None:
+            scope = caller.scope_for(request.scope, write=True)
+            outcome = self._fresh(scope, request.source, access)
+            if outcome is not None and outcome.status == "failed":
+                raise DocumentError(outcome.error or "could not be indexed", source=request.source)
+            uri = self._uri(request.source, access)
+            indexed = None if outcome is None else outcome.status
+        hits = self.searcher.search(request.query, ChunkFilter(scopes=scopes, uri=uri), request.limit)
+        return KnowledgeSearchResponse(results=[_citation(h.chunk, h.score) for h in hits], indexed=indexed)
+
+    def read(self, request: KnowledgeReadRequest, caller: Caller, access: FileAccess) -> KnowledgeReadResponse:
+        """A document's text from ``offset``, at most ``limit`` characters (default: the read page size)."""
+        limit = request.limit or self.settings.knowledge_read_chars
+        source = request.source
+        if source.startswith(STORED_PREFIXES):
+            scope, chunks = self._stored(source, caller, request.scope)
+            text = _rebuild(chunks)
+            title, fmt = chunks[0].title if chunks else "", self._held_format(scope, source)
+        else:
+            document = self._document(source, access)
+            fmt = document.format or format_of(document.name, document.content_type)
+            parsed = parse_document(document.data, document.name, fmt, guard_limits(self.settings))
+            text, title = parsed.text, parsed.title
+        end = min(len(text), request.offset + limit)
+        return KnowledgeReadResponse(
+            source=source,
+            title=title,
+            format=fmt,
+            text=text[request.offset : end],
+            offset=request.offset,
+            next_offset=end if end < len(text) else None,
+            total_chars=len(text),
+        )
+
+    def _held_format(self, scope: str, uri: str) -> DocumentFormat:
+        held = self.store.get_source(scope, uri)
+        if held is None:
+            raise SourceNotFoundError(f"nothing is stored under {uri!r} in scope {scope!r}")
+        return held.format
+
+    def _stored(self, uri: str, caller: Caller, requested: str | None) -> tuple[str, list[KnowledgeChunk]]:
+        for scope in recall_scopes(caller.scope_for(requested, write=False)):
+            held = self.store.get_source(scope, uri)
+            if held is not None:
+                return scope, self.store.source_chunks(scope, uri)
+        raise SourceNotFoundError(f"nothing is stored under {uri!r} in this scope or the global one")
+
+    def match(self, request: KnowledgeMatchRequest, caller: Caller, access: FileAccess) -> KnowledgeMatchResponse:
+        """Regex matches in the indexed chunks of the scope set, capped and within the time budget."""
+        import regex
+
+        flags = regex.IGNORECASE if request.ignore_case else 0
+        try:
+            compiled = regex.compile(request.pattern, flags)
+        except regex.error as exc:
+            raise ValidationError(f"pattern: not a valid regular expression ({exc})", field="pattern") from exc
+        scopes = recall_scopes(caller.scope_for(request.scope, write=False))
+        uri = None if request.source is None else self._uri(request.source, access)
+        cap = min(request.limit, self.settings.knowledge_match_max_results)
+        deadline = time.monotonic() + self.settings.knowledge_match_budget_s
+        found: list[KnowledgeMatch] = []
+        seen: set[tuple[str, str, int]] = set()
+        scanned = 0
+        complete = True
+        for chunk in self.store.scan_chunks(ChunkFilter(scopes=scopes, uri=uri)):
+            left = deadline - time.monotonic()
+            if left <= 0 or len(found) >= cap:
+                complete = False
+                break
+            scanned += 1
+            try:
+                matches = list(compiled.finditer(chunk.text, timeout=left))
+            except TimeoutError:
+                complete = False
+                break
+            for m in matches:
+                at = (chunk.scope, chunk.uri, chunk.start + m.start())
+                if at in seen:  # the overlap of two chunks
+                    continue
+                seen.add(at)
+                found.append(_match(chunk, m.start(), m.end()))
+                if len(found) >= cap:
+                    break
+        return KnowledgeMatchResponse(matches=found, complete=complete, scanned_chunks=scanned)
+
+    def store_text(self, request: KnowledgeStoreRequest, caller: Caller) -> KnowledgeStored:
+        """Index ``text`` under ``key`` in the caller's scope."""
+        scope = caller.scope_for(request.scope, write=True)
+        uri = key_uri(request.key)
+        outcome = index_text(self.store, self.embedder, scope, uri, request.title.strip(), request.text, self.settings)
+        if outcome.status == "failed":
+            raise DocumentError(outcome.error or "could not be indexed", source=uri)
+        return KnowledgeStored(source=uri, scope=scope, chunks=outcome.chunks, status=outcome.status)
+
+    def delete(self, request: KnowledgeDeleteRequest, caller: Caller, access: FileAccess) -> KnowledgeDeleted:
+        """Remove a document and its chunks from the caller's scope."""
+        scope = caller.scope_for(request.scope, write=True)
+        source = request.source
+        uri = (
+            source if source.startswith(STORED_PREFIXES) or is_url(source) else str(Path(source).expanduser().resolve())
+        )
+        removed = self.store.delete_source(scope, uri)
+        return KnowledgeDeleted(source=uri, scope=scope, chunks=removed.chunk_count)
+
+    def sources(self, caller: Caller, scope: str | None = None) -> list[SourcePublic]:
+        """The documents indexed in the scope set."""
+        return [SourcePublic.of(s) for s in self.store.sources(recall_scopes(caller.scope_for(scope, write=False)))]
+
+    # -- bulk ----------------------------------------------------------------------------------
+
+    def expand(self, paths: Sequence[str], globs: Sequence[str], access: FileAccess) -> list[str]:
+        """The sources a list of paths names: files, the files of folders (walked, sorted), and the
+        URLs listed in ``.urls`` files (one per line, ``#`` comments)."""
+        sources: list[str] = []
+        for given in paths:
+            if is_url(given):
+                sources.append(given)
+                continue
+            path = Path(given).expanduser()
+            if path.is_dir():
+                real = path.resolve()
+                if access.allowed is not None and not any(real.is_relative_to(f) for f in access.allowed):
+                    access.resolve(given)  # raises the refusal with its reason
+                for root, dirs, files in os.walk(real):
+                    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                    for name in sorted(files):
+                        if name.startswith("."):
+                            continue
+                        if globs and not any(fnmatch.fnmatch(name, g) for g in globs):
+                            continue
+                        if not globs and Path(name).suffix.lower() not in EXTENSIONS:
+                            continue
+                        sources.append(str(Path(root) / name))
+            elif path.suffix.lower() == ".urls" and path.is_file():
+                for line in access.resolve(given).read_text(encoding="utf-8").splitlines():
+                    line = line.strip()
+                    if line and not line.startswith("#"):
+                        sources.append(line)
+            else:
+                sources.append(given)
+        return sources
+
+    def ingest(
+        self,
+        request: IngestRequest,
+        caller: Caller,
+        access: FileAccess,
+        progress: Callable[[IndexOutcome], None] | None = None,
+    ) -> IngestReport:
+        """Index every document the paths name into the caller's scope; one outcome per document."""
+        scope = caller.scope_for(request.scope, write=True)
+        began = time.monotonic()
+        sources = self.expand(request.paths, request.glob, access)
+        outcomes: list[IndexOutcome] = []
+        for outcome in index_documents(
+            self.store, self.embedder, scope, self._readers(sources, access), self.settings, force=request.force
+        ):
+            outcomes.append(outcome)
+            if progress is not None:
+                progress(outcome)
+        failures = [IngestFailure(source=o.uri, error=o.error or "") for o in outcomes if o.status == "failed"]
+        return IngestReport(
+            documents=len(outcomes),
+            indexed=sum(o.status == "indexed" for o in outcomes),
+            unchanged=sum(o.status == "unchanged" for o in outcomes),
+            failed=len(failures),
+            chunks=sum(o.chunks for o in outcomes if o.status == "indexed"),
+            failures=failures,
+            elapsed_s=round(time.monotonic() - began, 3),
+        )
+
+    def _readers(self, sources: Sequence[str], access: FileAccess) -> Iterator[Callable[[], Document]]:
+        for source in sources:
+            yield lambda source=source: self._document(source, access)  # type: ignore[misc]
+
+
+def _citation(chunk: KnowledgeChunk, score: float) -> ChunkCitation:
+    return ChunkCitation(
+        source=chunk.uri,
+        scope=chunk.scope,
+        title=chunk.title,
+        section=list(chunk.section),
+        page=chunk.page,
+        start=chunk.start,
+        end=chunk.end,
+        score=round(score, 6),
+        text=chunk.text,
+    )
+
+
+def _match(chunk: KnowledgeChunk, start: int, end: int) -> KnowledgeMatch:
+    return KnowledgeMatch(
+        source=chunk.uri,
+        title=chunk.title,
+        section=list(chunk.section),
+        page=chunk.page,
+        start=chunk.start + start,
+        end=chunk.start + end,
+        match=chunk.text[start:end],
+        context=chunk.text[max(0, start - _CONTEXT_CHARS) : end + _CONTEXT_CHARS],
+    )
+
+
+def _rebuild(chunks: Sequence[KnowledgeChunk]) -> str:
+    """A stored document's text from its chunks: each chunk sits at its offsets (they overlap)."""
+    if not chunks:
+        return ""
+    text = [" "] * max(c.end for c in chunks)
+    for chunk in chunks:
+        text[chunk.start : chunk.end] = chunk.text
+    return "".join(text)

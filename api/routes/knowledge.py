@@ -1,0 +1,114 @@
+"""REST: knowledge under /v1/knowledge, the twin of the MCP ``knowledge`` tool and the CLI.
+
+Over HTTP a local path is read only inside ``HIVEMEM_KNOWLEDGE_ALLOWED_PATHS``; a client with a
+document of its own uploads it (``PUT /v1/knowledge/documents``) or stores its text.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from api.deps import CallerDep, ServiceDep
+from api.knowledge_service import FileAccess
+from hivemem.errors import DocumentError, ValidationError
+from hivemem.knowledge_schemas import (
+    IngestReport,
+    IngestRequest,
+    KnowledgeDeleted,
+    KnowledgeDeleteRequest,
+    KnowledgeMatchRequest,
+    KnowledgeMatchResponse,
+    KnowledgeReadRequest,
+    KnowledgeReadResponse,
+    KnowledgeSearchRequest,
+    KnowledgeSearchResponse,
+    KnowledgeStored,
+    KnowledgeStoreRequest,
+    SourcePublic,
+)
+from hivemem.schemas import ScopeName
+from workers.knowledge_jobs import Document, IndexOutcome, index_documents
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/knowledge", tags=["knowledge"])
+
+ScopeQuery = Annotated[
+    ScopeName | None, Query(description="The project scope (plus global for reads); default: the caller's.")
+]
+
+
+def _access(service: ServiceDep) -> FileAccess:
+    return FileAccess.over_http(service.settings)
+
+
+@router.post("/search", response_model=KnowledgeSearchResponse)
+def search(body: KnowledgeSearchRequest, service: ServiceDep, caller: CallerDep) -> KnowledgeSearchResponse:
+    """Chunks of indexed documents for `query`, best first (BM25 + vectors, fused), in the scope and
+    global; with `source`, of that one document, indexed first when new or changed."""
+    return service.knowledge.search(body, caller, _access(service))
+
+
+@router.post("/read", response_model=KnowledgeReadResponse)
+def read(body: KnowledgeReadRequest, service: ServiceDep, caller: CallerDep) -> KnowledgeReadResponse:
+    """A document's full text from `offset`, at most `limit` characters; `next_offset` pages on."""
+    return service.knowledge.read(body, caller, _access(service))
+
+
+@router.post("/match", response_model=KnowledgeMatchResponse)
+def match(body: KnowledgeMatchRequest, service: ServiceDep, caller: CallerDep) -> KnowledgeMatchResponse:
+    """Regular-expression matches in indexed chunks, capped, within a time budget (`complete` says
+    whether the scan finished)."""
+    return service.knowledge.match(body, caller, _access(service))
+
+
+@router.post("/store", status_code=201, response_model=KnowledgeStored)
+def store(body: KnowledgeStoreRequest, service: ServiceDep, caller: CallerDep) -> KnowledgeStored:
+    """Index raw text under `key` (source `key:KEY`) in the caller's scope, replacing what it held."""
+    return service.knowledge.store_text(body, caller)
+
+
+@router.post("/delete", response_model=KnowledgeDeleted)
+def delete(body: KnowledgeDeleteRequest, service: ServiceDep, caller: CallerDep) -> KnowledgeDeleted:
+    """Remove an indexed document and its chunks; 404 when the scope holds none by that name."""
+    return service.knowledge.delete(body, caller, _access(service))
+
+
+@router.post("/ingest", response_model=IngestReport)
+def ingest(body: IngestRequest, service: ServiceDep, caller: CallerDep) -> IngestReport:
+    """Index files and folders inside the allowed folders, and URLs; the report lists every failure."""
+    return service.knowledge.ingest(body, caller, _access(service))
+
+
+@router.get("/sources", response_model=list[SourcePublic])
+def sources(service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> list[SourcePublic]:
+    """The documents indexed in the scope and global."""
+    return service.knowledge.sources(caller, scope)
+
+
+@router.put("/documents", status_code=201, response_model=KnowledgeStored)
+async def upload(
+    request: Request,
+    service: ServiceDep,
+    caller: CallerDep,
+    name: Annotated[str, Query(min_length=1, max_length=255, description="File name; its extension names the format.")],
+    scope: ScopeQuery = None,
+) -> KnowledgeStored:
+    """Upload one document (the raw bytes as the body) and index it as `upload:NAME` in the caller's scope."""
+    if "/" in name or "\\" in name or name in (".", ".."):
+        raise ValidationError("name: a file name, without folders", field="name")
+    data = await request.body()
+    where = caller.scope_for(scope, write=True)
+    document = Document(uri=f"upload:{name}", name=name, data=data)
+    knowledge = service.knowledge
+
+    def index() -> IndexOutcome:
+        return next(iter(index_documents(knowledge.store, knowledge.embedder, where, [document], service.settings)))
+
+    outcome = await run_in_threadpool(index)  # parsing and embedding block: not on the event loop
+    if outcome.status == "failed":
+        raise DocumentError(outcome.error or "could not be indexed", source=name)
+    return KnowledgeStored(source=outcome.uri, scope=where, chunks=outcome.chunks, status=outcome.status)

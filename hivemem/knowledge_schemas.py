@@ -1,0 +1,230 @@
+"""The knowledge interface's requests and answers, shared by REST, MCP and the CLI.
+
+Every request field carries the limit the server enforces; unknown fields are refused.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from hivemem.knowledge import DocumentFormat, KnowledgeSource
+from hivemem.schemas import QueryText, ScopeName, _TextRule, _whole_number
+
+__all__ = [
+    "ChunkCitation",
+    "IngestFailure",
+    "IngestReport",
+    "IngestRequest",
+    "KnowledgeDeleteRequest",
+    "KnowledgeDeleted",
+    "KnowledgeMatch",
+    "KnowledgeMatchRequest",
+    "KnowledgeMatchResponse",
+    "KnowledgeReadRequest",
+    "KnowledgeReadResponse",
+    "KnowledgeSearchRequest",
+    "KnowledgeSearchResponse",
+    "KnowledgeStoreRequest",
+    "KnowledgeStored",
+    "SourcePublic",
+]
+
+_STRICT = ConfigDict(extra="forbid")
+_TEXT_1 = _TextRule(1)
+MAX_STORED_TEXT = 100_000
+MAX_PATTERN = 500
+MAX_INGEST_PATHS = 1000
+
+SourceRef = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=4096,
+        json_schema_extra=_TEXT_1.schema(),
+        description="A file path, an http(s) URL, or `key:NAME` for text stored under a key.",
+    ),
+    AfterValidator(_TEXT_1),
+]
+Key = Annotated[
+    StrictStr,
+    Field(
+        min_length=1, max_length=200, json_schema_extra=_TEXT_1.schema(), description="The name text is stored under."
+    ),
+    AfterValidator(_TEXT_1),
+]
+ChunkLimit = Annotated[StrictInt, Field(ge=1, le=50), BeforeValidator(_whole_number)]
+
+
+class KnowledgeSearchRequest(BaseModel):
+    """Search indexed documents (and, with ``source``, one document, indexed first when new or changed)."""
+
+    model_config = _STRICT
+
+    query: QueryText
+    source: SourceRef | None = None
+    scope: ScopeName | None = None
+    limit: ChunkLimit = 10
+
+
+class KnowledgeReadRequest(BaseModel):
+    """Read a document's full text, a page at a time."""
+
+    model_config = _STRICT
+
+    source: SourceRef
+    scope: ScopeName | None = None
+    offset: Annotated[StrictInt, Field(ge=0, le=10**9), BeforeValidator(_whole_number)] = 0
+    limit: Annotated[StrictInt, Field(ge=1, le=1_000_000), BeforeValidator(_whole_number)] | None = None
+
+
+class KnowledgeMatchRequest(BaseModel):
+    """A regular expression over the chunks of indexed documents."""
+
+    model_config = _STRICT
+
+    pattern: Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATTERN)]
+    source: SourceRef | None = None
+    scope: ScopeName | None = None
+    limit: Annotated[StrictInt, Field(ge=1, le=1000), BeforeValidator(_whole_number)] = 50
+    ignore_case: StrictBool = False
+
+
+class KnowledgeStoreRequest(BaseModel):
+    """Raw text to index under a key in the caller's scope (replacing what the key held)."""
+
+    model_config = _STRICT
+
+    key: Key
+    text: Annotated[
+        StrictStr,
+        Field(min_length=1, max_length=MAX_STORED_TEXT, json_schema_extra=_TEXT_1.schema()),
+        AfterValidator(_TEXT_1),
+    ]
+    title: Annotated[StrictStr, Field(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")] = ""
+    scope: ScopeName | None = None
+
+
+class KnowledgeDeleteRequest(BaseModel):
+    """Remove an indexed document (a key's text, a file or a URL) and its chunks."""
+
+    model_config = _STRICT
+
+    source: SourceRef
+    scope: ScopeName | None = None
+
+
+class IngestRequest(BaseModel):
+    """Index files, folders (walked) and files listing URLs."""
+
+    model_config = _STRICT
+
+    paths: Annotated[list[SourceRef], Field(min_length=1, max_length=MAX_INGEST_PATHS)]
+    scope: ScopeName | None = None
+    glob: Annotated[list[Annotated[StrictStr, Field(min_length=1, max_length=200)]], Field(max_length=50)] = Field(
+        default_factory=list, description="Only files matching one of these patterns (e.g. `*.pdf`); default all."
+    )
+    force: StrictBool = False
+
+
+class ChunkCitation(BaseModel):
+    """A found chunk with what a citation needs."""
+
+    source: str
+    scope: str
+    title: str
+    section: list[str]
+    page: int | None
+    start: int
+    end: int
+    score: float
+    text: str
+
+
+class KnowledgeSearchResponse(BaseModel):
+    results: list[ChunkCitation]
+    indexed: str | None = Field(default=None, description="What became of `source` when it was given.")
+
+
+class KnowledgeReadResponse(BaseModel):
+    source: str
+    title: str
+    format: DocumentFormat
+    text: str
+    offset: int
+    next_offset: int | None
+    total_chars: int
+
+
+class KnowledgeMatch(BaseModel):
+    source: str
+    title: str
+    section: list[str]
+    page: int | None
+    start: int
+    end: int
+    match: str
+    context: str
+
+
+class KnowledgeMatchResponse(BaseModel):
+    matches: list[KnowledgeMatch]
+    complete: bool = Field(description="False when the result cap or the time budget stopped the scan.")
+    scanned_chunks: int
+
+
+class KnowledgeStored(BaseModel):
+    source: str
+    scope: str
+    chunks: int
+    status: Literal["indexed", "unchanged", "failed"]
+
+
+class KnowledgeDeleted(BaseModel):
+    source: str
+    scope: str
+    chunks: int
+
+
+class SourcePublic(BaseModel):
+    uri: str
+    scope: str
+    title: str
+    format: DocumentFormat
+    size: int
+    chunk_count: int
+    fetched_at: datetime
+    indexed_at: datetime | None
+    last_error: str | None
+
+    @classmethod
+    def of(cls, source: KnowledgeSource) -> SourcePublic:
+        """The public view of a stored source."""
+        return cls(
+            uri=source.uri,
+            scope=source.scope,
+            title=source.title,
+            format=source.format,
+            size=source.size,
+            chunk_count=source.chunk_count,
+            fetched_at=source.fetched_at,
+            indexed_at=source.indexed_at,
+            last_error=source.last_error,
+        )
+
+
+class IngestFailure(BaseModel):
+    source: str
+    error: str
+
+
+class IngestReport(BaseModel):
+    documents: int
+    indexed: int
+    unchanged: int
+    failed: int
+    chunks: int
+    failures: list[IngestFailure]
+    elapsed_s: float

@@ -1,0 +1,247 @@
+"""Knowledge end to end: a real server over REST and MCP, the CLI in real processes, real documents.
+
+The server runs with the model-free embedder (the paraphrase tests with the real model are in
+tests/workers/test_knowledge_model.py), so these tests find documents by their exact rare terms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+
+from api.bench.local_cluster import hivemem_command
+from tests.documents import BAD_DOCUMENTS, GOOD_DOCUMENTS, write_bad, write_good
+from tests.e2e.helpers import HivememServer, hivemem_env, run_cli
+
+pytest.importorskip("pypdfium2", reason="the ingest extra is not installed")
+pytest.importorskip("fpdf", reason="fpdf2 (dev extra) makes the PDF fixtures")
+
+SCOPE = "github.com/acme/docs"
+MAX_BYTES = 2_000_000
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Path:
+    """A folder of every good and every bad document, the bad ones in a subfolder."""
+    folder = tmp_path / "library"
+    write_good(folder)
+    write_bad(folder / "broken", big_bytes=MAX_BYTES + 1)
+    return folder
+
+
+@pytest.fixture
+def docs_server(tmp_path: Path, library: Path) -> Iterator[HivememServer]:
+    data_dir, logs = tmp_path / "data", tmp_path / "logs"
+    data_dir.mkdir()
+    logs.mkdir()
+    server = HivememServer(
+        data_dir,
+        logs,
+        HIVEMEM_KNOWLEDGE_ALLOWED_PATHS=str(library),
+        HIVEMEM_KNOWLEDGE_MAX_DOCUMENT_BYTES=str(MAX_BYTES),
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _post(http: httpx.Client, path: str, body: dict[str, Any], status: int = 200) -> Any:
+    answer = http.post(path, json=body)
+    assert answer.status_code == status, answer.text
+    return answer.json()
+
+
+def test_a_folder_of_good_and_bad_files_indexes_every_good_one_and_lists_each_bad_one(
+    docs_server: HivememServer, library: Path
+) -> None:
+    with httpx.Client(base_url=docs_server.url, timeout=60) as http:
+        report = _post(http, "/v1/knowledge/ingest", {"paths": [str(library)], "scope": SCOPE})
+        failed = {Path(f["source"]).name: f["error"] for f in report["failures"]}
+        # Every bad file but the unsupported one (a folder walk skips unknown extensions) is reported.
+        assert set(failed) == set(BAD_DOCUMENTS) - {"drawing.xcf"}
+        for name, error in failed.items():
+            assert BAD_DOCUMENTS[name] in error, (name, error)
+        assert report["indexed"] == len(GOOD_DOCUMENTS) and report["failed"] == len(failed)
+        for name, (rare, _, where) in GOOD_DOCUMENTS.items():
+            found = _post(http, "/v1/knowledge/search", {"query": rare, "scope": SCOPE, "limit": 3})["results"]
+            assert found and Path(found[0]["source"]).name == name, (name, found)
+            assert rare in found[0]["text"]
+            if isinstance(where, int):
+                assert found[0]["page"] == where
+            elif where:
+                assert where in found[0]["section"]
+        listed = http.get("/v1/knowledge/sources", params={"scope": SCOPE}).json()
+        errors = {Path(s["uri"]).name: s["last_error"] for s in listed if s["last_error"]}
+        assert set(errors) == set(failed)
+        # Nothing of a refused document was written.
+        assert all(s["chunk_count"] == 0 for s in listed if s["last_error"])
+
+
+def test_http_clients_read_only_the_allowed_folders_and_never_a_folder(
+    docs_server: HivememServer, library: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Secret\n\nThe root password is hunter2.\n")
+    with httpx.Client(base_url=docs_server.url, timeout=60) as http:
+        refused = http.post("/v1/knowledge/search", json={"query": "password", "source": str(outside), "scope": SCOPE})
+        assert refused.status_code == 403 and "outside the folders" in refused.json()["message"]
+        escaping = http.post("/v1/knowledge/read", json={"source": str(library / ".." / "secret.md"), "scope": SCOPE})
+        assert escaping.status_code == 403
+        missing = http.post("/v1/knowledge/read", json={"source": str(library / "nope.md"), "scope": SCOPE})
+        assert missing.status_code == 404
+
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with Client(f"{docs_server.url}/mcp/{SCOPE}") as client:
+            folder = await client.call_tool("knowledge", {"command": "search", "query": "x", "source": str(library)})
+            seen["folder"] = " ".join(getattr(part, "text", "") for part in folder.content)
+            seen["folder_error"] = folder.is_error
+            read = await client.call_tool("knowledge", {"command": "read", "source": str(library / "ops.md")})
+            seen["read"] = read.structured_content
+            wrong = await client.call_tool("knowledge", {"command": "read", "query": "x", "source": "key:a"})
+            seen["wrong"] = " ".join(getattr(part, "text", "") for part in wrong.content)
+
+    anyio.run(main)
+    assert seen["folder_error"] and "is a directory" in seen["folder"]
+    assert "glimmerstone" in seen["read"]["text"] and seen["read"]["next_offset"] is None
+    assert "`read` does not take query" in seen["wrong"]
+
+
+def test_upload_store_read_match_and_delete(docs_server: HivememServer, library: Path) -> None:
+    with httpx.Client(base_url=docs_server.url, timeout=60) as http:
+        pdf = (library / "reactor.pdf").read_bytes()
+        uploaded = http.put("/v1/knowledge/documents", params={"name": "reactor.pdf", "scope": SCOPE}, content=pdf)
+        assert uploaded.status_code == 201, uploaded.text
+        assert uploaded.json()["source"] == "upload:reactor.pdf" and uploaded.json()["chunks"] == 3
+        bad = http.put("/v1/knowledge/documents", params={"name": "fake.pdf", "scope": SCOPE}, content=b"not a pdf")
+        assert bad.status_code == 422 and "no %PDF- header" in bad.json()["message"]
+
+        stored = _post(
+            http,
+            "/v1/knowledge/store",
+            {"key": "oncall", "title": "On-call", "text": "Page the flumpet team first.", "scope": SCOPE},
+            201,
+        )
+        assert stored["source"] == "key:oncall" and stored["status"] == "indexed"
+        again = _post(
+            http,
+            "/v1/knowledge/store",
+            {"key": "oncall", "title": "On-call", "text": "Page the flumpet team first.", "scope": SCOPE},
+            201,
+        )
+        assert again["status"] == "unchanged"
+        page = _post(http, "/v1/knowledge/read", {"source": "key:oncall", "scope": SCOPE, "limit": 8})
+        assert page["total_chars"] > 8 and page["next_offset"] == 8 and len(page["text"]) == 8
+
+        matched = _post(http, "/v1/knowledge/match", {"pattern": r"zorblax\w+", "scope": SCOPE})
+        assert [m["match"] for m in matched["matches"]] == ["zorblaxite"] and matched["complete"]
+        assert matched["matches"][0]["page"] == 2
+        invalid = http.post("/v1/knowledge/match", json={"pattern": "(unclosed", "scope": SCOPE})
+        assert invalid.status_code == 422
+
+        _post(http, "/v1/knowledge/store", {"key": "evil", "text": "a" * 5000 + "!", "scope": SCOPE}, 201)
+        began = time.monotonic()
+        slow = _post(http, "/v1/knowledge/match", {"pattern": r"(a|aa)+$", "scope": SCOPE})
+        assert time.monotonic() - began < 10
+        assert slow["complete"] is False  # the time budget stopped a catastrophic pattern
+
+        removed = _post(http, "/v1/knowledge/delete", {"source": "upload:reactor.pdf", "scope": SCOPE})
+        assert removed["chunks"] == 3
+        after = _post(http, "/v1/knowledge/search", {"query": "zorblaxite", "scope": SCOPE})["results"]
+        assert all("zorblaxite" not in hit["text"] for hit in after)
+        assert (
+            http.post("/v1/knowledge/delete", json={"source": "upload:reactor.pdf", "scope": SCOPE}).status_code == 404
+        )
+
+
+def _chunks(db: Path) -> dict[str, set[str]]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT uri, id FROM knowledge_chunks").fetchall()
+    found: dict[str, set[str]] = {}
+    for uri, chunk in rows:
+        found.setdefault(uri, set()).add(chunk)
+    return found
+
+
+def _many_documents(folder: Path, count: int) -> None:
+    folder.mkdir(parents=True)
+    for n in range(count):
+        sections = "\n\n".join(
+            f"## Part {p}\n\n" + f"Document {n} part {p} describes widget{n} setting {p}. " * 30 for p in range(8)
+        )
+        (folder / f"doc{n:03d}.md").write_text(f"# Document {n}\n\n{sections}\n", encoding="utf-8")
+
+
+def test_reingest_changes_and_a_kill_halfway(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    _many_documents(docs, 120)
+    data, other = tmp_path / "data", tmp_path / "other"
+    data.mkdir()
+    other.mkdir()
+
+    # Uninterrupted, in a data dir of its own: the chunk set to reach.
+    done = run_cli("knowledge", "ingest", str(docs), "--scope", SCOPE, data_dir=other, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    expected = _chunks(other / "hivemem.db")
+    assert len(expected) == 120
+
+    # Killed with SIGKILL once part of the folder is indexed, then run again.
+    process = subprocess.Popen(
+        [*hivemem_command(), "knowledge", "ingest", str(docs), "--scope", SCOPE],
+        env=hivemem_env(data),
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    db = data / "hivemem.db"
+    deadline = time.monotonic() + 120
+    indexed = 0
+    while time.monotonic() < deadline and process.poll() is None:
+        if db.exists():
+            try:
+                indexed = len(_chunks(db))
+            except sqlite3.OperationalError:
+                indexed = 0  # the schema is not there yet
+        if indexed >= 10:
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "the ingest finished before it could be killed; give it more documents"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    partial = _chunks(db)
+    assert 10 <= len(partial) < 120
+    # What was written is whole documents only (each one's chunks went in one transaction).
+    assert all(partial[uri] == expected[uri] for uri in partial)
+    resumed = run_cli(
+        "knowledge", "ingest", str(docs), "--scope", SCOPE, "--json", data_dir=data, cwd=tmp_path, timeout=300
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["unchanged"] == len(partial)
+    assert _chunks(db) == expected
+
+    # Unchanged: nothing indexed. One file changed: exactly its chunks replaced.
+    again = run_cli("knowledge", "ingest", str(docs), "--scope", SCOPE, "--json", data_dir=data, cwd=tmp_path)
+    assert (json.loads(again.stdout)["indexed"], json.loads(again.stdout)["unchanged"]) == (0, 120)
+    changed = docs / "doc007.md"
+    changed.write_text(changed.read_text() + "\n## Appendix\n\nA late addition about frobulators.\n")
+    after = run_cli("knowledge", "ingest", str(docs), "--scope", SCOPE, "--json", data_dir=data, cwd=tmp_path)
+    assert (json.loads(after.stdout)["indexed"], json.loads(after.stdout)["unchanged"]) == (1, 119)
+    now = _chunks(db)
+    uri = str(changed.resolve())
+    assert now[uri].isdisjoint(expected[uri])
+    assert {u: c for u, c in now.items() if u != uri} == {u: c for u, c in expected.items() if u != uri}

@@ -1,0 +1,213 @@
+"""Indexing documents: guard, parse, chunk, embed, write, one document at a time, batched for the model.
+
+The same functions serve every shape: the CLI and the embedded server call them in-process, and
+the workers' ``ingest`` task calls them for one document per job. Each document ends in one of
+three outcomes: ``indexed`` (its chunks replaced as a set), ``unchanged`` (same content hash as
+indexed: nothing is done), or ``failed`` (the reason is recorded on the source, and chunks indexed
+earlier stay). Embedding is batched across documents: chunks of several small documents fill one
+call to the embedder, so a folder of notes costs what one long document of the same text costs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from hivemem.chunking import chunk_document
+from hivemem.config import Settings
+from hivemem.embedding import Embedder
+from hivemem.errors import DocumentAccessDenied, DocumentError, DocumentNotFoundError
+from hivemem.knowledge import DocumentFormat, KnowledgeChunk, KnowledgeSource, ParsedDocument, chunk_id
+from hivemem.model import utcnow
+from search.base import Store
+from workers.documents import GuardLimits, format_of, parse_document
+
+__all__ = ["Document", "IndexOutcome", "guard_limits", "index_documents", "index_text", "outcomes_summary"]
+
+# Chunks gathered before one embedder call: a few model batches, so pieces sort well by length.
+_EMBED_BATCH_CHUNKS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A document to index: where it comes from (``uri``), a name for its format, and its bytes."""
+
+    uri: str
+    name: str
+    data: bytes
+    content_type: str | None = None
+    format: DocumentFormat | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexOutcome:
+    """What became of one document."""
+
+    uri: str
+    status: Literal["indexed", "unchanged", "failed"]
+    chunks: int = 0
+    title: str = ""
+    error: str | None = None
+
+
+def guard_limits(settings: Settings) -> GuardLimits:
+    """The document guards' limits as configured."""
+    return GuardLimits(
+        max_bytes=settings.knowledge_max_document_bytes, max_inflated_bytes=settings.knowledge_max_inflated_bytes
+    )
+
+
+@dataclass(slots=True)
+class _Prepared:
+    source: KnowledgeSource
+    chunks: list[KnowledgeChunk]
+
+
+def _source(
+    scope: str, document: Document, fmt: DocumentFormat, digest: str, title: str, chunks: int
+) -> KnowledgeSource:
+    now = utcnow()
+    return KnowledgeSource(
+        scope=scope,
+        uri=document.uri,
+        title=title,
+        format=fmt,
+        content_hash=digest,
+        size=len(document.data),
+        fetched_at=now,
+        indexed_at=now,
+        chunk_count=chunks,
+    )
+
+
+def _chunks(scope: str, uri: str, digest: str, parsed: ParsedDocument, settings: Settings) -> list[KnowledgeChunk]:
+    spans = chunk_document(parsed, settings.knowledge_chunk_chars, settings.knowledge_chunk_overlap)
+    return [
+        KnowledgeChunk(
+            id=chunk_id(scope, uri, digest, ordinal),
+            scope=scope,
+            uri=uri,
+            ordinal=ordinal,
+            text=span.text,
+            title=parsed.title,
+            section=span.section,
+            page=span.page,
+            start=span.start,
+            end=span.end,
+        )
+        for ordinal, span in enumerate(spans)
+    ]
+
+
+def _prepare(store: Store, scope: str, document: Document, settings: Settings, force: bool) -> _Prepared | IndexOutcome:
+    """Parse and chunk one document, or say why not (unchanged, or failed and recorded)."""
+    digest = hashlib.sha256(document.data).hexdigest()
+    held = store.get_source(scope, document.uri)
+    if not force and held is not None and held.content_hash == digest and held.last_error is None:
+        return IndexOutcome(document.uri, "unchanged", held.chunk_count, held.title)
+    fmt = document.format
+    try:
+        fmt = fmt or format_of(document.name, document.content_type)
+        parsed = parse_document(document.data, document.name, fmt, guard_limits(settings))
+    except DocumentError as exc:
+        failed = replace(
+            _source(scope, document, fmt or DocumentFormat.TEXT, digest, "", 0),
+            indexed_at=None,
+            last_error=exc.reason,
+        )
+        store.record_source_error(failed)
+        return IndexOutcome(document.uri, "failed", error=exc.reason)
+    chunks = _chunks(scope, document.uri, digest, parsed, settings)
+    return _Prepared(_source(scope, document, fmt, digest, parsed.title, len(chunks)), chunks)
+
+
+def _record_failure(store: Store, scope: str, exc: DocumentError) -> None:
+    """Record a document that could not even be read (too large, a URL that failed) on its source."""
+    try:
+        fmt = format_of(exc.source)
+    except DocumentError:
+        fmt = DocumentFormat.TEXT
+    now = utcnow()
+    store.record_source_error(
+        KnowledgeSource(
+            scope=scope,
+            uri=exc.source,
+            title="",
+            format=fmt,
+            content_hash="",
+            size=0,
+            fetched_at=now,
+            indexed_at=None,
+            chunk_count=0,
+            last_error=exc.reason,
+        )
+    )
+
+
+def _write(store: Store, embedder: Embedder, batch: list[_Prepared]) -> Iterator[IndexOutcome]:
+    texts = [chunk.context for prepared in batch for chunk in prepared.chunks]
+    vectors = iter(embedder.embed_passages(texts) if texts else [])
+    for prepared in batch:
+        chunks = [replace(chunk, embedding=tuple(next(vectors))) for chunk in prepared.chunks]
+        store.replace_source(prepared.source, chunks)
+        yield IndexOutcome(prepared.source.uri, "indexed", len(chunks), prepared.source.title)
+
+
+def index_documents(
+    store: Store,
+    embedder: Embedder,
+    scope: str,
+    documents: Iterable[Document | Callable[[], Document]],
+    settings: Settings,
+    *,
+    force: bool = False,
+) -> Iterator[IndexOutcome]:
+    """Index each document into ``scope``; yields one outcome per document, in order of completion.
+
+    A document may be given as a function that reads it: a read that fails with ``DocumentError``
+    (a missing file, a refused URL) is that document's failure, not the run's. ``force`` indexes
+    unchanged documents again.
+    """
+    pending: list[_Prepared] = []
+    waiting = 0
+    for item in documents:
+        try:
+            document = item() if callable(item) else item
+        except (DocumentNotFoundError, DocumentAccessDenied) as exc:
+            yield IndexOutcome(exc.source, "failed", error=exc.reason)  # nothing there, or not ours: not recorded
+            continue
+        except DocumentError as exc:
+            _record_failure(store, scope, exc)
+            yield IndexOutcome(exc.source, "failed", error=exc.reason)
+            continue
+        prepared = _prepare(store, scope, document, settings, force)
+        if isinstance(prepared, IndexOutcome):
+            yield prepared
+            continue
+        pending.append(prepared)
+        waiting += len(prepared.chunks)
+        if waiting >= _EMBED_BATCH_CHUNKS:
+            yield from _write(store, embedder, pending)
+            pending, waiting = [], 0
+    if pending:
+        yield from _write(store, embedder, pending)
+
+
+def index_text(
+    store: Store, embedder: Embedder, scope: str, uri: str, title: str, text: str, settings: Settings
+) -> IndexOutcome:
+    """Index raw text (``knowledge store``): read as Markdown, so headings in it become sections."""
+    data = (f"# {title}\n\n{text}" if title else text).encode()
+    document = Document(uri=uri, name=f"{uri}.md", data=data, format=DocumentFormat.MARKDOWN)
+    return next(iter(index_documents(store, embedder, scope, [document], settings)))
+
+
+def outcomes_summary(outcomes: Sequence[IndexOutcome]) -> dict[str, int]:
+    """Counts by status, and chunks written."""
+    counts = {"indexed": 0, "unchanged": 0, "failed": 0, "chunks": 0}
+    for outcome in outcomes:
+        counts[outcome.status] += 1
+        counts["chunks"] += outcome.chunks if outcome.status == "indexed" else 0
+    return counts
