@@ -13,10 +13,12 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from hivemem.config import Settings
 from hivemem.knowledge_schemas import (
+    IngestFailure,
+    IngestReport,
     IngestRequest,
     KnowledgeDeleteRequest,
     KnowledgeMatchRequest,
@@ -25,6 +27,11 @@ from hivemem.knowledge_schemas import (
     KnowledgeStoreRequest,
 )
 from hivemem.scope import derive_scope
+
+if TYPE_CHECKING:
+    from api.knowledge_service import KnowledgeService
+    from api.service import Caller
+    from workers.documents.sources import FileAccess
 
 __all__ = ["PARTIAL", "add_parser", "run"]
 
@@ -126,8 +133,8 @@ class _Progress:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run one ``knowledge`` subcommand; the exit code."""
-    from api.knowledge_service import FileAccess
     from api.service import Caller, MemoryService
+    from workers.documents.sources import FileAccess
 
     caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
     access = FileAccess()
@@ -199,15 +206,22 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _ingest(args: argparse.Namespace, knowledge: object, caller: object, access: object) -> int:
-    from api.knowledge_service import FileAccess, KnowledgeService
+    from api.knowledge_service import KnowledgeService
     from api.service import Caller
+    from workers.documents.sources import FileAccess
 
     assert isinstance(knowledge, KnowledgeService) and isinstance(caller, Caller) and isinstance(access, FileAccess)
     request = IngestRequest(paths=args.paths, scope=args.scope, glob=args.glob, force=args.force)
+    if knowledge.settings.broker_url:
+        return _ingest_on_workers(args, knowledge, request, caller, access)
     total = len(knowledge.expand(request.paths, request.glob, access))
     progress = _Progress(total, sys.stderr)
     report = knowledge.ingest(request, caller, access, progress)
     progress.finish()
+    return _summary(args, report)
+
+
+def _summary(args: argparse.Namespace, report: IngestReport) -> int:
     if args.json:
         _dump(report.model_dump(mode="json"))
     else:
@@ -218,3 +232,42 @@ def _ingest(args: argparse.Namespace, knowledge: object, caller: object, access:
         for failure in report.failures:
             print(f"  failed: {failure.source}: {failure.error}")
     return PARTIAL if report.failed else 0
+
+
+def _ingest_on_workers(
+    args: argparse.Namespace, knowledge: KnowledgeService, request: IngestRequest, caller: Caller, access: FileAccess
+) -> int:
+    """The distributed shape: one job, a task per document on the workers; progress from the job board."""
+    assert knowledge.runner is not None
+    began = time.monotonic()
+    job = knowledge.ingest_job(request, caller, access)
+    board = knowledge.runner.board
+    live = sys.stderr.isatty()
+    while True:
+        current = board.get(job.id)
+        elapsed = max(time.monotonic() - began, 1e-9)
+        rate = current.done / elapsed
+        eta = (current.total - current.done) / rate if rate > 0 else 0.0
+        line = f"{current.done}/{current.total} documents on the workers, {rate:.1f} docs/s, ETA {eta:.0f} s"
+        sys.stderr.write(("\r" if live else "") + line + ("" if live else "\n"))
+        sys.stderr.flush()
+        if current.state.final:
+            break
+        time.sleep(0.5 if live else 5.0)
+    if live:
+        sys.stderr.write("\n")
+    if current.result is None:
+        print(f"error: ingest job {job.id} failed: {current.error}", file=sys.stderr)
+        return 2
+    items = current.result["items"]
+    failures = [IngestFailure(source=i["id"], error=i.get("error", "")) for i in items if i["outcome"] == "failed"]
+    report = IngestReport(
+        documents=len(items),
+        indexed=int(current.result["indexed"]),
+        unchanged=int(current.result["unchanged"]),
+        failed=len(failures),
+        chunks=int(current.result["chunks"]),
+        failures=failures,
+        elapsed_s=round(time.monotonic() - began, 3),
+    )
+    return _summary(args, report)

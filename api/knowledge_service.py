@@ -14,7 +14,6 @@ import fnmatch
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,13 +21,14 @@ from api.service import Caller
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.errors import (
+    ConfigError,
     DocumentAccessDenied,
     DocumentError,
-    DocumentNotFoundError,
     SourceNotFoundError,
     ValidationError,
 )
-from hivemem.knowledge import DocumentFormat, KnowledgeChunk
+from hivemem.jobs import Job, JobKind, new_job_id
+from hivemem.knowledge import Document, DocumentFormat, KnowledgeChunk
 from hivemem.knowledge_schemas import (
     ChunkCitation,
     IngestFailure,
@@ -48,104 +48,36 @@ from hivemem.knowledge_schemas import (
     SourcePublic,
 )
 from hivemem.model import utcnow
+from hivemem.schemas import JobPublic
 from hivemem.scope import recall_scopes
 from search.base import ChunkFilter, Store
 from search.knowledge_recall import KnowledgeSearcher
 from search.recall import RecallParams
 from workers.documents import EXTENSIONS, format_of, parse_document
-from workers.documents.fetch import FetchLimits, fetch_url
-from workers.knowledge_jobs import Document, IndexOutcome, guard_limits, index_documents, index_text
+from workers.documents.sources import STORED_PREFIXES, FileAccess, is_url, key_uri, read_source
+from workers.ingest_jobs import document_item
+from workers.knowledge_jobs import IndexOutcome, guard_limits, index_documents, index_text
+from workers.runner import Runner
 
-__all__ = ["FileAccess", "KnowledgeService", "is_url", "key_uri"]
+__all__ = ["FileAccess", "KnowledgeService"]
 
-KEY_PREFIX = "key:"
-# Sources that live only in the store: text stored under a key, and uploaded documents.
-STORED_PREFIXES = (KEY_PREFIX, "upload:")
 _CONTEXT_CHARS = 80
-
-
-def is_url(source: str) -> bool:
-    """Whether a source names a URL (any scheme: only http and https are then accepted)."""
-    head = source.split(":", 1)[0].lower()
-    return "://" in source and head.isalpha() and len(head) > 1
-
-
-def key_uri(key: str) -> str:
-    """The uri of text stored under ``key``."""
-    return f"{KEY_PREFIX}{key}"
-
-
-@dataclass(frozen=True, slots=True)
-class FileAccess:
-    """Which local files a caller may name: any (``allowed`` None: stdio, CLI) or those under ``allowed``."""
-
-    allowed: tuple[Path, ...] | None = None
-
-    @classmethod
-    def over_http(cls, settings: Settings) -> FileAccess:
-        """The files an HTTP client may name: those under the configured folders."""
-        return cls(tuple(Path(p).expanduser().resolve() for p in settings.knowledge_allowed_paths))
-
-    def resolve(self, source: str) -> Path:
-        """The real path of a file source, checked. Raises ``DocumentError``."""
-        path = Path(source).expanduser()
-        if self.allowed is not None and not path.is_absolute():
-            raise DocumentAccessDenied("refused: name files by absolute path on this server", source=source)
-        real = path.resolve()
-        if self.allowed is not None and not any(real.is_relative_to(folder) for folder in self.allowed):
-            hint = (
-                "this server reads no local files over HTTP (HIVEMEM_KNOWLEDGE_ALLOWED_PATHS is empty); upload "
-                "the document or store its text instead"
-                if not self.allowed
-                else "it is outside the folders this server reads (HIVEMEM_KNOWLEDGE_ALLOWED_PATHS)"
-            )
-            raise DocumentAccessDenied(f"refused: {hint}", source=source)
-        if real.is_dir():
-            raise DocumentError(
-                "is a directory: name one file, or index a folder with `hivemem knowledge ingest`", source=source
-            )
-        if not real.exists():
-            raise DocumentNotFoundError("no such file", source=source)
-        return real
 
 
 class KnowledgeService:
     """search / read / match / store / delete / ingest / sources over one store and one embedder."""
 
-    def __init__(self, settings: Settings, store: Store, embedder: Embedder) -> None:
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder, runner: Runner | None = None) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
+        self.runner = runner
         self.searcher = KnowledgeSearcher(store, embedder, RecallParams.from_settings(settings))
 
     # -- reading sources -------------------------------------------------------------------------
 
-    def _fetch_limits(self) -> FetchLimits:
-        s = self.settings
-        return FetchLimits(
-            max_bytes=s.knowledge_max_document_bytes,
-            timeout_s=s.knowledge_url_timeout_s,
-            allow_private=s.knowledge_allow_private_urls,
-        )
-
-    def _read_file(self, source: str, access: FileAccess) -> Document:
-        path = access.resolve(source)
-        size = path.stat().st_size
-        if size > self.settings.knowledge_max_document_bytes:
-            raise DocumentError(
-                f"refused: {size:,} bytes is over the {self.settings.knowledge_max_document_bytes:,}-byte limit",
-                source=str(path),
-            )
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise DocumentError(f"cannot read the file ({exc.strerror})", source=str(path)) from exc
-        return Document(uri=str(path), name=path.name, data=data)
-
     def _document(self, source: str, access: FileAccess) -> Document:
-        if is_url(source):
-            return fetch_url(source, self._fetch_limits())
-        return self._read_file(source, access)
+        return read_source(source, access, self.settings)
 
     def _uri(self, source: str, access: FileAccess) -> str:
         if source.startswith(STORED_PREFIXES) or is_url(source):
@@ -342,6 +274,35 @@ class KnowledgeService:
             failures=failures,
             elapsed_s=round(time.monotonic() - began, 3),
         )
+
+    def ingest_job(self, request: IngestRequest, caller: Caller, access: FileAccess) -> JobPublic:
+        """Start an ingest job: one item per document, run in the background (embedded: a bounded pool
+        of this process; distributed: one task per document on the workers' ``ingest`` queue).
+        Its progress and, when done, each document's outcome are at ``GET /v1/jobs/{id}``."""
+        if self.runner is None:
+            raise ConfigError("this knowledge service has no job runner")
+        scope = caller.scope_for(request.scope, write=True)
+        sources = self.expand(request.paths, request.glob, access)
+        if not sources:
+            raise ValidationError("paths: no documents found there", field="paths")
+        checked = [self._checked(source, access) for source in sources]
+        job = Job(id=new_job_id(), kind=JobKind.INGEST, total=len(checked))
+        items = [document_item(job.id, i, scope, s, access, force=request.force) for i, s in enumerate(checked)]
+        self.runner.ingest(job, items)
+        return JobPublic.of(self.runner.board.get(job.id))
+
+    @staticmethod
+    def _checked(source: str, access: FileAccess) -> str:
+        """A source as the job carries it: a file the caller may not read is refused now, for the whole
+        request; one that is missing stays, and fails as that document's outcome."""
+        if is_url(source):
+            return source
+        try:
+            return str(access.resolve(source))
+        except DocumentAccessDenied:
+            raise
+        except DocumentError:
+            return source
 
     def _readers(self, sources: Sequence[str], access: FileAccess) -> Iterator[Callable[[], Document]]:
         for source in sources:

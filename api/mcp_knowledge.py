@@ -14,7 +14,6 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
-from api.knowledge_service import FileAccess
 from api.service import Caller, MemoryService
 from hivemem.errors import ValidationError
 from hivemem.knowledge_schemas import (
@@ -26,6 +25,7 @@ from hivemem.knowledge_schemas import (
     KnowledgeStoreRequest,
 )
 from hivemem.schemas import QueryText, ScopeName
+from workers.documents.sources import FileAccess
 
 __all__ = ["KNOWLEDGE", "knowledge_tool"]
 

@@ -97,7 +97,7 @@ def make_runner(settings: Settings, store: Store, embedder: Embedder) -> Runner:
         from workers.celery_runner import CeleryRunner
 
         return CeleryRunner(settings)
-    return InProcessRunner(store, embedder)
+    return InProcessRunner(store, embedder, settings=settings)
 
 
 def _results(ticket: Ticket, memories: list[Memory]) -> list[MemorizeResult]:
@@ -141,7 +141,7 @@ class MemoryService:
         """The knowledge service over the same store and embedder (documents: :mod:`api.knowledge_service`)."""
         from api.knowledge_service import KnowledgeService
 
-        return KnowledgeService(self.settings, self.store, self.embedder)
+        return KnowledgeService(self.settings, self.store, self.embedder, self.runner)
 
     def with_mode(self, mode: RetrievalMode) -> None:
         """Switch which recall legs run (benchmarks and diagnostics)."""

@@ -34,6 +34,7 @@ class JobKind(StrEnum):
 
     MEMORIZE = "memorize"
     MEMORIZE_BULK = "memorize_bulk"
+    INGEST = "ingest"
 
 
 class JobState(StrEnum):

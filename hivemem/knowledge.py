@@ -16,6 +16,7 @@ from enum import StrEnum
 __all__ = [
     "BLOCK_SEPARATOR",
     "Block",
+    "Document",
     "DocumentFormat",
     "KnowledgeChunk",
     "KnowledgeSource",
@@ -34,6 +35,17 @@ class DocumentFormat(StrEnum):
     HTML = "html"
     MARKDOWN = "markdown"
     TEXT = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A document to index: where it comes from (``uri``), a name for its format, and its bytes."""
+
+    uri: str
+    name: str
+    data: bytes
+    content_type: str | None = None
+    format: DocumentFormat | None = None
 
 
 @dataclass(frozen=True, slots=True)

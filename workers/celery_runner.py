@@ -93,6 +93,15 @@ class CeleryRunner:
         self._queue(job, items, send)
         return self._wait(job.id, wait_s)
 
+    def ingest(self, job: Job, items: Sequence[JobItem]) -> Ticket:
+        """Queue an ingest job, one ``ingest`` task per document; returns at once."""
+
+        def send() -> None:
+            self._sending(Task.INGEST, lambda: queue_job_work(self._app, job.kind, list(items)))
+
+        self._queue(job, list(items), send)
+        return Ticket(job.id, JobState.QUEUED)
+
     def _wait(self, job_id: str, wait_s: float | None) -> Ticket:
         deadline = None if wait_s is None else time.monotonic() + wait_s
         pause = 0.005

@@ -33,9 +33,14 @@ def send_job_task(app: Celery, task: str, items: list[JobItem]) -> None:
 
 
 def queue_job_work(app: Celery, kind: JobKind, items: list[JobItem]) -> None:
-    """Queue a job's items: a memorize on ``embed``, a bulk memorize on ``bulk`` in chunks."""
+    """Queue a job's items: a memorize on ``embed``, a bulk memorize on ``bulk`` in chunks, an ingest
+    on ``ingest``, one document per task."""
     if kind is JobKind.MEMORIZE:
         send_job_task(app, Task.EMBED, items)
+        return
+    if kind is JobKind.INGEST:
+        for item in items:  # one task per document, so workers share a bulk ingest and a crash redoes one
+            send_job_task(app, Task.INGEST, [item])
         return
     for start in range(0, len(items), BULK_CHUNK):
         send_job_task(app, Task.MEMORIZE_BULK, items[start : start + BULK_CHUNK])

@@ -42,6 +42,7 @@ __all__ = [
     "MemoryJobBoard",
     "OpenJob",
     "RedisJobBoard",
+    "item_key",
     "item_outcome",
     "job_result",
 ]
@@ -49,8 +50,16 @@ __all__ = [
 # One item's outcome, keyed by the id the gateway gave the incoming memory:
 # {"index": position in the job, "id": stored memory id, "outcome": "stored" | "reinforced"}.
 ItemOutcome = dict[str, Any]
-# One memory of one job, as it travels: {"job_id": ..., "index": position in the job, "memory": {...}}.
+# One memory of one job, as it travels: {"job_id": ..., "index": position in the job, "memory": {...}};
+# or one document of an ingest job: {"job_id": ..., "index": ..., "document": {"scope", "source", "force"}}.
 JobItem = dict[str, Any]
+
+_DOCUMENT_OUTCOMES = ("indexed", "unchanged", "failed")
+
+
+def item_key(item: JobItem) -> str:
+    """The id an item's outcome is recorded under: the incoming memory's id, or the document's source."""
+    return str(item["memory"]["id"]) if "memory" in item else str(item["document"]["source"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +82,13 @@ def job_result(items: Sequence[ItemOutcome]) -> dict[str, Any]:
     """A finished job's result: its items in order and how many were stored or reinforced."""
     ordered = sorted(items, key=lambda item: int(item["index"]))
     outcomes = [str(item["outcome"]) for item in ordered]
+    if any(outcome in _DOCUMENT_OUTCOMES for outcome in outcomes):
+        # An ingest job: each document's outcome, its chunks and, for a failure, the reason.
+        return {
+            "items": [{k: item[k] for k in ("id", "outcome", "chunks", "error") if k in item} for item in ordered],
+            **{outcome: outcomes.count(outcome) for outcome in _DOCUMENT_OUTCOMES},
+            "chunks": sum(int(item.get("chunks", 0)) for item in ordered if item["outcome"] == "indexed"),
+        }
     return {
         "items": [{"id": item["id"], "outcome": item["outcome"]} for item in ordered],
         "stored": outcomes.count("stored"),
@@ -345,7 +361,7 @@ class RedisJobBoard:
             return []
         finished = {key.decode() for key in done}
         items: list[JobItem] = json.loads(payload)
-        return [item for item in items if str(item["memory"]["id"]) not in finished]
+        return [item for item in items if item_key(item) not in finished]
 
     def get(self, job_id: str) -> Job:
         pipe = self._redis.pipeline()

@@ -19,7 +19,7 @@ from hivemem.chunking import chunk_document
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.errors import DocumentAccessDenied, DocumentError, DocumentNotFoundError
-from hivemem.knowledge import DocumentFormat, KnowledgeChunk, KnowledgeSource, ParsedDocument, chunk_id
+from hivemem.knowledge import Document, DocumentFormat, KnowledgeChunk, KnowledgeSource, ParsedDocument, chunk_id
 from hivemem.model import utcnow
 from search.base import Store
 from workers.documents import GuardLimits, format_of, parse_document
@@ -31,17 +31,6 @@ _EMBED_BATCH_CHUNKS = 256
 
 
 @dataclass(frozen=True, slots=True)
-class Document:
-    """A document to index: where it comes from (``uri``), a name for its format, and its bytes."""
-
-    uri: str
-    name: str
-    data: bytes
-    content_type: str | None = None
-    format: DocumentFormat | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class IndexOutcome:
     """What became of one document."""
 
@@ -50,6 +39,7 @@ class IndexOutcome:
     chunks: int = 0
     title: str = ""
     error: str | None = None
+    position: int = 0  # which of the documents given (outcomes come in order of completion)
 
 
 def guard_limits(settings: Settings) -> GuardLimits:
@@ -63,6 +53,7 @@ def guard_limits(settings: Settings) -> GuardLimits:
 class _Prepared:
     source: KnowledgeSource
     chunks: list[KnowledgeChunk]
+    position: int
 
 
 def _source(
@@ -101,12 +92,14 @@ def _chunks(scope: str, uri: str, digest: str, parsed: ParsedDocument, settings:
     ]
 
 
-def _prepare(store: Store, scope: str, document: Document, settings: Settings, force: bool) -> _Prepared | IndexOutcome:
+def _prepare(
+    store: Store, scope: str, document: Document, settings: Settings, force: bool, position: int
+) -> _Prepared | IndexOutcome:
     """Parse and chunk one document, or say why not (unchanged, or failed and recorded)."""
     digest = hashlib.sha256(document.data).hexdigest()
     held = store.get_source(scope, document.uri)
     if not force and held is not None and held.content_hash == digest and held.last_error is None:
-        return IndexOutcome(document.uri, "unchanged", held.chunk_count, held.title)
+        return IndexOutcome(document.uri, "unchanged", held.chunk_count, held.title, position=position)
     fmt = document.format
     try:
         fmt = fmt or format_of(document.name, document.content_type)
@@ -118,9 +111,9 @@ def _prepare(store: Store, scope: str, document: Document, settings: Settings, f
             last_error=exc.reason,
         )
         store.record_source_error(failed)
-        return IndexOutcome(document.uri, "failed", error=exc.reason)
+        return IndexOutcome(document.uri, "failed", error=exc.reason, position=position)
     chunks = _chunks(scope, document.uri, digest, parsed, settings)
-    return _Prepared(_source(scope, document, fmt, digest, parsed.title, len(chunks)), chunks)
+    return _Prepared(_source(scope, document, fmt, digest, parsed.title, len(chunks)), chunks, position)
 
 
 def _record_failure(store: Store, scope: str, exc: DocumentError) -> None:
@@ -152,7 +145,9 @@ def _write(store: Store, embedder: Embedder, batch: list[_Prepared]) -> Iterator
     for prepared in batch:
         chunks = [replace(chunk, embedding=tuple(next(vectors))) for chunk in prepared.chunks]
         store.replace_source(prepared.source, chunks)
-        yield IndexOutcome(prepared.source.uri, "indexed", len(chunks), prepared.source.title)
+        yield IndexOutcome(
+            prepared.source.uri, "indexed", len(chunks), prepared.source.title, position=prepared.position
+        )
 
 
 def index_documents(
@@ -172,17 +167,18 @@ def index_documents(
     """
     pending: list[_Prepared] = []
     waiting = 0
-    for item in documents:
+    for position, item in enumerate(documents):
         try:
             document = item() if callable(item) else item
         except (DocumentNotFoundError, DocumentAccessDenied) as exc:
-            yield IndexOutcome(exc.source, "failed", error=exc.reason)  # nothing there, or not ours: not recorded
+            # Nothing there, or not the caller's to read: reported, not recorded as a source.
+            yield IndexOutcome(exc.source, "failed", error=exc.reason, position=position)
             continue
         except DocumentError as exc:
             _record_failure(store, scope, exc)
-            yield IndexOutcome(exc.source, "failed", error=exc.reason)
+            yield IndexOutcome(exc.source, "failed", error=exc.reason, position=position)
             continue
-        prepared = _prepare(store, scope, document, settings, force)
+        prepared = _prepare(store, scope, document, settings, force, position)
         if isinstance(prepared, IndexOutcome):
             yield prepared
             continue

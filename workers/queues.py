@@ -21,6 +21,7 @@ class Task:
     EMBED = "hivemem.embed"
     RESOLVE = "hivemem.resolve"
     MEMORIZE_BULK = "hivemem.memorize_bulk"
+    INGEST = "hivemem.ingest"
     RECORD_ACCESS = "hivemem.record_access"
     PRUNE_DEAD_LETTERS = "hivemem.prune_dead_letters"
     RECONCILE = "hivemem.reconcile"
@@ -30,6 +31,7 @@ TASK_QUEUE = {
     Task.EMBED: "embed",
     Task.RESOLVE: "resolve",
     Task.MEMORIZE_BULK: "bulk",
+    Task.INGEST: "ingest",
     Task.RECORD_ACCESS: "maintenance",
     Task.PRUNE_DEAD_LETTERS: "maintenance",
     Task.RECONCILE: "maintenance",

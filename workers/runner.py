@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
+from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.jobs import Job, JobKind, JobState, failure_text, new_job_id
 from hivemem.model import Memory, utcnow
@@ -20,7 +21,8 @@ from hivemem.resolution import Resolution
 from hivemem.tickets import ItemResult, Ticket
 from search.base import Store
 from workers import jobs
-from workers.job_board import JobBoard, MemoryJobBoard, item_outcome
+from workers.ingest_jobs import outcome_record, run_document_items
+from workers.job_board import JobBoard, JobItem, MemoryJobBoard, item_key, item_outcome
 
 __all__ = ["InProcessRunner", "Runner"]
 
@@ -45,6 +47,10 @@ class Runner(Protocol):
 
     def record_access(self, memory_ids: Sequence[str]) -> None:
         """Queue access reinforcement for these ids; returns at once and never raises."""
+        ...
+
+    def ingest(self, job: Job, items: Sequence[JobItem]) -> Ticket:
+        """Start an ingest job (one item per document, :mod:`workers.ingest_jobs`); returns at once."""
         ...
 
     def ready(self) -> dict[str, bool]:
@@ -76,11 +82,17 @@ class InProcessRunner:
     thread so recall never waits on a write.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, board: JobBoard | None = None) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, board: JobBoard | None = None, settings: Settings | None = None
+    ) -> None:
         self._store = store
         self._embedder = embedder
         self._board = board or MemoryJobBoard()
+        self._settings = settings or Settings.model_construct()
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-bg")
+        # Ingest jobs run here, one at a time: a bulk ingest uses one core and the embedder's batches,
+        # and the server keeps answering (queries go first in the embedder's queue).
+        self._ingests = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-ingest")
 
     @property
     def board(self) -> JobBoard:
@@ -119,6 +131,21 @@ class InProcessRunner:
         except Exception:  # a failed counter update must never surface to a caller
             log.exception("recording access for %d memories failed", len(memory_ids))
 
+    def ingest(self, job: Job, items: Sequence[JobItem]) -> Ticket:
+        """Run an ingest job on the background ingest thread; the ticket is queued."""
+        self._board.create(job, items)
+        self._ingests.submit(self._run_ingest, job.id, list(items))
+        return Ticket(job.id, JobState.QUEUED)
+
+    def _run_ingest(self, job_id: str, items: list[JobItem]) -> None:
+        self._board.start(job_id)
+        try:
+            for item, outcome in run_document_items(self._store, self._embedder, self._settings, items):
+                self._board.record(job_id, {item_key(item): outcome_record(item, outcome)})
+        except Exception as exc:  # a failure of the store or the model fails the job, with its reason
+            log.exception("ingest job %s failed", job_id)
+            self._board.fail(job_id, failure_text(exc))
+
     def ready(self) -> dict[str, bool]:
         """Nothing beyond the store and the embedder, which the service checks itself."""
         return {}
@@ -130,7 +157,9 @@ class InProcessRunner:
     def drain(self) -> None:
         """Wait for queued background jobs (tests, shutdown)."""
         self._background.submit(lambda: None).result()
+        self._ingests.submit(lambda: None).result()
 
     def close(self) -> None:
-        """Finish queued jobs and stop the background thread."""
+        """Finish queued jobs and stop the background threads."""
         self._background.shutdown(wait=True)
+        self._ingests.shutdown(wait=True)

@@ -34,7 +34,8 @@ from hivemem.resolution import Resolution
 from workers import jobs
 from workers.context import current
 from workers.dispatch import job_ids, queue_job_work, send_job_task
-from workers.job_board import ItemOutcome, JobItem, item_outcome
+from workers.ingest_jobs import outcome_record, run_document_items
+from workers.job_board import ItemOutcome, JobItem, item_key, item_outcome
 from workers.queues import Task
 from workers.reconcile import reconcile
 from workers.scope_lock import ScopeBusyError, scope_locks
@@ -86,9 +87,9 @@ def _unrecorded(items: Sequence[JobItem]) -> list[JobItem]:
     board = current().board
     by_job: dict[str, list[str]] = {}
     for item in items:
-        by_job.setdefault(str(item["job_id"]), []).append(str(item["memory"]["id"]))
+        by_job.setdefault(str(item["job_id"]), []).append(item_key(item))
     done = {(job_id, i) for job_id, ids in by_job.items() for i in board.recorded(job_id, ids)}
-    return [item for item in items if (str(item["job_id"]), str(item["memory"]["id"])) not in done]
+    return [item for item in items if (str(item["job_id"]), item_key(item)) not in done]
 
 
 def _resolve_and_record(items: Sequence[JobItem], memories: Sequence[Memory], settings: Settings) -> None:
@@ -156,6 +157,16 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         context = current()
         embedded = jobs.embed_new(context.store, context.embedder, _memories(items))
         _resolve_and_record(items, embedded, settings)
+        return len(items)
+
+    @app.task(name=Task.INGEST, **options)  # type: ignore[untyped-decorator]
+    def ingest(self: CeleryTask, items: list[JobItem]) -> int:
+        """Index documents of an ingest job (one per task): read, parse, chunk, embed, write (lowest priority)."""
+        _start(items)
+        items = _unrecorded(items)
+        context = current()
+        for item, outcome in run_document_items(context.store, context.embedder, settings, items):
+            context.board.record(str(item["job_id"]), {item_key(item): outcome_record(item, outcome)})
         return len(items)
 
     @app.task(name=Task.RECORD_ACCESS, **options)  # type: ignore[untyped-decorator]

@@ -12,10 +12,9 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import CallerDep, ServiceDep
-from api.knowledge_service import FileAccess
 from hivemem.errors import DocumentError, ValidationError
+from hivemem.knowledge import Document
 from hivemem.knowledge_schemas import (
-    IngestReport,
     IngestRequest,
     KnowledgeDeleted,
     KnowledgeDeleteRequest,
@@ -29,8 +28,9 @@ from hivemem.knowledge_schemas import (
     KnowledgeStoreRequest,
     SourcePublic,
 )
-from hivemem.schemas import ScopeName
-from workers.knowledge_jobs import Document, IndexOutcome, index_documents
+from hivemem.schemas import JobPublic, ScopeName
+from workers.documents.sources import FileAccess
+from workers.knowledge_jobs import IndexOutcome, index_documents
 
 __all__ = ["router"]
 
@@ -77,10 +77,12 @@ def delete(body: KnowledgeDeleteRequest, service: ServiceDep, caller: CallerDep)
     return service.knowledge.delete(body, caller, _access(service))
 
 
-@router.post("/ingest", response_model=IngestReport)
-def ingest(body: IngestRequest, service: ServiceDep, caller: CallerDep) -> IngestReport:
-    """Index files and folders inside the allowed folders, and URLs; the report lists every failure."""
-    return service.knowledge.ingest(body, caller, _access(service))
+@router.post("/ingest", status_code=202, response_model=JobPublic)
+def ingest(body: IngestRequest, service: ServiceDep, caller: CallerDep) -> JobPublic:
+    """Start indexing files and folders (inside the allowed folders) and URLs, one job item per
+    document, in the background; `GET /v1/jobs/{id}` reports its progress and, when done, each
+    document's outcome (`indexed`, `unchanged`, or `failed` with the reason)."""
+    return service.knowledge.ingest_job(body, caller, _access(service))
 
 
 @router.get("/sources", response_model=list[SourcePublic])

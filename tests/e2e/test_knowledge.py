@@ -23,7 +23,7 @@ from mcp import Client
 
 from api.bench.local_cluster import hivemem_command
 from tests.documents import BAD_DOCUMENTS, GOOD_DOCUMENTS, write_bad, write_good
-from tests.e2e.helpers import HivememServer, hivemem_env, run_cli
+from tests.e2e.helpers import HivememServer, hivemem_env, run_cli, wait_for_job
 
 pytest.importorskip("pypdfium2", reason="the ingest extra is not installed")
 pytest.importorskip("fpdf", reason="fpdf2 (dev extra) makes the PDF fixtures")
@@ -69,13 +69,18 @@ def test_a_folder_of_good_and_bad_files_indexes_every_good_one_and_lists_each_ba
     docs_server: HivememServer, library: Path
 ) -> None:
     with httpx.Client(base_url=docs_server.url, timeout=60) as http:
-        report = _post(http, "/v1/knowledge/ingest", {"paths": [str(library)], "scope": SCOPE})
-        failed = {Path(f["source"]).name: f["error"] for f in report["failures"]}
+        accepted = _post(http, "/v1/knowledge/ingest", {"paths": [str(library)], "scope": SCOPE}, 202)
+        assert accepted["kind"] == "ingest" and accepted["state"] in ("queued", "running", "done")
+        job = wait_for_job(http, accepted["id"])
+        assert job["state"] == "done", job
+        report = job["result"]
+        failed = {Path(i["id"]).name: i["error"] for i in report["items"] if i["outcome"] == "failed"}
         # Every bad file but the unsupported one (a folder walk skips unknown extensions) is reported.
         assert set(failed) == set(BAD_DOCUMENTS) - {"drawing.xcf"}
         for name, error in failed.items():
             assert BAD_DOCUMENTS[name] in error, (name, error)
         assert report["indexed"] == len(GOOD_DOCUMENTS) and report["failed"] == len(failed)
+        assert report["chunks"] > len(GOOD_DOCUMENTS)
         for name, (rare, _, where) in GOOD_DOCUMENTS.items():
             found = _post(http, "/v1/knowledge/search", {"query": rare, "scope": SCOPE, "limit": 3})["results"]
             assert found and Path(found[0]["source"]).name == name, (name, found)

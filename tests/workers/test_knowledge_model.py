@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from api.knowledge_service import FileAccess, KnowledgeService
+from api.knowledge_service import KnowledgeService
 from api.service import Caller
 from hivemem.config import Settings
 from hivemem.knowledge_schemas import IngestRequest, KnowledgeSearchRequest
 from search import open_store
 from tests.documents import GOOD_DOCUMENTS, write_good
+from workers.documents.sources import FileAccess
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
 pytest.importorskip("pypdfium2", reason="the ingest extra is not installed")

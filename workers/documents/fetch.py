@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from hivemem.errors import DocumentError
+from hivemem.knowledge import Document
 from workers.documents.guards import format_of
-from workers.knowledge_jobs import Document
 
 __all__ = ["FetchLimits", "check_url", "fetch_url"]
 

@@ -1,0 +1,76 @@
+"""Document ingestion on real Celery workers: one task per document, a worker killed mid-job."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.helpers import HivememServer, wait_for_job
+from tests.services import CeleryWorker
+
+pytest.importorskip("pypdfium2", reason="the ingest extra is not installed")
+
+SCOPE = "github.com/acme/handbook"
+
+
+def _documents(folder: Path, count: int) -> None:
+    folder.mkdir(parents=True)
+    for n in range(count):
+        body = "\n\n".join(f"## Rule {p}\n\n" + f"Handbook page {n} rule {p} about gizmo{n}. " * 25 for p in range(6))
+        (folder / f"page{n:03d}.md").write_text(f"# Page {n}\n\n{body}\n", encoding="utf-8")
+
+
+def _chunk_ids(db: Path) -> dict[str, set[str]]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT uri, id FROM knowledge_chunks").fetchall()
+    found: dict[str, set[str]] = {}
+    for uri, chunk in rows:
+        found.setdefault(uri, set()).add(chunk)
+    return found
+
+
+def test_an_ingest_job_survives_a_worker_killed_mid_job(
+    redis_url: str, dirs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    data_dir, logs = dirs
+    docs = tmp_path / "handbook"
+    _documents(docs, 60)
+    env = {"HIVEMEM_BROKER_VISIBILITY_TIMEOUT_S": "3", "HIVEMEM_KNOWLEDGE_ALLOWED_PATHS": str(docs)}
+    gateway = HivememServer(data_dir, logs, HIVEMEM_BROKER_URL=redis_url, **env)
+    worker = CeleryWorker(redis_url, data_dir, logs, **env)
+    db = data_dir / "hivemem.db"
+    gateway.start()
+    try:
+        with httpx.Client(base_url=gateway.url, timeout=60) as http:
+            accepted = http.post("/v1/knowledge/ingest", json={"paths": [str(docs)], "scope": SCOPE})
+            assert accepted.status_code == 202, accepted.text
+            job_id = accepted.json()["id"]
+            assert accepted.json()["state"] == "queued"  # no worker yet: the job waits in the broker
+
+            worker.start(concurrency=1, wait=False)
+            deadline = time.monotonic() + 120
+            while len(_chunk_ids(db)) < 5:
+                assert time.monotonic() < deadline, "the worker never indexed a document"
+                time.sleep(0.01)
+            worker.kill()
+            at_kill = len(_chunk_ids(db))
+            assert at_kill < 60, "the worker finished before it could be killed; give it more documents"
+            assert http.get(f"/v1/jobs/{job_id}").json()["state"] == "running"
+
+            worker.start(concurrency=1)
+            job = wait_for_job(http, job_id, timeout_s=180)
+        assert job["state"] == "done", job
+        assert (job["result"]["indexed"] + job["result"]["unchanged"], job["result"]["failed"]) == (60, 0)
+        chunks = _chunk_ids(db)
+        assert len(chunks) == 60
+        # Each document's chunks are exactly its own current set: none doubled by the redelivery.
+        with sqlite3.connect(db) as conn:
+            counts = dict(conn.execute("SELECT uri, chunk_count FROM knowledge_sources").fetchall())
+        assert all(len(chunks[uri]) == counts[uri] for uri in chunks)
+    finally:
+        gateway.stop()
+        worker.stop()
