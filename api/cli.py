@@ -119,6 +119,10 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--real", type=_positive_int, default=20_000, help="texts embedded by the model")
     sc.add_argument("--queries", type=_positive_int, default=200, help="recall queries per measurement")
     sc.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    kn = bench_sub.add_parser("knowledge", help="ingest a folder of real documents, then ask questions of it")
+    kn.add_argument("--corpus", type=Path, required=True, help="folder of documents")
+    kn.add_argument("--questions", type=Path, required=True, help="JSONL: question, evidence [strings], format")
+    kn.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     t = bench_sub.add_parser("throughput", help="memorize/s and recall latency, embedded and Celery + Redis")
     t.add_argument("--shape", choices=["embedded", "celery"], action="append", help="default: both")
     t.add_argument(
@@ -231,6 +235,16 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
             settings, data=args.data, sizes=args.sizes, layouts=args.layouts, real=args.real, queries=args.queries
         )
         emit(report, args.json_out)
+        return 0
+    if args.bench == "knowledge":
+        from api.bench.harness import emit
+        from api.bench.knowledge import run_knowledge
+
+        for given in (args.corpus, args.questions):
+            if not given.exists():
+                print(f"error: {given} does not exist", file=sys.stderr)
+                return 2
+        emit(run_knowledge(settings, corpus=args.corpus, questions_file=args.questions), args.json_out)
         return 0
     if not args.data.exists():
         print(f"error: --data {args.data} does not exist", file=sys.stderr)

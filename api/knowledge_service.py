@@ -56,7 +56,7 @@ from search.recall import RecallParams
 from workers.documents import EXTENSIONS, format_of, parse_document
 from workers.documents.sources import STORED_PREFIXES, FileAccess, is_url, key_uri, read_source
 from workers.ingest_jobs import document_item
-from workers.knowledge_jobs import IndexOutcome, guard_limits, index_documents, index_text
+from workers.knowledge_jobs import IndexOutcome, PhaseTimes, guard_limits, index_documents, index_text
 from workers.runner import Runner
 
 __all__ = ["FileAccess", "KnowledgeService"]
@@ -252,6 +252,7 @@ class KnowledgeService:
         caller: Caller,
         access: FileAccess,
         progress: Callable[[IndexOutcome], None] | None = None,
+        times: PhaseTimes | None = None,
     ) -> IngestReport:
         """Index every document the paths name into the caller's scope; one outcome per document."""
         scope = caller.scope_for(request.scope, write=True)
@@ -259,7 +260,13 @@ class KnowledgeService:
         sources = self.expand(request.paths, request.glob, access)
         outcomes: list[IndexOutcome] = []
         for outcome in index_documents(
-            self.store, self.embedder, scope, self._readers(sources, access), self.settings, force=request.force
+            self.store,
+            self.embedder,
+            scope,
+            self._readers(sources, access),
+            self.settings,
+            force=request.force,
+            times=times,
         ):
             outcomes.append(outcome)
             if progress is not None:

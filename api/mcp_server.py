@@ -147,7 +147,7 @@ their own and may still matter. Requires `confirm: true`; take the id from `reme
 
 _TEMPLATES = {"memorize": MEMORIZE, "remember": REMEMBER, "forget": FORGET, "job": JOB}
 # The tools whose `scope` argument a locked session does not offer.
-_SCOPED_TOOLS = ("memorize", "remember", "forget")
+_SCOPED_TOOLS = ("memorize", "remember", "forget", "knowledge")
 
 
 def _reporting_errors(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:

@@ -31,7 +31,7 @@ BAD_DOCUMENTS: dict[str, str] = {
     "binary.txt": "binary content",
     "big.txt": "over the",
     "drawing.xcf": "unsupported format",
-    "deep.html": "",
+    "deep.html": "nested deeper than 256 levels",
 }
 
 

@@ -11,7 +11,9 @@ call to the embedder, so a folder of notes costs what one long document of the s
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -24,10 +26,25 @@ from hivemem.model import utcnow
 from search.base import Store
 from workers.documents import GuardLimits, format_of, parse_document
 
-__all__ = ["Document", "IndexOutcome", "guard_limits", "index_documents", "index_text", "outcomes_summary"]
+__all__ = ["IndexOutcome", "PhaseTimes", "guard_limits", "index_documents", "index_text", "outcomes_summary"]
 
 # Chunks gathered before one embedder call: a few model batches, so pieces sort well by length.
 _EMBED_BATCH_CHUNKS = 256
+
+
+class PhaseTimes:
+    """Seconds spent per phase of indexing (read, parse, chunk, embed, write), for the benchmark."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = dict.fromkeys(("read", "parse", "chunk", "embed", "write"), 0.0)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.perf_counter() - began
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +110,7 @@ def _chunks(scope: str, uri: str, digest: str, parsed: ParsedDocument, settings:
 
 
 def _prepare(
-    store: Store, scope: str, document: Document, settings: Settings, force: bool, position: int
+    store: Store, scope: str, document: Document, settings: Settings, force: bool, position: int, times: PhaseTimes
 ) -> _Prepared | IndexOutcome:
     """Parse and chunk one document, or say why not (unchanged, or failed and recorded)."""
     digest = hashlib.sha256(document.data).hexdigest()
@@ -103,7 +120,8 @@ def _prepare(
     fmt = document.format
     try:
         fmt = fmt or format_of(document.name, document.content_type)
-        parsed = parse_document(document.data, document.name, fmt, guard_limits(settings))
+        with times.phase("parse"):
+            parsed = parse_document(document.data, document.name, fmt, guard_limits(settings))
     except DocumentError as exc:
         failed = replace(
             _source(scope, document, fmt or DocumentFormat.TEXT, digest, "", 0),
@@ -112,7 +130,8 @@ def _prepare(
         )
         store.record_source_error(failed)
         return IndexOutcome(document.uri, "failed", error=exc.reason, position=position)
-    chunks = _chunks(scope, document.uri, digest, parsed, settings)
+    with times.phase("chunk"):
+        chunks = _chunks(scope, document.uri, digest, parsed, settings)
     return _Prepared(_source(scope, document, fmt, digest, parsed.title, len(chunks)), chunks, position)
 
 
@@ -139,12 +158,14 @@ def _record_failure(store: Store, scope: str, exc: DocumentError) -> None:
     )
 
 
-def _write(store: Store, embedder: Embedder, batch: list[_Prepared]) -> Iterator[IndexOutcome]:
+def _write(store: Store, embedder: Embedder, batch: list[_Prepared], times: PhaseTimes) -> Iterator[IndexOutcome]:
     texts = [chunk.context for prepared in batch for chunk in prepared.chunks]
-    vectors = iter(embedder.embed_passages(texts) if texts else [])
+    with times.phase("embed"):
+        vectors = iter(embedder.embed_passages(texts) if texts else [])
     for prepared in batch:
         chunks = [replace(chunk, embedding=tuple(next(vectors))) for chunk in prepared.chunks]
-        store.replace_source(prepared.source, chunks)
+        with times.phase("write"):
+            store.replace_source(prepared.source, chunks)
         yield IndexOutcome(
             prepared.source.uri, "indexed", len(chunks), prepared.source.title, position=prepared.position
         )
@@ -158,18 +179,21 @@ def index_documents(
     settings: Settings,
     *,
     force: bool = False,
+    times: PhaseTimes | None = None,
 ) -> Iterator[IndexOutcome]:
     """Index each document into ``scope``; yields one outcome per document, in order of completion.
 
     A document may be given as a function that reads it: a read that fails with ``DocumentError``
     (a missing file, a refused URL) is that document's failure, not the run's. ``force`` indexes
-    unchanged documents again.
+    unchanged documents again. ``times`` adds up the seconds of each phase.
     """
+    times = times or PhaseTimes()
     pending: list[_Prepared] = []
     waiting = 0
     for position, item in enumerate(documents):
         try:
-            document = item() if callable(item) else item
+            with times.phase("read"):
+                document = item() if callable(item) else item
         except (DocumentNotFoundError, DocumentAccessDenied) as exc:
             # Nothing there, or not the caller's to read: reported, not recorded as a source.
             yield IndexOutcome(exc.source, "failed", error=exc.reason, position=position)
@@ -178,17 +202,17 @@ def index_documents(
             _record_failure(store, scope, exc)
             yield IndexOutcome(exc.source, "failed", error=exc.reason, position=position)
             continue
-        prepared = _prepare(store, scope, document, settings, force, position)
+        prepared = _prepare(store, scope, document, settings, force, position, times)
         if isinstance(prepared, IndexOutcome):
             yield prepared
             continue
         pending.append(prepared)
         waiting += len(prepared.chunks)
         if waiting >= _EMBED_BATCH_CHUNKS:
-            yield from _write(store, embedder, pending)
+            yield from _write(store, embedder, pending, times)
             pending, waiting = [], 0
     if pending:
-        yield from _write(store, embedder, pending)
+        yield from _write(store, embedder, pending, times)
 
 
 def index_text(

@@ -168,3 +168,36 @@ def test_scale_bench_grows_the_store_and_matches_exact_search(tmp_path: Path, mo
 def test_scale_bench_without_scifact_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "scale", "--data", str(tmp_path), "--sizes", "10"]) == 2
     assert "scifact/corpus.jsonl is missing" in capsys.readouterr().err
+
+
+def test_knowledge_bench_ingests_and_scores_questions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("fpdf", reason="fpdf2 (dev extra) makes the PDF fixture")
+    from tests.documents import write_good
+
+    corpus = tmp_path / "corpus"
+    write_good(corpus)
+    (corpus / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    questions = tmp_path / "questions.jsonl"
+    entries = [
+        {"question": "zorblaxite valves", "evidence": ["Flow is regulated by zorblaxite"], "format": "pdf"},
+        {"question": "glimmerstone bucket", "evidence": ["glimmerstone   BUCKET at 02:00"], "format": "markdown"},
+        {"question": "unrelated words entirely", "evidence": ["this sentence is in no document"], "format": "html"},
+    ]
+    questions.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    out = tmp_path / "report.json"
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    assert main(["bench", "knowledge", "--corpus", str(corpus), "--questions", str(questions), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert (report["questions"], report["documents"], report["indexed"]) == (3, 6, 5)
+    assert [f["source"].rsplit("/", 1)[-1] for f in report["failed"]] == ["broken.pdf"]
+    # Two of three found at rank 1 (evidence matched case-insensitively, whitespace collapsed).
+    assert (report["hit@1"], report["hit@10"], report["mrr"]) == (0.6667, 0.6667, 0.6667)
+    assert report["per_format_hit@5"] == {"html": 0.0, "markdown": 1.0, "pdf": 1.0}
+    assert report["chunks"] >= 5 and report["chunks_per_s"] > 0 and report["raw_embed_chunks_per_s"] > 0
+    assert set(report["seconds_by_phase"]) == {"read", "parse", "chunk", "embed", "write"}
+
+
+def test_knowledge_bench_refuses_bad_question_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "knowledge", "--corpus", str(tmp_path), "--questions", str(tmp_path / "q.jsonl")]) == 2
+    assert "does not exist" in capsys.readouterr().err

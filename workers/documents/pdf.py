@@ -9,6 +9,8 @@ with no text layer (a scan: it needs OCR, which hivemem does not do).
 
 from __future__ import annotations
 
+import re
+
 from hivemem.errors import DocumentError
 from hivemem.knowledge import Block, DocumentFormat, ParsedDocument
 from workers.documents.text import paragraphs
@@ -16,6 +18,16 @@ from workers.documents.text import paragraphs
 __all__ = ["parse_pdf"]
 
 _PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
+# PDFium marks a word hyphenated across a line end with \x02 before the line break: the word is
+# joined again, or BM25 would index "other" and "wise" for "otherwise". Glyphs of the private-use
+# area (pieces of drawn brackets in man pages) carry no text.
+_SOFT_HYPHEN = re.compile(r"\x02\r?\n?")
+_PRIVATE_USE = re.compile(r"[\ue000-\uf8ff]")
+
+
+def _clean(text: str) -> str:
+    # groff typesets a hyphen-minus as U+2212 (man pages: "−−login"): read it as the "-" it was.
+    return _PRIVATE_USE.sub("", _SOFT_HYPHEN.sub("", text)).replace("\r\n", "\n").replace("\u2212", "-")
 
 
 def _page_sections(document: object, pages: int) -> list[tuple[str, ...]]:
@@ -67,7 +79,7 @@ def parse_pdf(data: bytes, name: str) -> ParsedDocument:
             finally:
                 textpage.close()
                 page.close()
-            blocks += [Block(part, sections[number], number + 1) for part in paragraphs(text)]
+            blocks += [Block(part, sections[number], number + 1) for part in paragraphs(_clean(text))]
         metadata = document.get_metadata_dict(skip_empty=True)
     except pdfium.PdfiumError as exc:
         raise DocumentError(f"cannot read this PDF, a page is damaged ({exc})", source=name) from exc
