@@ -74,3 +74,33 @@ def test_an_ingest_job_survives_a_worker_killed_mid_job(
     finally:
         gateway.stop()
         worker.stop()
+
+
+def test_remember_is_answered_while_an_ingest_job_runs(redis_url: str, dirs: tuple[Path, Path], tmp_path: Path) -> None:
+    data_dir, logs = dirs
+    docs = tmp_path / "handbook"
+    _documents(docs, 80)
+    env = {"HIVEMEM_KNOWLEDGE_ALLOWED_PATHS": str(docs)}
+    gateway = HivememServer(data_dir, logs, HIVEMEM_BROKER_URL=redis_url, HIVEMEM_MEMORIZE_WAIT_S="20", **env)
+    worker = CeleryWorker(redis_url, data_dir, logs, **env)
+    gateway.start()
+    worker.start(concurrency=1)
+    try:
+        with httpx.Client(base_url=gateway.url, timeout=60) as http:
+            memory = {"title": "Gizmo rollout", "content": "Gizmo rollouts go out on Thursdays only.", "scope": SCOPE}
+            assert http.post("/v1/memories", json=memory).status_code == 201
+            job_id = http.post("/v1/knowledge/ingest", json={"paths": [str(docs)], "scope": SCOPE}).json()["id"]
+            # Wait until the worker is inside the job, then recall while it still runs.
+            deadline = time.monotonic() + 120
+            while http.get(f"/v1/jobs/{job_id}").json()["progress"] == 0:
+                assert time.monotonic() < deadline, "the ingest job never started"
+                time.sleep(0.01)
+            answered = http.post("/v1/remember", json={"query": "when do gizmo rollouts happen", "scope": SCOPE})
+            during = http.get(f"/v1/jobs/{job_id}").json()
+            assert answered.status_code == 200
+            assert answered.json()["results"][0]["title"] == "Gizmo rollout"
+            assert during["state"] == "running" and during["progress"] < 1, "the job ended before the recall"
+            assert wait_for_job(http, job_id, timeout_s=180)["state"] == "done"
+    finally:
+        gateway.stop()
+        worker.stop()
