@@ -94,6 +94,10 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--device", choices=["cpu", "cuda"], default=None, help="embedder device (default: setting)")
     worker.add_argument("--pool", choices=["prefork", "solo", "threads"], default="prefork")
     worker.add_argument("--loglevel", default=None, help="default: HIVEMEM_LOG_LEVEL")
+    worker.add_argument(
+        "--nice", type=int, choices=range(0, 20), default=0, metavar="0-19",
+        help="lower CPU priority (a bulk/ingest pool on a machine that also serves queries)",
+    )  # fmt: skip
 
     beat = sub.add_parser("beat", help="run the scheduler of periodic jobs (one per deployment)")
     beat.add_argument("--loglevel", default=None, help="default: HIVEMEM_LOG_LEVEL")
@@ -123,6 +127,12 @@ def _parser() -> argparse.ArgumentParser:
     kn.add_argument("--corpus", type=Path, required=True, help="folder of documents")
     kn.add_argument("--questions", type=Path, required=True, help="JSONL: question, evidence [strings], format")
     kn.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    il = bench_sub.add_parser("ingest-load", help="recall latency while Celery workers ingest a folder")
+    il.add_argument("--corpus", type=Path, required=True, help="folder of documents")
+    il.add_argument("--workers", type=_positive_int, default=2)
+    il.add_argument("--clients", type=_positive_int, default=8)
+    il.add_argument("--nice", type=int, choices=range(0, 20), default=0, metavar="0-19", help="the workers' niceness")
+    il.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     t = bench_sub.add_parser("throughput", help="memorize/s and recall latency, embedded and Celery + Redis")
     t.add_argument("--shape", choices=["embedded", "celery"], action="append", help="default: both")
     t.add_argument(
@@ -180,6 +190,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             device=args.device,
             pool=args.pool,
             loglevel=args.loglevel,
+            nice=args.nice,
         )
 
     from api.service import Caller, MemoryService
@@ -233,6 +244,18 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
 
         report = run_scale(
             settings, data=args.data, sizes=args.sizes, layouts=args.layouts, real=args.real, queries=args.queries
+        )
+        emit(report, args.json_out)
+        return 0
+    if args.bench == "ingest-load":
+        from api.bench.harness import emit
+        from api.bench.ingest_load import run_ingest_load
+
+        if not args.corpus.is_dir():
+            print(f"error: {args.corpus} is not a folder", file=sys.stderr)
+            return 2
+        report = run_ingest_load(
+            settings, corpus=args.corpus, workers=args.workers, clients=args.clients, nice=args.nice
         )
         emit(report, args.json_out)
         return 0

@@ -29,10 +29,17 @@ def run_worker(
     device: str | None,
     pool: str,
     loglevel: str | None,
+    nice: int = 0,
 ) -> int:
     """Run a worker consuming ``queues`` until stopped: SIGTERM finishes the running tasks, closes
-    the store and exits 0. Warns first when the broker would lose queued jobs on a restart."""
+    the store and exits 0. Warns first when the broker would lose queued jobs on a restart.
+
+    ``nice`` lowers the CPU priority of the worker and its pool: a bulk pool (``bulk``, ``ingest``)
+    on a machine that also serves queries then takes the cores only when the gateway leaves them.
+    """
     names = parse_queues(queues)
+    if nice:
+        os.nice(nice)  # before the pool forks: every pool process inherits it
     if device:
         # Pool processes build their settings from the environment: the device must travel there.
         os.environ["HIVEMEM_EMBED_DEVICE"] = device

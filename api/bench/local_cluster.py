@@ -138,6 +138,7 @@ class WorkerProcess:
         pool: str = "prefork",
         timeout_s: float = 120,
         wait: bool = True,
+        nice: int = 0,
     ) -> None:
         """Start it and, with ``wait``, return once it answers a ping over the broker: connected,
         pool up, consuming."""
@@ -146,6 +147,8 @@ class WorkerProcess:
         args = [*hivemem_command(), "worker", f"--concurrency={concurrency}", f"--pool={pool}", "--loglevel=info"]
         if queues:
             args.append(f"--queues={queues}")
+        if nice:
+            args.append(f"--nice={nice}")
         self.process = subprocess.Popen(
             args, env=self.env, cwd=self.cwd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )

@@ -98,7 +98,9 @@ def _settings_env(settings: Settings) -> dict[str, str]:
 
 
 @contextmanager
-def _service(settings: Settings, shape: str, workers: int, folder: Path) -> Iterator[MemoryService]:
+def shape_service(
+    settings: Settings, shape: str, workers: int, folder: Path, *, nice: int = 0
+) -> Iterator[MemoryService]:
     store = {"store_url": f"sqlite:///{folder / 'throughput.db'}", "data_dir": str(folder)}
     if shape == "embedded":
         embedded = MemoryService.from_settings(
@@ -125,7 +127,7 @@ def _service(settings: Settings, shape: str, workers: int, folder: Path) -> Iter
         env["HIVEMEM_EMBED_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
         for i in range(workers):
             process = WorkerProcess(env, cwd=folder, log_path=folder / f"worker-{i}.log")
-            process.start(concurrency=1)
+            process.start(concurrency=1, nice=nice)
             processes.append(process)
         service = MemoryService.from_settings(gateway)
         yield service
@@ -156,7 +158,7 @@ def run_throughput(
     corpus = synthetic_corpus(memories + bulk + 8)
     warm, singles, batch = corpus[:8], corpus[8 : 8 + memories], corpus[8 + memories :]
     try:
-        with _service(settings, shape, workers, folder) as service:
+        with shape_service(settings, shape, workers, folder) as service:
             progress(f"throughput: {shape}, {workers if shape == 'celery' else 0} worker(s), warming up")
             service.warm_up()
             for request in warm:  # loads the model in every worker process that embeds

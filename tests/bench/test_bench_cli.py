@@ -201,3 +201,22 @@ def test_knowledge_bench_ingests_and_scores_questions(tmp_path: Path, monkeypatc
 def test_knowledge_bench_refuses_bad_question_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "knowledge", "--corpus", str(tmp_path), "--questions", str(tmp_path / "q.jsonl")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_ingest_load_bench_recalls_while_workers_ingest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_server: object
+) -> None:
+    # redis_server: skips, saying why, where redis-server is not installed; the bench starts its own.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for n in range(12):
+        (corpus / f"note{n}.md").write_text(f"# Note {n}\n\n" + f"Widget {n} needs care. " * 200, encoding="utf-8")
+    (corpus / "empty.txt").write_bytes(b"")
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    out = tmp_path / "report.json"
+    assert main(["bench", "ingest-load", "--corpus", str(corpus), "--workers", "1", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert (report["documents"], report["job_state"], report["indexed"], report["failed"]) == (13, "done", 12, 1)
+    assert report["recall_idle"]["calls"] >= 400 and report["recall_during_ingest"]["calls"] > 0
+    assert report["p95_ratio_during_to_idle"] > 0
