@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -103,4 +104,26 @@ def test_remember_is_answered_while_an_ingest_job_runs(redis_url: str, dirs: tup
             assert wait_for_job(http, job_id, timeout_s=180)["state"] == "done"
     finally:
         gateway.stop()
+        worker.stop()
+
+
+def _niceness(pid: int) -> int:
+    # Field 19 of /proc/PID/stat, counted after the command name (which may hold spaces).
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
+def test_a_niced_worker_and_its_pool_run_at_the_lower_priority(redis_url: str, dirs: tuple[Path, Path]) -> None:
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("reads niceness from /proc (Linux)")
+    data_dir, logs = dirs
+    worker = CeleryWorker(redis_url, data_dir, logs)
+    worker.start(concurrency=1, queues="ingest", nice=7)
+    try:
+        assert worker.process is not None
+        main = worker.process.pid
+        children = Path(f"/proc/{main}/task/{main}/children").read_text().split()
+        assert children, "the prefork pool has a process"
+        assert _niceness(main) == min(19, _niceness(os.getpid()) + 7)  # relative, capped at 19
+        assert all(_niceness(int(child)) == _niceness(main) for child in children)
+    finally:
         worker.stop()
