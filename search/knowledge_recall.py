@@ -13,7 +13,7 @@ from hivemem.fusion import minmax_fuse, rrf_fuse
 from hivemem.knowledge import KnowledgeChunk
 from hivemem.model import FusionMethod, RetrievalMode
 from search.base import ChunkFilter, Store
-from search.recall import RecallParams
+from search.recall import RecallParams, leg_weights
 
 __all__ = ["ChunkHit", "KnowledgeSearcher"]
 
@@ -44,9 +44,7 @@ class KnowledgeSearcher:
         if params.mode is not RetrievalMode.BM25:
             vector = self._embedder.embed_queries([query])[0]
             legs["dense"] = self._store.chunk_vector_search(vector, where, n)
-        weights = {"bm25": params.bm25_weight, "dense": 1.0 - params.bm25_weight}
-        if params.mode is not RetrievalMode.HYBRID or sum(weights.values()) <= 0:
-            weights = dict.fromkeys(legs, 1.0)
+        weights = leg_weights(params, legs)
         fused = (
             rrf_fuse(legs, weights, params.rrf_k) if params.fusion is FusionMethod.RRF else minmax_fuse(legs, weights)
         )[:limit]

@@ -27,7 +27,7 @@ from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
 from hivemem.model import FusionMethod, Hit, RetrievalMode
 from search.base import FusesNatively, LegQuery, SearchesLegsTogether, SearchFilter, Store
 
-__all__ = ["RecallParams", "Recaller"]
+__all__ = ["RecallParams", "Recaller", "leg_weights"]
 
 _BM25, _DENSE = "bm25", "dense"
 
@@ -72,6 +72,19 @@ class RecallParams:
         )
 
 
+def leg_weights(params: RecallParams, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
+    """The fusion weight of each leg (``bm25``, ``dense``): ``bm25_weight`` and its complement in
+    hybrid mode, equal weights otherwise."""
+    hybrid = params.mode is RetrievalMode.HYBRID
+    weights = {
+        leg: (params.bm25_weight if leg == _BM25 else 1.0 - params.bm25_weight) if hybrid else 1.0 for leg in legs
+    }
+    if sum(weights.values()) <= 0:
+        # A weight of 0 on the only useful leg would fuse nothing; fall back to equal weights.
+        weights = dict.fromkeys(legs, 1.0)
+    return weights
+
+
 class Recaller:
     """Runs recall against one store with one embedder."""
 
@@ -89,15 +102,7 @@ class Recaller:
         return minmax_fuse(legs, weights)
 
     def _weights(self, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
-        hybrid = self.params.mode is RetrievalMode.HYBRID
-        weights = {
-            leg: (self.params.bm25_weight if leg == _BM25 else 1.0 - self.params.bm25_weight) if hybrid else 1.0
-            for leg in legs
-        }
-        if sum(weights.values()) <= 0:
-            # A weight of 0 on the only useful leg would fuse nothing; fall back to equal weights.
-            weights = dict.fromkeys(legs, 1.0)
-        return weights
+        return leg_weights(self.params, legs)
 
     def _native(self, text: str, vector: Sequence[float] | None, where: SearchFilter) -> list[Fused] | None:
         if self.params.mode is not RetrievalMode.HYBRID or vector is None or not isinstance(self._store, FusesNatively):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -26,7 +26,7 @@ from hivemem.model import utcnow
 from search.base import Store
 from workers.documents import GuardLimits, format_of, parse_document
 
-__all__ = ["IndexOutcome", "PhaseTimes", "guard_limits", "index_documents", "index_text", "outcomes_summary"]
+__all__ = ["IndexOutcome", "PhaseTimes", "guard_limits", "index_documents", "index_text"]
 
 # Chunks gathered before one embedder call: a few model batches, so pieces sort well by length.
 _EMBED_BATCH_CHUNKS = 256
@@ -222,12 +222,3 @@ def index_text(
     data = (f"# {title}\n\n{text}" if title else text).encode()
     document = Document(uri=uri, name=f"{uri}.md", data=data, format=DocumentFormat.MARKDOWN)
     return next(iter(index_documents(store, embedder, scope, [document], settings)))
-
-
-def outcomes_summary(outcomes: Sequence[IndexOutcome]) -> dict[str, int]:
-    """Counts by status, and chunks written."""
-    counts = {"indexed": 0, "unchanged": 0, "failed": 0, "chunks": 0}
-    for outcome in outcomes:
-        counts[outcome.status] += 1
-        counts["chunks"] += outcome.chunks if outcome.status == "indexed" else 0
-    return counts

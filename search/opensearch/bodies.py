@@ -30,6 +30,7 @@ __all__ = [
     "index_settings",
     "index_template",
     "keyword_search",
+    "knn_query",
     "knn_search",
     "memory_template",
     "msearch_lines",
@@ -39,7 +40,10 @@ __all__ = [
     "score_to_cosine",
     "search_filter",
     "search_pipeline",
+    "searchable_index_settings",
     "text_field",
+    "text_query",
+    "vector_mapping",
 ]
 
 Json = dict[str, Any]
@@ -161,6 +165,27 @@ def index_settings(options: IndexOptions, *, knn: bool) -> Json:
     return {"index": index}
 
 
+def searchable_index_settings(options: IndexOptions) -> Json:
+    """Settings of an index searched by both legs: k-NN on, and the BM25 analyzers."""
+    settings = index_settings(options, knn=True)
+    settings["analysis"] = analysis_settings()
+    return settings
+
+
+def vector_mapping(options: IndexOptions, dimension: int) -> Json:
+    """The mapping of an HNSW vector field, as configured."""
+    return {
+        "type": "knn_vector",
+        "dimension": dimension,
+        "method": {
+            "name": "hnsw",
+            "engine": options.engine,
+            "space_type": options.space_type,
+            "parameters": {"m": options.hnsw_m, "ef_construction": options.ef_construction},
+        },
+    }
+
+
 def text_field() -> Json:
     return {"type": "text", "analyzer": _INDEX_ANALYZER, "search_analyzer": _QUERY_ANALYZER}
 
@@ -211,21 +236,10 @@ def memory_template(names: IndexNames, options: IndexOptions, *, embedding_model
             "valid_to": {"type": "date"},
             "details": {"type": "object", "enabled": False},
             "embedding_model": keyword,
-            VECTOR_FIELD: {
-                "type": "knn_vector",
-                "dimension": dimension,
-                "method": {
-                    "name": "hnsw",
-                    "engine": options.engine,
-                    "space_type": options.space_type,
-                    "parameters": {"m": options.hnsw_m, "ef_construction": options.ef_construction},
-                },
-            },
+            VECTOR_FIELD: vector_mapping(options, dimension),
         },
     }
-    settings = index_settings(options, knn=True)
-    settings["analysis"] = analysis_settings()
-    return index_template(names, names.memories, settings, mappings)
+    return index_template(names, names.memories, searchable_index_settings(options), mappings)
 
 
 def relations_template(names: IndexNames, options: IndexOptions) -> Json:
@@ -352,31 +366,37 @@ def search_filter(where: SearchFilter) -> list[Json]:
     return clauses
 
 
-def _text_query(words: str, stopwords_only: bool) -> Json:
+def text_query(words: str, stopwords_only: bool, fields: Sequence[str] = _TEXT_FIELDS) -> Json:
+    """The BM25 query of ``words`` over ``fields`` (default: the memories' text fields)."""
     if stopwords_only:
         # The search analyzer would drop every word; search them with the index analyzer instead.
         return {
-            "multi_match": {"query": words, "fields": _TEXT_FIELDS, "type": "most_fields", "analyzer": _INDEX_ANALYZER}
+            "multi_match": {"query": words, "fields": list(fields), "type": "most_fields", "analyzer": _INDEX_ANALYZER}
         }
     # combined_fields scores the fields as one (BM25F), as FTS5's bm25() does over its columns.
-    return {"combined_fields": {"query": words, "fields": _TEXT_FIELDS, "operator": "or"}}
+    return {"combined_fields": {"query": words, "fields": list(fields), "operator": "or"}}
 
 
 def _keyword_query(words: str, stopwords_only: bool, where: SearchFilter) -> Json:
-    return {"bool": {"must": [_text_query(words, stopwords_only)], "filter": search_filter(where)}}
+    return {"bool": {"must": [text_query(words, stopwords_only)], "filter": search_filter(where)}}
 
 
-def _knn_query(vector: Sequence[float], where: SearchFilter, k: int, options: IndexOptions) -> Json:
+def knn_query(vector: Sequence[float], filters: list[Json], k: int, options: IndexOptions) -> Json:
+    """The k-NN query with ``filters`` inside the graph search, so ``k`` neighbours all pass them."""
     return {
         "knn": {
             VECTOR_FIELD: {
                 "vector": [float(x) for x in vector],
                 "k": k,
-                "filter": {"bool": {"filter": search_filter(where)}},
+                "filter": {"bool": {"filter": filters}},
                 "method_parameters": {"ef_search": max(options.ef_search, k)},
             }
         }
     }
+
+
+def _knn_query(vector: Sequence[float], where: SearchFilter, k: int, options: IndexOptions) -> Json:
+    return knn_query(vector, search_filter(where), k, options)
 
 
 def keyword_search(words: str, stopwords_only: bool, where: SearchFilter, limit: int) -> Json:

@@ -10,7 +10,7 @@ the next write of that document deletes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from hivemem.errors import EmbeddingMismatchError, SourceNotFoundError
@@ -195,10 +195,16 @@ class KnowledgeIndices:
             if doc.get("found")
         }
 
-    def _current(self, docs: list[Json]) -> list[Json]:
-        """The docs of chunks that belong to their source's current version."""
-        hashes = self._current_hashes({(doc["scope"], doc["uri"]) for doc in docs})
-        return [doc for doc in docs if hashes.get((doc["scope"], doc["uri"])) == doc["content_hash"]]
+    def _current(self, items: list[Json], chunk_of: Callable[[Json], Json] = lambda item: item) -> list[Json]:
+        """The items whose chunk (``chunk_of(item)``: a search hit's ``_source``) belongs to the version
+        its source names now."""
+
+        def version(item: Json) -> tuple[tuple[str, str], str]:
+            chunk = chunk_of(item)
+            return (chunk["scope"], chunk["uri"]), chunk["content_hash"]
+
+        hashes = self._current_hashes({version(item)[0] for item in items})
+        return [item for item in items if hashes.get(version(item)[0]) == version(item)[1]]
 
     def source_chunks(self, scope: str, uri: str) -> list[KnowledgeChunk]:
         query = {"bool": {"filter": [{"term": {"scope": scope}}, {"term": {"uri": uri}}]}}
@@ -234,11 +240,7 @@ class KnowledgeIndices:
     def _search(self, body: Json) -> list[Json]:
         client = self._cluster.client
         response = self._cluster.call("searching chunks", lambda: client.search(index=self._names.chunks, body=body))
-        hits: list[Json] = response["hits"]["hits"]
-        hashes = self._current_hashes({(h["_source"]["scope"], h["_source"]["uri"]) for h in hits})
-        return [
-            h for h in hits if hashes.get((h["_source"]["scope"], h["_source"]["uri"])) == h["_source"]["content_hash"]
-        ]
+        return self._current(response["hits"]["hits"], lambda hit: hit["_source"])
 
     def chunk_keyword_search(self, text: str, where: ChunkFilter, limit: int) -> list[Candidate]:
         words = bodies.query_words(text)

@@ -15,10 +15,13 @@ from search.opensearch.bodies import (
     VECTOR_FIELD,
     IndexNames,
     IndexOptions,
-    analysis_settings,
     index_settings,
     index_template,
+    knn_query,
+    searchable_index_settings,
     text_field,
+    text_query,
+    vector_mapping,
 )
 
 __all__ = ["chunk_filter", "chunks_template", "knn_chunks", "match_chunks", "source_id", "sources_template"]
@@ -72,20 +75,10 @@ def chunks_template(names: IndexNames, options: IndexOptions, *, dimension: int)
         "page": {"type": "integer"},
         "start": {"type": "integer"},
         "end": {"type": "integer"},
-        VECTOR_FIELD: {
-            "type": "knn_vector",
-            "dimension": dimension,
-            "method": {
-                "name": "hnsw",
-                "engine": options.engine,
-                "space_type": options.space_type,
-                "parameters": {"m": options.hnsw_m, "ef_construction": options.ef_construction},
-            },
-        },
+        VECTOR_FIELD: vector_mapping(options, dimension),
     }
-    settings = index_settings(options, knn=True)
-    settings["analysis"] = analysis_settings()
-    return index_template(names, names.chunks, settings, {"dynamic": "strict", "properties": properties})
+    mappings = {"dynamic": "strict", "properties": properties}
+    return index_template(names, names.chunks, searchable_index_settings(options), mappings)
 
 
 def chunk_filter(where: ChunkFilter) -> list[Json]:
@@ -98,17 +91,7 @@ def chunk_filter(where: ChunkFilter) -> list[Json]:
 
 def match_chunks(words: str, stopwords_only: bool, where: ChunkFilter, limit: int) -> Json:
     """The BM25 leg over chunks, ties broken by id."""
-    if stopwords_only:
-        text: Json = {
-            "multi_match": {
-                "query": words,
-                "fields": _CHUNK_TEXT_FIELDS,
-                "type": "most_fields",
-                "analyzer": "hivemem_text",
-            }
-        }
-    else:
-        text = {"combined_fields": {"query": words, "fields": _CHUNK_TEXT_FIELDS, "operator": "or"}}
+    text = text_query(words, stopwords_only, _CHUNK_TEXT_FIELDS)
     return {
         "size": limit,
         "_source": ["uri", "scope", "content_hash"],
@@ -124,14 +107,5 @@ def knn_chunks(vector: Sequence[float], where: ChunkFilter, limit: int, options:
         "size": limit,
         "_source": ["uri", "scope", "content_hash"],
         "track_total_hits": False,
-        "query": {
-            "knn": {
-                VECTOR_FIELD: {
-                    "vector": [float(x) for x in vector],
-                    "k": limit,
-                    "filter": {"bool": {"filter": chunk_filter(where)}},
-                    "method_parameters": {"ef_search": max(options.ef_search, limit)},
-                }
-            }
-        },
+        "query": knn_query(vector, chunk_filter(where), limit, options),
     }

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -29,10 +29,10 @@ from typing import Any
 from hivemem.config import Settings
 from hivemem.errors import ConfigError, EmbeddingMismatchError, MemoryNotFoundError, StoreError
 from hivemem.fusion import Candidate
-from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, DuplicatePolicy, FusionMethod, Memory, Relation
 from hivemem.resolution import Resolution
-from search.base import ChunkFilter, LegQuery, Legs, SearchFilter
+from search.base import LegQuery, Legs, SearchFilter
+from search.knowledge_delegate import DelegatesKnowledge
 from search.opensearch import bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
 from search.opensearch.client import ClusterTarget, make_client, parse_url
@@ -50,7 +50,7 @@ Json = dict[str, Any]
 _PREFIX = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,150}$")
 
 
-class OpenSearchStore:
+class OpenSearchStore(DelegatesKnowledge):
     """A :class:`search.base.Store` on an OpenSearch cluster.
 
     ``write_resolved`` is atomic across processes without locks (see :mod:`search.opensearch.writes`).
@@ -287,38 +287,6 @@ class OpenSearchStore:
         query: Json = {"match_all": {}} if memory_id is None else {"term": {"memory_id": memory_id}}
         docs = self._cluster.scan(self._names.audit, query, [{"seq": "asc"}, {"event_id": "asc"}])
         return [audit_from_doc(doc) for doc in docs]
-
-    # -- knowledge (search.opensearch.knowledge) -----------------------------------------------
-
-    def replace_source(self, source: KnowledgeSource, chunks: Sequence[KnowledgeChunk]) -> None:
-        self._knowledge.replace_source(source, chunks)
-
-    def record_source_error(self, source: KnowledgeSource) -> None:
-        self._knowledge.record_source_error(source)
-
-    def get_source(self, scope: str, uri: str) -> KnowledgeSource | None:
-        return self._knowledge.get_source(scope, uri)
-
-    def sources(self, scopes: Sequence[str]) -> list[KnowledgeSource]:
-        return self._knowledge.sources(scopes)
-
-    def delete_source(self, scope: str, uri: str) -> KnowledgeSource:
-        return self._knowledge.delete_source(scope, uri)
-
-    def source_chunks(self, scope: str, uri: str) -> list[KnowledgeChunk]:
-        return self._knowledge.source_chunks(scope, uri)
-
-    def get_chunks(self, chunk_ids: Sequence[str]) -> list[KnowledgeChunk]:
-        return self._knowledge.get_chunks(chunk_ids)
-
-    def chunk_keyword_search(self, text: str, where: ChunkFilter, limit: int) -> list[Candidate]:
-        return self._knowledge.chunk_keyword_search(text, where, limit)
-
-    def chunk_vector_search(self, vector: Sequence[float], where: ChunkFilter, limit: int) -> list[Candidate]:
-        return self._knowledge.chunk_vector_search(vector, where, limit)
-
-    def scan_chunks(self, where: ChunkFilter) -> Iterator[KnowledgeChunk]:
-        return self._knowledge.scan_chunks(where)
 
     # -- lifecycle -----------------------------------------------------------------------------
 

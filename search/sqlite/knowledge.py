@@ -24,8 +24,8 @@ from hivemem.errors import EmbeddingMismatchError, SourceNotFoundError
 from hivemem.fusion import Candidate
 from hivemem.knowledge import DocumentFormat, KnowledgeChunk, KnowledgeSource
 from search.base import ChunkFilter
-from search.query_terms import query_terms
 from search.sqlite.rows import to_timestamp
+from search.sqlite.sql import fts_query, marks
 
 __all__ = ["KnowledgeTables"]
 
@@ -34,14 +34,12 @@ _Unit = Callable[[], AbstractContextManager[sqlite3.Connection]]
 
 _SOURCE_COLUMNS = "scope, uri, title, format, content_hash, size, fetched_at, indexed_at, chunk_count, last_error"
 _CHUNK_COLUMNS = "id, scope, uri, ordinal, text, title, section, page, start_offset, end_offset"
+_SOURCE_MARKS = marks(_SOURCE_COLUMNS.split(","))
+_CHUNK_ROW_MARKS = marks([*_CHUNK_COLUMNS.split(","), "embedding"])
 _BUMP_VERSION = (
     "INSERT INTO meta(key, value) VALUES ('knowledge_version', '1') "
     "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
 )
-
-
-def _marks(values: Sequence[Any]) -> str:
-    return ", ".join("?" * len(values))
 
 
 def _source_row(source: KnowledgeSource) -> tuple[Any, ...]:
@@ -124,10 +122,10 @@ class KnowledgeTables:
         with self._write() as conn:
             conn.execute("DELETE FROM knowledge_chunks WHERE scope = ? AND uri = ?", (source.scope, source.uri))
             conn.executemany(
-                f"INSERT INTO knowledge_chunks ({_CHUNK_COLUMNS}, embedding) VALUES ({_marks(range(11))})", rows
+                f"INSERT INTO knowledge_chunks ({_CHUNK_COLUMNS}, embedding) VALUES ({_CHUNK_ROW_MARKS})", rows
             )
             conn.execute(
-                f"INSERT OR REPLACE INTO knowledge_sources ({_SOURCE_COLUMNS}) VALUES ({_marks(range(10))})",
+                f"INSERT OR REPLACE INTO knowledge_sources ({_SOURCE_COLUMNS}) VALUES ({_SOURCE_MARKS})",
                 _source_row(source),
             )
             conn.execute(_BUMP_VERSION)
@@ -140,7 +138,7 @@ class KnowledgeTables:
             ).rowcount
             if not updated:
                 conn.execute(
-                    f"INSERT INTO knowledge_sources ({_SOURCE_COLUMNS}) VALUES ({_marks(range(10))})",
+                    f"INSERT INTO knowledge_sources ({_SOURCE_COLUMNS}) VALUES ({_SOURCE_MARKS})",
                     _source_row(source),
                 )
 
@@ -170,8 +168,7 @@ class KnowledgeTables:
             return []
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_SOURCE_COLUMNS} FROM knowledge_sources WHERE scope IN ({_marks(scopes)}) "
-                "ORDER BY scope, uri",
+                f"SELECT {_SOURCE_COLUMNS} FROM knowledge_sources WHERE scope IN ({marks(scopes)}) ORDER BY scope, uri",
                 tuple(scopes),
             ).fetchall()
         return [_source_from_row(row) for row in rows]
@@ -190,7 +187,7 @@ class KnowledgeTables:
             return []
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM knowledge_chunks WHERE id IN ({_marks(chunk_ids)})", tuple(chunk_ids)
+                f"SELECT {_CHUNK_COLUMNS} FROM knowledge_chunks WHERE id IN ({marks(chunk_ids)})", tuple(chunk_ids)
             ).fetchall()
         by_id = {row["id"]: _chunk_from_row(row, with_embedding=False) for row in rows}
         return [by_id[i] for i in chunk_ids if i in by_id]
@@ -207,7 +204,7 @@ class KnowledgeTables:
 
     @staticmethod
     def _clause(where: ChunkFilter) -> tuple[str, list[Any]]:
-        clause = f"c.scope IN ({_marks(where.scopes)})"
+        clause = f"c.scope IN ({marks(where.scopes)})"
         params: list[Any] = list(where.scopes)
         if where.uri is not None:
             clause += " AND c.uri = ?"
@@ -215,10 +212,9 @@ class KnowledgeTables:
         return clause, params
 
     def chunk_keyword_search(self, text: str, where: ChunkFilter, limit: int) -> list[Candidate]:
-        terms = query_terms(text)
-        if terms is None or limit < 1:
+        query = fts_query(text)
+        if query is None or limit < 1:
             return []
-        query = " OR ".join(f'"{w}"' for w in terms[0])
         clause, params = self._clause(where)
         # bm25() is lower-is-better; negated so that every leg is higher-is-better.
         sql = (

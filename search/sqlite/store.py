@@ -36,7 +36,6 @@ from hivemem.errors import (
     StoreUnavailableError,
 )
 from hivemem.fusion import Candidate
-from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import (
     AuditEvent,
     DuplicatePolicy,
@@ -44,7 +43,8 @@ from hivemem.model import (
     Relation,
 )
 from hivemem.resolution import Resolution
-from search.base import ChunkFilter, SearchFilter
+from search.base import SearchFilter
+from search.knowledge_delegate import DelegatesKnowledge
 from search.query_terms import query_terms
 from search.sqlite.knowledge import KnowledgeTables
 from search.sqlite.memory_index import MemoryIndex
@@ -57,6 +57,7 @@ from search.sqlite.rows import (
     to_timestamp,
 )
 from search.sqlite.schema import KNOWLEDGE_SCHEMA, MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
+from search.sqlite.sql import fts_query, marks
 
 __all__ = ["SQLiteStore"]
 
@@ -87,11 +88,6 @@ def _recovery_hint(path: str) -> str:
     )
 
 
-def _marks(values: Sequence[object]) -> str:
-    """``?, ?, ?`` for an IN clause over ``values``."""
-    return ", ".join("?" * len(values))
-
-
 def _filter_key(where: SearchFilter) -> tuple[object, ...]:
     """A hashable stand-in for ``where``: searches with equal keys can share one batch."""
     return (
@@ -100,13 +96,7 @@ def _filter_key(where: SearchFilter) -> tuple[object, ...]:
     )  # fmt: skip
 
 
-def _fts_query(text: str) -> str | None:
-    """An FTS5 query that ORs the query terms of ``text``, each quoted so no word is read as syntax."""
-    terms = query_terms(text)
-    return None if terms is None else " OR ".join(f'"{w}"' for w in terms[0])
-
-
-class SQLiteStore:
+class SQLiteStore(DelegatesKnowledge):
     """A :class:`search.base.Store` in one SQLite file (or in memory with ``path=":memory:"``)."""
 
     def __init__(
@@ -334,7 +324,7 @@ class SQLiteStore:
         exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
         try:
             if exists is None:
-                conn.execute(f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({_marks(values)})", values)
+                conn.execute(f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({marks(values)})", values)
             elif policy is DuplicatePolicy.FAIL:
                 raise DuplicateMemoryError(f"memory {memory.id} already exists")
             elif policy is DuplicatePolicy.SKIP:
@@ -384,10 +374,11 @@ class SQLiteStore:
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
-        marks = _marks(memory_ids)
+        placeholders = marks(memory_ids)
         with self._write() as conn:
             conn.execute(
-                f"UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id IN ({marks})",
+                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? "
+                f"WHERE id IN ({placeholders})",
                 (to_timestamp(at), *memory_ids),
             )
 
@@ -431,9 +422,11 @@ class SQLiteStore:
     def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
         if not memory_ids:
             return []
-        marks = _marks(memory_ids)
+        placeholders = marks(memory_ids)
         with self._read() as conn:
-            rows = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", tuple(memory_ids))
+            rows = conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({placeholders})", tuple(memory_ids)
+            )
             by_id = {row["id"]: memory_from_row(row) for row in rows}
         return [by_id[i] for i in memory_ids if i in by_id]
 
@@ -449,22 +442,24 @@ class SQLiteStore:
         with self._read() as conn:
             if scopes is None:
                 return int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
-            marks = _marks(scopes)
+            placeholders = marks(scopes)
             return int(
-                conn.execute(f"SELECT COUNT(*) FROM memories WHERE scope IN ({marks})", tuple(scopes)).fetchone()[0]
+                conn.execute(
+                    f"SELECT COUNT(*) FROM memories WHERE scope IN ({placeholders})", tuple(scopes)
+                ).fetchone()[0]
             )
 
     @staticmethod
     def _where(where: SearchFilter) -> tuple[str, list[Any]]:
-        clauses = [f"m.scope IN ({_marks(where.scopes)})"]
+        clauses = [f"m.scope IN ({marks(where.scopes)})"]
         params: list[Any] = list(where.scopes)
-        clauses.append(f"m.state IN ({_marks(where.states)})")
+        clauses.append(f"m.state IN ({marks(where.states)})")
         params += [s.value for s in where.states]
         if where.memory_types:
-            clauses.append(f"m.memory_type IN ({_marks(where.memory_types)})")
+            clauses.append(f"m.memory_type IN ({marks(where.memory_types)})")
             params += [t.value for t in where.memory_types]
         if where.tags:
-            clauses.append(f"EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value IN ({_marks(where.tags)}))")
+            clauses.append(f"EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value IN ({marks(where.tags)}))")
             params += list(where.tags)
         if where.created_after is not None:
             clauses.append("m.created_at >= ?")
@@ -473,7 +468,7 @@ class SQLiteStore:
             clauses.append("m.created_at < ?")
             params.append(to_timestamp(where.created_before))
         if where.exclude_ids:
-            clauses.append(f"m.id NOT IN ({_marks(where.exclude_ids)})")
+            clauses.append(f"m.id NOT IN ({marks(where.exclude_ids)})")
             params += list(where.exclude_ids)
         return " AND ".join(clauses), params
 
@@ -487,7 +482,7 @@ class SQLiteStore:
 
     def _fts_search(self, text: str, where: SearchFilter, limit: int) -> list[Candidate]:
         """BM25 by FTS5 itself: for queries with a word of several tokens (``foo_bar``), a phrase."""
-        query = _fts_query(text)
+        query = fts_query(text)
         if query is None:
             return []
         clause, params = self._where(where)
@@ -547,38 +542,6 @@ class SQLiteStore:
                 with suppress(sqlite3.Error):
                     conn.close()
             self._readers.clear()
-
-    # -- knowledge (search.sqlite.knowledge) ---------------------------------------------------
-
-    def replace_source(self, source: KnowledgeSource, chunks: Sequence[KnowledgeChunk]) -> None:
-        self._knowledge.replace_source(source, chunks)
-
-    def record_source_error(self, source: KnowledgeSource) -> None:
-        self._knowledge.record_source_error(source)
-
-    def get_source(self, scope: str, uri: str) -> KnowledgeSource | None:
-        return self._knowledge.get_source(scope, uri)
-
-    def sources(self, scopes: Sequence[str]) -> list[KnowledgeSource]:
-        return self._knowledge.sources(scopes)
-
-    def delete_source(self, scope: str, uri: str) -> KnowledgeSource:
-        return self._knowledge.delete_source(scope, uri)
-
-    def source_chunks(self, scope: str, uri: str) -> list[KnowledgeChunk]:
-        return self._knowledge.source_chunks(scope, uri)
-
-    def get_chunks(self, chunk_ids: Sequence[str]) -> list[KnowledgeChunk]:
-        return self._knowledge.get_chunks(chunk_ids)
-
-    def chunk_keyword_search(self, text: str, where: ChunkFilter, limit: int) -> list[Candidate]:
-        return self._knowledge.chunk_keyword_search(text, where, limit)
-
-    def chunk_vector_search(self, vector: Sequence[float], where: ChunkFilter, limit: int) -> list[Candidate]:
-        return self._knowledge.chunk_vector_search(vector, where, limit)
-
-    def scan_chunks(self, where: ChunkFilter) -> Iterator[KnowledgeChunk]:
-        return self._knowledge.scan_chunks(where)
 
     def drop(self) -> None:
         self.close()

@@ -188,11 +188,11 @@ def test_deploy_json_is_what_the_builders_produce() -> None:
 
 def test_stopwords_match_the_sqlite_store() -> None:
     from search.query_terms import ENGLISH_STOPWORDS
-    from search.sqlite.store import _fts_query
+    from search.sqlite.sql import fts_query
 
     # Both stores take their terms from search.query_terms: Lucene's 33 English stopwords.
     assert len(ENGLISH_STOPWORDS) == 33 and {"the", "of", "with"} <= ENGLISH_STOPWORDS
-    assert _fts_query("The deploy of THE service") == '"deploy" OR "service"'
+    assert fts_query("The deploy of THE service") == '"deploy" OR "service"'
     assert bodies.query_words("The deploy of THE service") == ("deploy service", False)
     assert bodies.query_words("the of") == ("the of", True)
     assert bodies.query_words("?!") is None
