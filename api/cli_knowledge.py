@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from api.knowledge_service import KnowledgeService
     from api.service import Caller
     from workers.documents.sources import FileAccess
+    from workers.knowledge_jobs import IndexOutcome
 
 __all__ = ["PARTIAL", "add_parser", "run"]
 
@@ -101,10 +102,7 @@ class _Progress:
         self.live = out.isatty()
         self._last_print = 0.0
 
-    def __call__(self, outcome: object) -> None:
-        from workers.knowledge_jobs import IndexOutcome
-
-        assert isinstance(outcome, IndexOutcome)
+    def __call__(self, outcome: IndexOutcome) -> None:
         self.done += 1
         self.chunks += outcome.chunks if outcome.status == "indexed" else 0
         self.errors += outcome.status == "failed"
@@ -205,12 +203,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _ingest(args: argparse.Namespace, knowledge: object, caller: object, access: object) -> int:
-    from api.knowledge_service import KnowledgeService
-    from api.service import Caller
-    from workers.documents.sources import FileAccess
-
-    assert isinstance(knowledge, KnowledgeService) and isinstance(caller, Caller) and isinstance(access, FileAccess)
+def _ingest(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> int:
     request = IngestRequest(paths=args.paths, scope=args.scope, glob=args.glob, force=args.force)
     if knowledge.settings.broker_url:
         return _ingest_on_workers(args, knowledge, request, caller, access)

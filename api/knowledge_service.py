@@ -28,7 +28,7 @@ from hivemem.errors import (
     ValidationError,
 )
 from hivemem.jobs import Job, JobKind, new_job_id
-from hivemem.knowledge import Document, DocumentFormat, KnowledgeChunk
+from hivemem.knowledge import Document, KnowledgeChunk, KnowledgeSource
 from hivemem.knowledge_schemas import (
     ChunkCitation,
     IngestFailure,
@@ -56,7 +56,7 @@ from search.recall import RecallParams
 from workers.documents import EXTENSIONS, format_of, parse_document
 from workers.documents.sources import STORED_PREFIXES, FileAccess, is_url, key_uri, read_source
 from workers.ingest_jobs import document_item
-from workers.knowledge_jobs import IndexOutcome, PhaseTimes, guard_limits, index_documents, index_text
+from workers.knowledge_jobs import IndexOutcome, PhaseTimes, guard_limits, index_documents, text_document
 from workers.runner import Runner
 
 __all__ = ["FileAccess", "KnowledgeService"]
@@ -119,9 +119,8 @@ class KnowledgeService:
         limit = request.limit or self.settings.knowledge_read_chars
         source = request.source
         if source.startswith(STORED_PREFIXES):
-            scope, chunks = self._stored(source, caller, request.scope)
-            text = _rebuild(chunks)
-            title, fmt = chunks[0].title if chunks else "", self._held_format(scope, source)
+            held, chunks = self._stored(source, caller, request.scope)
+            text, title, fmt = _rebuild(chunks), held.title, held.format
         else:
             document = self._document(source, access)
             fmt = document.format or format_of(document.name, document.content_type)
@@ -138,17 +137,12 @@ class KnowledgeService:
             total_chars=len(text),
         )
 
-    def _held_format(self, scope: str, uri: str) -> DocumentFormat:
-        held = self.store.get_source(scope, uri)
-        if held is None:
-            raise SourceNotFoundError(f"nothing is stored under {uri!r} in scope {scope!r}")
-        return held.format
-
-    def _stored(self, uri: str, caller: Caller, requested: str | None) -> tuple[str, list[KnowledgeChunk]]:
+    def _stored(self, uri: str, caller: Caller, requested: str | None) -> tuple[KnowledgeSource, list[KnowledgeChunk]]:
+        """The stored document ``uri`` of the scope set (scope first, then global) and its chunks."""
         for scope in recall_scopes(caller.scope_for(requested, write=False)):
             held = self.store.get_source(scope, uri)
             if held is not None:
-                return scope, self.store.source_chunks(scope, uri)
+                return held, self.store.source_chunks(scope, uri)
         raise SourceNotFoundError(f"nothing is stored under {uri!r} in this scope or the global one")
 
     def match(self, request: KnowledgeMatchRequest, caller: Caller, access: FileAccess) -> KnowledgeMatchResponse:
@@ -192,11 +186,21 @@ class KnowledgeService:
     def store_text(self, request: KnowledgeStoreRequest, caller: Caller) -> KnowledgeStored:
         """Index ``text`` under ``key`` in the caller's scope."""
         scope = caller.scope_for(request.scope, write=True)
-        uri = key_uri(request.key)
-        outcome = index_text(self.store, self.embedder, scope, uri, request.title.strip(), request.text, self.settings)
+        return self._index_one(scope, text_document(key_uri(request.key), request.title.strip(), request.text))
+
+    def upload(self, name: str, data: bytes, caller: Caller, scope: str | None = None) -> KnowledgeStored:
+        """Index an uploaded document as ``upload:NAME`` in the caller's scope; its name gives the format."""
+        if "/" in name or "\\" in name or name in (".", ".."):
+            raise ValidationError("name: a file name, without folders", field="name")
+        where = caller.scope_for(scope, write=True)
+        return self._index_one(where, Document(uri=f"upload:{name}", name=name, data=data))
+
+    def _index_one(self, scope: str, document: Document) -> KnowledgeStored:
+        """Index one document now; its outcome, or its failure as ``DocumentError``."""
+        outcome = next(iter(index_documents(self.store, self.embedder, scope, [document], self.settings)))
         if outcome.status == "failed":
-            raise DocumentError(outcome.error or "could not be indexed", source=uri)
-        return KnowledgeStored(source=uri, scope=scope, chunks=outcome.chunks, status=outcome.status)
+            raise DocumentError(outcome.error or "could not be indexed", source=document.uri)
+        return KnowledgeStored(source=document.uri, scope=scope, chunks=outcome.chunks, status=outcome.status)
 
     def delete(self, request: KnowledgeDeleteRequest, caller: Caller, access: FileAccess) -> KnowledgeDeleted:
         """Remove a document and its chunks from the caller's scope."""

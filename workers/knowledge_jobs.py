@@ -26,7 +26,7 @@ from hivemem.model import utcnow
 from search.base import Store
 from workers.documents import GuardLimits, format_of, parse_document
 
-__all__ = ["IndexOutcome", "PhaseTimes", "guard_limits", "index_documents", "index_text"]
+__all__ = ["IndexOutcome", "PhaseTimes", "guard_limits", "index_documents", "text_document"]
 
 # Chunks gathered before one embedder call: a few model batches, so pieces sort well by length.
 _EMBED_BATCH_CHUNKS = 256
@@ -123,16 +123,28 @@ def _prepare(
         with times.phase("parse"):
             parsed = parse_document(document.data, document.name, fmt, guard_limits(settings))
     except DocumentError as exc:
-        failed = replace(
-            _source(scope, document, fmt or DocumentFormat.TEXT, digest, "", 0),
-            indexed_at=None,
-            last_error=exc.reason,
-        )
-        store.record_source_error(failed)
+        fmt = fmt or DocumentFormat.TEXT
+        store.record_source_error(_failure(scope, document.uri, fmt, digest, len(document.data), exc.reason))
         return IndexOutcome(document.uri, "failed", error=exc.reason, position=position)
     with times.phase("chunk"):
         chunks = _chunks(scope, document.uri, digest, parsed, settings)
     return _Prepared(_source(scope, document, fmt, digest, parsed.title, len(chunks)), chunks, position)
+
+
+def _failure(scope: str, uri: str, fmt: DocumentFormat, digest: str, size: int, reason: str) -> KnowledgeSource:
+    """The source record of a failed attempt: no chunks, never indexed, and the reason."""
+    return KnowledgeSource(
+        scope=scope,
+        uri=uri,
+        title="",
+        format=fmt,
+        content_hash=digest,
+        size=size,
+        fetched_at=utcnow(),
+        indexed_at=None,
+        chunk_count=0,
+        last_error=reason,
+    )
 
 
 def _record_failure(store: Store, scope: str, exc: DocumentError) -> None:
@@ -141,21 +153,7 @@ def _record_failure(store: Store, scope: str, exc: DocumentError) -> None:
         fmt = format_of(exc.source)
     except DocumentError:
         fmt = DocumentFormat.TEXT
-    now = utcnow()
-    store.record_source_error(
-        KnowledgeSource(
-            scope=scope,
-            uri=exc.source,
-            title="",
-            format=fmt,
-            content_hash="",
-            size=0,
-            fetched_at=now,
-            indexed_at=None,
-            chunk_count=0,
-            last_error=exc.reason,
-        )
-    )
+    store.record_source_error(_failure(scope, exc.source, fmt, "", 0, exc.reason))
 
 
 def _write(store: Store, embedder: Embedder, batch: list[_Prepared], times: PhaseTimes) -> Iterator[IndexOutcome]:
@@ -215,10 +213,7 @@ def index_documents(
         yield from _write(store, embedder, pending, times)
 
 
-def index_text(
-    store: Store, embedder: Embedder, scope: str, uri: str, title: str, text: str, settings: Settings
-) -> IndexOutcome:
-    """Index raw text (``knowledge store``): read as Markdown, so headings in it become sections."""
+def text_document(uri: str, title: str, text: str) -> Document:
+    """Raw text (``knowledge store``) as a document: read as Markdown, so headings in it become sections."""
     data = (f"# {title}\n\n{text}" if title else text).encode()
-    document = Document(uri=uri, name=f"{uri}.md", data=data, format=DocumentFormat.MARKDOWN)
-    return next(iter(index_documents(store, embedder, scope, [document], settings)))
+    return Document(uri=uri, name=f"{uri}.md", data=data, format=DocumentFormat.MARKDOWN)

@@ -12,8 +12,6 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import CallerDep, ServiceDep
-from hivemem.errors import DocumentError, ValidationError
-from hivemem.knowledge import Document
 from hivemem.knowledge_schemas import (
     IngestRequest,
     KnowledgeDeleted,
@@ -30,7 +28,6 @@ from hivemem.knowledge_schemas import (
 )
 from hivemem.schemas import JobPublic, ScopeName
 from workers.documents.sources import FileAccess
-from workers.knowledge_jobs import IndexOutcome, index_documents
 
 __all__ = ["router"]
 
@@ -100,17 +97,6 @@ async def upload(
     scope: ScopeQuery = None,
 ) -> KnowledgeStored:
     """Upload one document (the raw bytes as the body) and index it as `upload:NAME` in the caller's scope."""
-    if "/" in name or "\\" in name or name in (".", ".."):
-        raise ValidationError("name: a file name, without folders", field="name")
     data = await request.body()
-    where = caller.scope_for(scope, write=True)
-    document = Document(uri=f"upload:{name}", name=name, data=data)
-    knowledge = service.knowledge
-
-    def index() -> IndexOutcome:
-        return next(iter(index_documents(knowledge.store, knowledge.embedder, where, [document], service.settings)))
-
-    outcome = await run_in_threadpool(index)  # parsing and embedding block: not on the event loop
-    if outcome.status == "failed":
-        raise DocumentError(outcome.error or "could not be indexed", source=name)
-    return KnowledgeStored(source=outcome.uri, scope=where, chunks=outcome.chunks, status=outcome.status)
+    # Parsing and embedding block: they run on the threadpool, not on the event loop.
+    return await run_in_threadpool(service.knowledge.upload, name, data, caller, scope)
