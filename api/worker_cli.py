@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from api.cpu_priority import lower_cpu_priority
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
 from workers.queues import QUEUES
@@ -34,12 +35,15 @@ def run_worker(
     """Run a worker consuming ``queues`` until stopped: SIGTERM finishes the running tasks, closes
     the store and exits 0. Warns first when the broker would lose queued jobs on a restart.
 
-    ``nice`` lowers the CPU priority of the worker and its pool: a bulk pool (``bulk``, ``ingest``)
-    on a machine that also serves queries then takes the cores only when the gateway leaves them.
+    ``nice`` lowers the CPU priority of the worker and its pool, and of its session where the kernel
+    shares the CPU per session (:mod:`api.cpu_priority`): a bulk pool (``bulk``, ``ingest``) on a
+    machine that also serves queries then takes the cores only when the gateway leaves them.
     """
     names = parse_queues(queues)
-    if nice:
-        os.nice(nice)  # before the pool forks: every pool process inherits it
+    # Before the pool forks: every pool process inherits the priority.
+    priority_warning = lower_cpu_priority(nice)
+    if priority_warning:
+        print(f"warning: {priority_warning}", file=sys.stderr, flush=True)
     if device:
         # Pool processes build their settings from the environment: the device must travel there.
         os.environ["HIVEMEM_EMBED_DEVICE"] = device

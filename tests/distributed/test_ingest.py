@@ -125,5 +125,10 @@ def test_a_niced_worker_and_its_pool_run_at_the_lower_priority(redis_url: str, d
         assert children, "the prefork pool has a process"
         assert _niceness(main) == min(19, _niceness(os.getpid()) + 7)  # relative, capped at 19
         assert all(_niceness(int(child)) == _niceness(main) for child in children)
+        autogroup = Path(f"/proc/{main}/autogroup")
+        if Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1" and autogroup.exists():
+            # Its own session (the fixture starts it so, as a service manager would): the session's
+            # share of the CPU is lowered too, or the niceness would count only inside it.
+            assert autogroup.read_text().split()[-1] == str(_niceness(main))
     finally:
         worker.stop()
