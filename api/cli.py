@@ -126,6 +126,8 @@ def _parser() -> argparse.ArgumentParser:
     kn = bench_sub.add_parser("knowledge", help="ingest a folder of real documents, then ask questions of it")
     kn.add_argument("--corpus", type=Path, required=True, help="folder of documents")
     kn.add_argument("--questions", type=Path, required=True, help="JSONL: question, evidence [strings], format")
+    kn.add_argument("--shape", choices=["embedded", "celery"], default="embedded", help="where the ingest runs")
+    kn.add_argument("--workers", type=_positive_int, default=2, help="Celery workers (celery shape)")
     kn.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     il = bench_sub.add_parser("ingest-load", help="recall latency while Celery workers ingest a folder")
     il.add_argument("--corpus", type=Path, required=True, help="folder of documents")
@@ -267,7 +269,10 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
             if not given.exists():
                 print(f"error: {given} does not exist", file=sys.stderr)
                 return 2
-        emit(run_knowledge(settings, corpus=args.corpus, questions_file=args.questions), args.json_out)
+        report = run_knowledge(
+            settings, corpus=args.corpus, questions_file=args.questions, shape=args.shape, workers=args.workers
+        )
+        emit(report, args.json_out)
         return 0
     if not args.data.exists():
         print(f"error: --data {args.data} does not exist", file=sys.stderr)

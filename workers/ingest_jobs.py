@@ -17,7 +17,7 @@ from hivemem.embedding import Embedder
 from search.base import Store
 from workers.documents.sources import FileAccess, read_source
 from workers.job_board import ItemOutcome, JobItem, item_key
-from workers.knowledge_jobs import IndexOutcome, index_documents
+from workers.knowledge_jobs import IndexOutcome, PhaseTimes, index_documents
 
 __all__ = ["document_item", "outcome_record", "run_document_items"]
 
@@ -32,9 +32,14 @@ def document_item(job_id: str, index: int, scope: str, source: str, access: File
     }
 
 
-def outcome_record(item: JobItem, outcome: IndexOutcome) -> ItemOutcome:
-    """What the job board keeps of one document's outcome."""
-    record: ItemOutcome = {"index": item["index"], "id": item_key(item), "outcome": outcome.status}
+def outcome_record(item: JobItem, outcome: IndexOutcome, seconds: dict[str, float]) -> ItemOutcome:
+    """What the job board keeps of one document's outcome, with the seconds per phase it took."""
+    record: ItemOutcome = {
+        "index": item["index"],
+        "id": item_key(item),
+        "outcome": outcome.status,
+        "seconds": {phase: round(value, 4) for phase, value in seconds.items()},
+    }
     if outcome.status == "indexed":
         record["chunks"] = outcome.chunks
     if outcome.error:
@@ -44,8 +49,12 @@ def outcome_record(item: JobItem, outcome: IndexOutcome) -> ItemOutcome:
 
 def run_document_items(
     store: Store, embedder: Embedder, settings: Settings, items: Sequence[JobItem]
-) -> Iterator[tuple[JobItem, IndexOutcome]]:
-    """Index each item's document; yields each item with its outcome, in order of completion."""
+) -> Iterator[tuple[JobItem, IndexOutcome, dict[str, float]]]:
+    """Index each item's document; yields each item with its outcome, in order of completion, and the
+    seconds per phase spent since the previous outcome. Documents are embedded in batches, so one
+    outcome may carry the embedding of several: the sum over a job's items is its time per phase.
+    """
+    times = PhaseTimes()
     by_scope: dict[tuple[str, bool], list[JobItem]] = {}
     for item in items:
         document = item["document"]
@@ -57,5 +66,6 @@ def run_document_items(
             access = FileAccess(None if allowed is None else tuple(Path(folder) for folder in allowed))
             return lambda: read_source(str(item["document"]["source"]), access, settings)
 
-        for outcome in index_documents(store, embedder, scope, [reader(i) for i in group], settings, force=force):
-            yield group[outcome.position], outcome
+        documents = [reader(i) for i in group]
+        for outcome in index_documents(store, embedder, scope, documents, settings, force=force, times=times):
+            yield group[outcome.position], outcome, times.lap()

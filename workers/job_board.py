@@ -83,11 +83,17 @@ def job_result(items: Sequence[ItemOutcome]) -> dict[str, Any]:
     ordered = sorted(items, key=lambda item: int(item["index"]))
     outcomes = [str(item["outcome"]) for item in ordered]
     if any(outcome in _DOCUMENT_OUTCOMES for outcome in outcomes):
-        # An ingest job: each document's outcome, its chunks and, for a failure, the reason.
+        # An ingest job: each document's outcome, its chunks and, for a failure, the reason; and
+        # where the workers' time went, summed over the documents.
+        seconds: dict[str, float] = {}
+        for item in ordered:
+            for phase, value in item.get("seconds", {}).items():
+                seconds[phase] = seconds.get(phase, 0.0) + float(value)
         return {
             "items": [{k: item[k] for k in ("id", "outcome", "chunks", "error") if k in item} for item in ordered],
             **{outcome: outcomes.count(outcome) for outcome in _DOCUMENT_OUTCOMES},
             "chunks": sum(int(item.get("chunks", 0)) for item in ordered if item["outcome"] == "indexed"),
+            "seconds_by_phase": {phase: round(value, 3) for phase, value in seconds.items()},
         }
     return {
         "items": [{"id": item["id"], "outcome": item["outcome"]} for item in ordered],

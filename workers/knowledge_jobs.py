@@ -33,10 +33,17 @@ _EMBED_BATCH_CHUNKS = 256
 
 
 class PhaseTimes:
-    """Seconds spent per phase of indexing (read, parse, chunk, embed, write), for the benchmark."""
+    """Seconds spent per phase of indexing (read, parse, chunk, embed, write): where an ingest's time went."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = dict.fromkeys(("read", "parse", "chunk", "embed", "write"), 0.0)
+        self._lapped = dict(self.seconds)
+
+    def lap(self) -> dict[str, float]:
+        """The seconds per phase since the previous lap (or the start)."""
+        taken = {name: total - self._lapped[name] for name, total in self.seconds.items()}
+        self._lapped = dict(self.seconds)
+        return taken
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:

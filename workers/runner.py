@@ -140,8 +140,8 @@ class InProcessRunner:
     def _run_ingest(self, job_id: str, items: list[JobItem]) -> None:
         self._board.start(job_id)
         try:
-            for item, outcome in run_document_items(self._store, self._embedder, self._settings, items):
-                self._board.record(job_id, {item_key(item): outcome_record(item, outcome)})
+            for item, outcome, seconds in run_document_items(self._store, self._embedder, self._settings, items):
+                self._board.record(job_id, {item_key(item): outcome_record(item, outcome, seconds)})
         except Exception as exc:  # a failure of the store or the model fails the job, with its reason
             log.exception("ingest job %s failed", job_id)
             self._board.fail(job_id, failure_text(exc))

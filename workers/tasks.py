@@ -165,8 +165,8 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         _start(items)
         items = _unrecorded(items)
         context = current()
-        for item, outcome in run_document_items(context.store, context.embedder, settings, items):
-            context.board.record(str(item["job_id"]), {item_key(item): outcome_record(item, outcome)})
+        for item, outcome, seconds in run_document_items(context.store, context.embedder, settings, items):
+            context.board.record(str(item["job_id"]), {item_key(item): outcome_record(item, outcome, seconds)})
         return len(items)
 
     @app.task(name=Task.RECORD_ACCESS, **options)  # type: ignore[untyped-decorator]

@@ -1,11 +1,12 @@
 """``hivemem bench knowledge``: ingest a folder of real documents, then ask questions about them.
 
-The ingest goes through the knowledge service exactly as ``hivemem knowledge ingest`` does (guards,
-parser, chunking, embedding batched across documents, one write per document) into a fresh store,
-timed per phase. The embedder alone is then timed on the same chunk texts, in the same run, so
-``chunks_per_s`` can be read against the model's own speed. Each question is searched (limit 10)
-and counts as found at rank k when one of its evidence strings appears in the k-th chunk's text
-(case-insensitive, whitespace collapsed).
+The ingest goes into a fresh store in one of two shapes. ``embedded``: through the knowledge service
+exactly as ``hivemem knowledge ingest`` does (guards, parser, chunking, embedding batched across
+documents, one write per document), timed per phase. ``celery``: as one ingest job on real workers
+over a private Redis, with the workers' phase times from the job's result. The embedder alone is
+then timed on the same chunk texts, in the same run, so ``chunks_per_s`` can be read against the
+model's own speed. Each question is searched (limit 10) and counts as found at rank k when one of
+its evidence strings appears in the k-th chunk's text (case-insensitive, whitespace collapsed).
 """
 
 from __future__ import annotations
@@ -16,15 +17,19 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from api.bench.throughput import shape_service
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
+from hivemem.jobs import JobState
 from hivemem.knowledge_schemas import IngestRequest, KnowledgeSearchRequest
 from search.base import ChunkFilter
 from workers.documents.sources import FileAccess
-from workers.embed import load_embedder
 from workers.knowledge_jobs import PhaseTimes
 
 __all__ = ["found_at", "load_questions", "run_knowledge"]
@@ -60,48 +65,103 @@ def found_at(texts: list[str], evidence: list[str]) -> int | None:
     return None
 
 
-def run_knowledge(settings: Settings, *, corpus: Path, questions_file: Path) -> dict[str, Any]:
-    """Ingest ``corpus``, ask every question of ``questions_file``; the report."""
-    questions = load_questions(questions_file)
-    embedder = load_embedder(settings)
-    with tempfile.TemporaryDirectory(prefix="hivemem-bench-knowledge-") as folder:
-        run_settings = settings.model_copy(update={"store_url": f"sqlite:///{Path(folder) / 'bench.db'}"})
-        service = MemoryService.from_settings(run_settings, embedder=embedder)
+@dataclass(frozen=True, slots=True)
+class _Ingested:
+    """What one shape's ingest gave: its report counts, its wall time and its seconds per phase."""
+
+    documents: int
+    indexed: int
+    failed: list[dict[str, Any]]
+    seconds: float
+    by_phase: dict[str, float]
+
+
+def _ingest_in_process(service: MemoryService, caller: Caller, corpus: Path) -> _Ingested:
+    """The embedded shape: the knowledge service indexes the folder in this process, as the CLI does."""
+    times = PhaseTimes()
+    began = time.perf_counter()
+    report = service.knowledge.ingest(
+        IngestRequest(paths=[str(corpus)], scope=SCOPE), caller, FileAccess(), times=times
+    )
+    return _Ingested(
+        report.documents,
+        report.indexed,
+        [f.model_dump() for f in report.failures],
+        time.perf_counter() - began,
+        times.seconds,
+    )
+
+
+def _ingest_on_workers(service: MemoryService, caller: Caller, corpus: Path) -> _Ingested:
+    """The distributed shape: one ingest job, one task per document on the workers' ``ingest`` queue;
+    the phase times are the workers' own, summed over documents (worker-seconds)."""
+    began = time.perf_counter()
+    job = service.knowledge.ingest_job(IngestRequest(paths=[str(corpus)], scope=SCOPE), caller, FileAccess())
+    board = service.runner.board
+    while not (done := board.get(job.id)).state.final:
+        time.sleep(0.2)
+    seconds = time.perf_counter() - began
+    if done.state is not JobState.DONE or done.result is None:
+        raise RuntimeError(f"the ingest job ended {done.state.value}: {done.error}")
+    result = done.result
+    failed = [{"source": i["id"], "error": i.get("error")} for i in result["items"] if i["outcome"] == "failed"]
+    return _Ingested(done.total, int(result["indexed"]), failed, seconds, dict(result["seconds_by_phase"]))
+
+
+@contextmanager
+def _service(settings: Settings, shape: str, workers: int, folder: Path) -> Iterator[MemoryService]:
+    if shape == "embedded":
+        run_settings = settings.model_copy(update={"store_url": f"sqlite:///{folder / 'bench.db'}", "broker_url": ""})
+        service = MemoryService.from_settings(run_settings)
         try:
-            service.warm_up()
-            caller = Caller(principal="bench", default_scope=SCOPE)
-            times = PhaseTimes()
-            print(f"ingesting {corpus}", file=sys.stderr)
-            began = time.perf_counter()
-            report = service.knowledge.ingest(
-                IngestRequest(paths=[str(corpus)], scope=SCOPE), caller, FileAccess(), times=times
-            )
-            ingest_s = time.perf_counter() - began
-            texts = [chunk.context for chunk in service.store.scan_chunks(ChunkFilter(scopes=[SCOPE]))]
-            inner = getattr(service.embedder, "inner", service.embedder)
-            began = time.perf_counter()
-            inner.embed_passages(texts)
-            raw_s = time.perf_counter() - began
-            formats = {s.uri: s.format.value for s in service.store.sources([SCOPE])}
-            ranks: list[int | None] = []
-            by_format: dict[str, list[int | None]] = defaultdict(list)
-            print(f"asking {len(questions)} questions", file=sys.stderr)
-            for entry in questions:
-                hits = service.knowledge.search(
-                    KnowledgeSearchRequest(query=entry["question"], scope=SCOPE, limit=10), caller, FileAccess()
-                ).results
-                rank = found_at([hit.text for hit in hits], entry["evidence"])
-                ranks.append(rank)
-                fmt = entry.get("format") or (formats.get(hits[0].source, "?") if hits else "?")
-                by_format[fmt].append(rank)
+            yield service
         finally:
             service.close()
+        return
+    with shape_service(settings, shape, workers, folder) as service:
+        yield service
+
+
+def run_knowledge(
+    settings: Settings, *, corpus: Path, questions_file: Path, shape: str = "embedded", workers: int = 2
+) -> dict[str, Any]:
+    """Ingest ``corpus`` in ``shape`` (``embedded``, or ``celery`` on ``workers`` real workers), ask
+    every question of ``questions_file``; the report."""
+    questions = load_questions(questions_file)
+    with (
+        tempfile.TemporaryDirectory(prefix="hivemem-bench-knowledge-") as folder,
+        _service(settings, shape, workers, Path(folder)) as service,
+    ):
+        service.warm_up()
+        caller = Caller(principal="bench", default_scope=SCOPE)
+        print(f"ingesting {corpus} ({shape})", file=sys.stderr)
+        ingested = (_ingest_in_process if shape == "embedded" else _ingest_on_workers)(service, caller, corpus)
+        texts = [chunk.context for chunk in service.store.scan_chunks(ChunkFilter(scopes=[SCOPE]))]
+        inner = getattr(service.embedder, "inner", service.embedder)
+        began = time.perf_counter()
+        inner.embed_passages(texts)
+        raw_s = time.perf_counter() - began
+        formats = {s.uri: s.format.value for s in service.store.sources([SCOPE])}
+        ranks: list[int | None] = []
+        by_format: dict[str, list[int | None]] = defaultdict(list)
+        print(f"asking {len(questions)} questions", file=sys.stderr)
+        for entry in questions:
+            hits = service.knowledge.search(
+                KnowledgeSearchRequest(query=entry["question"], scope=SCOPE, limit=10), caller, FileAccess()
+            ).results
+            rank = found_at([hit.text for hit in hits], entry["evidence"])
+            ranks.append(rank)
+            fmt = entry.get("format") or (formats.get(hits[0].source, "?") if hits else "?")
+            by_format[fmt].append(rank)
+        model = service.embedder.model_id
 
     def hit_at(k: int, found: list[int | None]) -> float:
         return round(sum(1 for r in found if r is not None and r <= k) / max(1, len(found)), 4)
 
     return {
         "bench": "knowledge",
+        "shape": shape,
+        "workers": workers if shape != "embedded" else 0,
         "corpus": str(corpus),
         "questions": len(questions),
         "hit@1": hit_at(1, ranks),
@@ -109,14 +169,14 @@ def run_knowledge(settings: Settings, *, corpus: Path, questions_file: Path) -> 
         "hit@10": hit_at(10, ranks),
         "mrr": round(sum(1 / r for r in ranks if r is not None) / max(1, len(ranks)), 4),
         "per_format_hit@5": {fmt: hit_at(5, found) for fmt, found in sorted(by_format.items())},
-        "documents": report.documents,
-        "indexed": report.indexed,
-        "failed": [f.model_dump() for f in report.failures],
+        "documents": ingested.documents,
+        "indexed": ingested.indexed,
+        "failed": ingested.failed,
         "chunks": len(texts),
-        "ingest_s": round(ingest_s, 2),
-        "docs_per_s": round(report.documents / ingest_s, 2),
-        "chunks_per_s": round(len(texts) / ingest_s, 2),
+        "ingest_s": round(ingested.seconds, 2),
+        "docs_per_s": round(ingested.documents / ingested.seconds, 2),
+        "chunks_per_s": round(len(texts) / ingested.seconds, 2),
         "raw_embed_chunks_per_s": round(len(texts) / raw_s, 2) if raw_s else None,
-        "seconds_by_phase": {name: round(value, 2) for name, value in times.seconds.items()},
-        "model": embedder.model_id,
+        "seconds_by_phase": {name: round(value, 2) for name, value in ingested.by_phase.items()},
+        "model": model,
     }

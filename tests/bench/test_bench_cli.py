@@ -170,8 +170,13 @@ def test_scale_bench_without_scifact_fails_clearly(tmp_path: Path, capsys: pytes
     assert "scifact/corpus.jsonl is missing" in capsys.readouterr().err
 
 
-def test_knowledge_bench_ingests_and_scores_questions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("shape", ["embedded", "celery"])
+def test_knowledge_bench_ingests_and_scores_questions(
+    shape: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     pytest.importorskip("fpdf", reason="fpdf2 (dev extra) makes the PDF fixture")
+    if shape == "celery":
+        request.getfixturevalue("redis_server")  # skips, saying why, without redis-server; the bench starts its own
     from tests.documents import write_good
 
     corpus = tmp_path / "corpus"
@@ -187,8 +192,10 @@ def test_knowledge_bench_ingests_and_scores_questions(tmp_path: Path, monkeypatc
     out = tmp_path / "report.json"
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
-    assert main(["bench", "knowledge", "--corpus", str(corpus), "--questions", str(questions), "--json", str(out)]) == 0
+    command = ["bench", "knowledge", "--corpus", str(corpus), "--questions", str(questions), "--json", str(out)]
+    assert main([*command, "--shape", shape, "--workers", "1"]) == 0
     report = json.loads(out.read_text())
+    assert (report["shape"], report["workers"]) == (shape, 0 if shape == "embedded" else 1)
     assert (report["questions"], report["documents"], report["indexed"]) == (3, 6, 5)
     assert [f["source"].rsplit("/", 1)[-1] for f in report["failed"]] == ["broken.pdf"]
     # Two of three found at rank 1 (evidence matched case-insensitively, whitespace collapsed).

@@ -66,6 +66,7 @@ def test_an_ingest_job_survives_a_worker_killed_mid_job(
             job = wait_for_job(http, job_id, timeout_s=180)
         assert job["state"] == "done", job
         assert (job["result"]["indexed"] + job["result"]["unchanged"], job["result"]["failed"]) == (60, 0)
+        assert job["result"]["seconds_by_phase"]["embed"] > 0  # the workers' own time, per phase
         chunks = _chunk_ids(db)
         assert len(chunks) == 60
         # Each document's chunks are exactly its own current set: none doubled by the redelivery.

@@ -81,6 +81,10 @@ def test_a_folder_of_good_and_bad_files_indexes_every_good_one_and_lists_each_ba
             assert BAD_DOCUMENTS[name] in error, (name, error)
         assert report["indexed"] == len(GOOD_DOCUMENTS) and report["failed"] == len(failed)
         assert report["chunks"] > len(GOOD_DOCUMENTS)
+        # Where the time went: every phase ran, and the model was called for the chunks.
+        phases = report["seconds_by_phase"]
+        assert set(phases) == {"read", "parse", "chunk", "embed", "write"}
+        assert all(value >= 0 for value in phases.values()) and phases["embed"] > 0
         for name, (rare, _, where) in GOOD_DOCUMENTS.items():
             found = _post(http, "/v1/knowledge/search", {"query": rare, "scope": SCOPE, "limit": 3})["results"]
             assert found and Path(found[0]["source"]).name == name, (name, found)
