@@ -208,7 +208,9 @@ class Settings(BaseSettings):
         description="Torch threads per process for embedding; 0 is torch's default (one per core). "
         "`hivemem worker` sets cores / concurrency when this is 0.",
     )
-    embed_max_length: int = Field(default=256, ge=8, le=8192, description="Tokens kept per text.")
+    embed_max_length: int = Field(
+        default=256, ge=8, le=8192, description="Tokens of a memory or a query the embedder reads."
+    )
     query_prefix: str = Field(default="", description="Prepended to recall queries (e5 models: `query: `).")
     passage_prefix: str = Field(
         default="", description="Prepended to stored texts before embedding (e5 models: `passage: `)."
@@ -293,6 +295,13 @@ class Settings(BaseSettings):
     )
     knowledge_chunk_overlap: int = Field(
         default=300, ge=0, le=10_000, description="Characters a long section's consecutive chunks share."
+    )
+    knowledge_embed_max_length: int = Field(
+        default=512,
+        ge=8,
+        le=8192,
+        description="Tokens of a document chunk the embedder reads (capped by the model's own window); "
+        "a 1,200-character chunk runs to about 300 tokens, past a memory's 256.",
     )
     knowledge_max_document_bytes: int = Field(
         default=50 * MiB, ge=1, le=4096 * MiB, description="Largest document (file, upload or URL) hivemem indexes."

@@ -38,6 +38,11 @@ class Embedder(Protocol):
         """Vectors for recall queries (some models want a different prefix than for passages)."""
         ...
 
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for document chunks: passages read through the model's document window, which
+        is longer than a memory's (a chunk of 1,200 characters runs to about 300 tokens)."""
+        ...
+
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
@@ -82,4 +87,7 @@ class HashEmbedder:
         return [self._embed(t) for t in texts]
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._embed(t) for t in texts]
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return [self._embed(t) for t in texts]

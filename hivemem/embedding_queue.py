@@ -6,9 +6,10 @@ thread pools are per calling thread, so many request threads each spin their own
 a forward pass over 16 short texts costs a few times one, not 16 times.
 
 Nothing waits for a window. While a batch runs, new calls queue; the next batch takes every queued
-query first (a recall is waiting on it), then passages, up to ``max_batch`` texts. A large bulk is
-cut into pieces of ``max_batch`` texts of similar length, so a query waits for at most one piece of
-it, never the whole bulk, and little of a piece is padding.
+query first (a recall is waiting on it), then memories' passages, then document chunks (an ingest
+runs in the background), up to ``max_batch`` texts. A large bulk is cut into pieces of ``max_batch``
+texts of similar length, so a query waits for at most one piece of it, never the whole bulk, and
+little of a piece is padding.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from hivemem.embedding import Embedder
@@ -51,6 +52,13 @@ class QueuedEmbedder:
         self._max_batch = max(1, max_batch)
         self._queries: deque[_Piece] = deque()
         self._passages: deque[_Piece] = deque()
+        self._documents: deque[_Piece] = deque()
+        # The lanes in the order they are served, each with the inner embedder's call for it.
+        self._lanes = (
+            (self._queries, inner.embed_queries),
+            (self._passages, inner.embed_passages),
+            (self._documents, inner.embed_documents),
+        )
         self._wake = threading.Condition()
         self._closed = False
         self._thread = threading.Thread(target=self._serve, name="hivemem-embed", daemon=True)
@@ -79,6 +87,9 @@ class QueuedEmbedder:
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
         return self._submit(self._passages, texts).result()
 
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._submit(self._documents, texts).result()
+
     def close(self) -> None:
         """Finish what is queued, then stop the model thread. Later calls raise ``EmbeddingError``."""
         with self._wake:
@@ -105,32 +116,31 @@ class QueuedEmbedder:
             self._wake.notify()
         return request.done
 
-    def _next_batch(self) -> tuple[bool, list[_Piece]] | None:
-        """The next pieces to embed (queries first), or None once closed and drained."""
+    def _next_batch(self) -> tuple[Callable[[Sequence[str]], list[list[float]]], list[_Piece]] | None:
+        """The next pieces to embed (queries first, documents last) and the call that embeds them,
+        or None once closed and drained."""
         with self._wake:
-            while not self._queries and not self._passages:
+            while not any(queue for queue, _ in self._lanes):
                 if self._closed:
                     return None
                 self._wake.wait()
-            is_query = bool(self._queries)
-            queue = self._queries if is_query else self._passages
+            queue, embed = next((queue, embed) for queue, embed in self._lanes if queue)
             batch = [queue.popleft()]
             size = len(batch[0].texts)
             while queue and size + len(queue[0].texts) <= self._max_batch:
                 piece = queue.popleft()
                 batch.append(piece)
                 size += len(piece.texts)
-            return is_query, batch
+            return embed, batch
 
     def _serve(self) -> None:
         while (work := self._next_batch()) is not None:
-            is_query, batch = work
+            embed, batch = work
             live = [p for p in batch if not p.request.done.done()]  # a failed request's other pieces
             if not live:
                 continue
             texts = [t for p in live for t in p.texts]
             try:
-                embed = self._inner.embed_queries if is_query else self._inner.embed_passages
                 vectors = embed(texts)
                 if len(vectors) != len(texts):
                     raise EmbeddingError(f"the embedder returned {len(vectors)} vectors for {len(texts)} texts")

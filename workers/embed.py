@@ -43,6 +43,7 @@ class TransformersEmbedder:
         device: str = "cpu",
         batch_size: int = 32,
         max_length: int = 256,
+        document_max_length: int = 512,
         query_prefix: str = "",
         passage_prefix: str = "",
         threads: int = 0,
@@ -53,6 +54,7 @@ class TransformersEmbedder:
         self._device = device
         self._batch_size = batch_size
         self._max_length = max_length
+        self._document_max_length = document_max_length
         self._query_prefix = query_prefix
         self._passage_prefix = passage_prefix
         self._lock = threading.Lock()
@@ -105,8 +107,12 @@ class TransformersEmbedder:
                 raise EmbeddingError(f"cannot load embedding model {self._source}: {exc}") from exc
             self._tokenizer, self._model = tokenizer, model
             self._dimension = int(model.config.hidden_size)
+            # A window longer than the model's positions would fail inside the forward pass.
+            window = min(int(getattr(tokenizer, "model_max_length", 512) or 512), 100_000)
+            self._max_length = min(self._max_length, window)
+            self._document_max_length = min(self._document_max_length, window)
 
-    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
+    def _encode(self, texts: Sequence[str], max_length: int | None = None) -> list[list[float]]:
         if not texts:
             return []
         self.load()
@@ -122,7 +128,7 @@ class TransformersEmbedder:
                     [texts[i] for i in index],
                     padding=True,
                     truncation=True,
-                    max_length=self._max_length,
+                    max_length=max_length or self._max_length,
                     return_tensors="pt",
                 ).to(self._device)
                 hidden = self._model(**batch).last_hidden_state.float()
@@ -139,6 +145,10 @@ class TransformersEmbedder:
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
         return self._encode([self._query_prefix + t for t in texts])
 
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.load()  # the window is known, capped by the model, once it is loaded
+        return self._encode([self._passage_prefix + t for t in texts], self._document_max_length)
+
 
 def load_embedder(settings: Settings) -> Embedder:
     """The embedder the settings name: ``hash:DIM`` (model-free, for tests), else a transformers model."""
@@ -154,6 +164,7 @@ def load_embedder(settings: Settings) -> Embedder:
         device=settings.embed_device,
         batch_size=settings.embed_batch_size,
         max_length=settings.embed_max_length,
+        document_max_length=settings.knowledge_embed_max_length,
         query_prefix=settings.query_prefix,
         passage_prefix=settings.passage_prefix,
         threads=settings.embed_threads,

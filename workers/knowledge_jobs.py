@@ -166,7 +166,7 @@ def _record_failure(store: Store, scope: str, exc: DocumentError) -> None:
 def _write(store: Store, embedder: Embedder, batch: list[_Prepared], times: PhaseTimes) -> Iterator[IndexOutcome]:
     texts = [chunk.context for prepared in batch for chunk in prepared.chunks]
     with times.phase("embed"):
-        vectors = iter(embedder.embed_passages(texts) if texts else [])
+        vectors = iter(embedder.embed_documents(texts) if texts else [])
     for prepared in batch:
         chunks = [replace(chunk, embedding=tuple(next(vectors))) for chunk in prepared.chunks]
         with times.phase("write"):

@@ -139,7 +139,7 @@ def run_knowledge(
         texts = [chunk.context for chunk in service.store.scan_chunks(ChunkFilter(scopes=[SCOPE]))]
         inner = getattr(service.embedder, "inner", service.embedder)
         began = time.perf_counter()
-        inner.embed_passages(texts)
+        inner.embed_documents(texts)
         raw_s = time.perf_counter() - began
         formats = {s.uri: s.format.value for s in service.store.sources([SCOPE])}
         ranks: list[int | None] = []

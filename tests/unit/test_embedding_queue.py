@@ -40,10 +40,13 @@ class Recording:
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
         return self._run("passage", texts)
 
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._run("document", texts)
+
 
 def wait_queued(queued: QueuedEmbedder, pieces: int) -> None:
     """Wait for the condition itself: ``pieces`` pieces are queued behind the running batch."""
-    while len(queued._queries) + len(queued._passages) < pieces:
+    while len(queued._queries) + len(queued._passages) + len(queued._documents) < pieces:
         threading.Event().wait(0.001)
 
 
@@ -82,6 +85,27 @@ def test_calls_queued_during_a_batch_share_the_next_one_and_queries_go_first() -
             assert len(future.result()) == 1
     kinds = [(kind, sorted(texts)) for kind, texts, _ in recording.batches]
     assert kinds == [("passage", ["first"]), ("query", ["q0", "q1"]), ("passage", ["p0", "p1", "p2"])]
+    queued.close()
+
+
+def test_document_chunks_wait_behind_memories_and_queries() -> None:
+    # An ingest embeds in the background: a memorize or a recall queued meanwhile goes first.
+    recording = Recording()
+    queued = held(recording)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        first = pool.submit(queued.embed_documents, ["chunk 0"])
+        recording.entered.wait()
+        chunks = pool.submit(queued.embed_documents, ["chunk 1", "chunk 2"])
+        wait_queued(queued, 1)
+        passage = pool.submit(queued.embed_passages, ["memory"])
+        wait_queued(queued, 2)
+        query = pool.submit(queued.embed_queries, ["question"])
+        wait_queued(queued, 3)
+        recording.gate.set()
+        for future in (first, chunks, passage, query):
+            future.result()
+    kinds = [kind for kind, _, _ in recording.batches]
+    assert kinds == ["document", "query", "passage", "document"]
     queued.close()
 
 

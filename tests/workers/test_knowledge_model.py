@@ -54,3 +54,17 @@ def test_a_paraphrased_question_finds_the_document_and_cites_where(knowledge: Kn
         assert top.page == where
     elif where:
         assert where in top.section
+
+
+def test_a_document_chunk_is_read_past_a_memorys_window_and_never_past_the_models() -> None:
+    from workers.embed import TransformersEmbedder
+
+    embedder = TransformersEmbedder(max_length=256, document_max_length=100_000)
+    # About 300 tokens in which only the last sentence differs.
+    lead = "The pump station logs pressure readings every minute and archives them nightly. " * 20
+    one, other = lead + "Valve seven is replaced in May.", lead + "The harbour crane moves to pier four."
+    passages = embedder.embed_passages([one, other])
+    assert passages[0] == passages[1]  # a memory's window ends before the difference
+    documents = embedder.embed_documents([one, other, lead * 10])  # the last is past 512 tokens
+    assert documents[0] != documents[1]  # the document window reads it
+    assert len(documents[2]) == embedder.dimension  # capped at the model's 512 positions, no error
