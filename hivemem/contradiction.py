@@ -1,0 +1,300 @@
+"""Does a new memory contradict a similar one, add to it, or speak of something else?
+
+The resolver asks this of pairs whose cosine falls in the contradiction band (0.65-0.85 by
+default): close enough to be about the same thing, not so close that one repeats the other. The
+answer decides between *supersede* (the new memory replaces the old, which stays reachable),
+*merge* (one memory holding both facts) and *store* (two memories).
+
+It is a rule path, with no model, because none that can judge entailment ships offline here, and a
+rule's reason can be shown to the user in the audit record. Word lists alone fail both ways
+("never deploy on Fridays" against "deploys run on Fridays" is a conflict; "deploys never run on
+weekends" against it is not), so the rules work on propositions:
+
+- Words are stemmed (Snowball), so "prefers", "preferred" and "preferring" are one word.
+- **Negation has a scope.** A negator ("not", "no longer", "never", "stopped", "dropped", ...)
+  reaches to the end of its clause, or to a word that opens a new one ("but", "because", "and we").
+- **Transitions** name an old and a new side: "switched from A to B", "replaced A with B",
+  "dropped A for B", "A instead of B", "prefer A over B". The old side counts as negated.
+- A pair **contradicts** when one side denies what the other affirms and the denied words are
+  mostly the other's own (so a denial of something else is not a conflict); when the two say
+  opposite words (enabled / disabled, always / never) about the same rest; or when they say the
+  same thing with one value swapped ("the timeout is 30 s" / "the timeout is 60 s").
+- Pairs that share no word of substance ("user", "service" and "prefer" are not) are **unrelated**;
+  the rest are **compatible**.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+
+import snowballstemmer  # type: ignore[import-untyped]
+
+__all__ = ["Relation", "Verdict", "judge"]
+
+
+class Relation(StrEnum):
+    """How two memories on a similar subject relate."""
+
+    CONTRADICTS = "contradicts"
+    COMPATIBLE = "compatible"
+    UNRELATED = "unrelated"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The relation and the rule that found it, in words (kept in the audit record)."""
+
+    relation: Relation
+    reason: str
+
+
+def _words(text: str) -> frozenset[str]:
+    """A set of words written as one string, a word list being easier to read that way."""
+    return frozenset(text.split())
+
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9+#]*(?:['’][a-z]+)?(?:[.\-/][a-z0-9+#]+)*")
+_CLAUSE_END = re.compile(r"[.;!?:]+(?:\s|$)|\s[-–—]\s|\(|\)")
+
+_STOP = frozenset(
+    _words("""a an the this that these those it its it's we our us i me my you your they them their he she
+    his her is are was were be been being am do does did doing have has had having will would shall
+    should can could may might must of in on at to for from by with about into onto as than then so
+    too very just also still again now currently today yesterday recently already anymore any some
+    all each every both either which who whom whose what when where why how there here and or if
+    while up out over under all per via based team decided decide decision going get got
+    make made let lets use uses used using new old""")
+)
+# Words that are about time or hedging: they differ between two wordings of one fact.
+_FILLER = frozenset(
+    _words("""last next week weeks month months year years day days ago since now today yesterday tomorrow
+    recently lately currently soon later earlier first finally actually really please note
+    noticed found think thought believe seems seem probably maybe always""")
+)
+_NEGATORS = frozenset(
+    _words("""not no never none nobody nothing neither nor without cannot cant dont doesnt didnt isnt arent
+    wasnt werent wont wouldnt shouldnt couldnt hasnt havent hadnt mustnt stop stops stopped stopping
+    quit quits quitting drop drops dropped dropping ditch ditched abandon abandoned abandoning avoid
+    avoids avoided avoiding remove removed removing deprecate deprecated deprecating retire retired
+    ban banned forbid forbids forbidden against disallow disallowed reject rejected""")
+)
+# Words that end a negation's reach: what follows is a proposition of its own.
+_SCOPE_BREAKERS = _words("but because since although though whereas however yet instead unless except")
+_SUBJECTS = _words("we i they you he she it everyone people teams")
+
+# Opposites, by stem: each side of a pair is a set of stems that mean one pole.
+_ANTONYMS: tuple[tuple[frozenset[str], frozenset[str]], ...] = tuple(
+    (_words(a), _words(b))
+    for a, b in (
+        ("enabl on activ", "disabl off deactiv"),
+        ("allow permit", "forbid prohibit block deni disallow"),
+        ("alway", "never"),
+        ("increas rais grow", "decreas reduc lower shrink"),
+        ("add", "remov delet"),
+        ("accept approv", "reject declin"),
+        ("includ", "exclud"),
+        ("true", "fals"),
+        ("start", "stop"),
+        ("success succeed pass", "fail"),
+        ("requir mandatori", "option"),
+        ("sync synchron", "async asynchron"),
+        ("public", "privat intern"),
+        ("like love prefer", "dislik hate"),
+        ("keep", "drop"),
+        ("open", "close"),
+        ("fast quick", "slow"),
+        ("safe", "unsaf danger"),
+        ("correct right", "wrong incorrect"),
+        ("manual", "automat"),
+        ("higher more larger bigger", "lower less fewer smaller"),
+        ("strict", "lenient loos"),
+        ("stabl", "unstabl flaki"),
+        ("work", "broken"),
+        ("befor", "after"),
+        ("encrypt", "plaintext unencrypt"),
+        ("up", "down"),
+    )
+)
+
+# Transitions: (pattern, which group is the old side, which is the new side).
+_TRANSITIONS: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
+    (re.compile(pattern), "old", "new")
+    for pattern in (
+        r"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|went|go|going|"
+        r"change|changed|changing|convert|converted|port|ported|transition|transitioned)\b"
+        r"(?:\s+\w+){0,3}?\s+from\s+(?P<old>.+?)\s+(?:to|onto|into)\s+(?P<new>.+)",
+        r"\b(?:replace|replaced|replacing|swap|swapped|swapping|substitute|substituted)\s+(?P<old>.+?)\s+"
+        r"(?:with|by|for)\s+(?P<new>.+)",
+        r"(?P<old>\b.+?)\s+(?:was|is|has been|have been|got|gets|will be)\s+replaced\s+(?:with|by)\s+(?P<new>.+)",
+        r"\b(?:drop|dropped|dropping|ditch|ditched|abandon|abandoned|leave|left|retire|retired|dump|dumped)\s+"
+        r"(?P<old>.+?)\s+(?:for|in favou?r of)\s+(?P<new>.+)",
+        r"(?P<new>\b.+?)\s+(?:instead of|rather than|in place of)\s+(?P<old>.+)",
+        r"\b(?:prefer|prefers|preferred|preferring|favou?r|favou?rs|favou?red|choose|chose|chosen)\s+"
+        r"(?P<new>.+?)\s+(?:over|to)\s+(?P<old>.+)",
+        r"\bno longer\s+(?:\w+\s+){0,2}?(?P<old>.+?)[,]?\s+(?:but|now|we now)\s+(?:\w+\s+){0,2}?(?P<new>.+)",
+    )
+)
+
+# Stems that say nothing of a memory's subject: two memories sharing only these are about different
+# things ("the user prefers dark mode" / "the user prefers short standups").
+_GENERIC = frozenset(
+    _words("""user prefer like want need run work servic system app applic code file error thing way time
+    everi peopl answer show shown keep find befor after""")
+)
+_MIN_SHARED = 2  # stems a one-value swap must leave in common
+_NUMBER = re.compile(r"^\d[\d:.,]*$|^(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|twenty|hundr|thousand)$")
+_DENIAL_COVERAGE = 0.5  # more than this share of a denial's words must be the other memory's
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> snowballstemmer.stemmer:
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=8192)
+def _stem(word: str) -> str:
+    return str(_stemmer().stemWord(word))
+
+
+def _normal(word: str) -> str:
+    """A word as the rules compare it: contractions folded ("don't" → "dont"), then stemmed."""
+    word = word.replace("’", "'")
+    if word.endswith("n't"):
+        return "not"
+    return word.replace("'", "")
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """One memory as the rules see it: each content stem with its polarity, and its denials."""
+
+    polarity: dict[str, int]  # stem -> +1 affirmed, -1 denied (the last reading wins)
+    denials: tuple[frozenset[str], ...]  # the stems under each negation or old side
+
+    @property
+    def stems(self) -> set[str]:
+        return set(self.polarity)
+
+
+def _content(words: list[str]) -> list[str]:
+    return [_stem(w) for w in words if w not in _STOP and w not in _NEGATORS and w not in _FILLER]
+
+
+def _clauses(text: str) -> list[str]:
+    return [part.strip() for part in _CLAUSE_END.split(text.lower()) if part and part.strip()]
+
+
+def _read_clause(clause: str, polarity: dict[str, int], denials: list[frozenset[str]]) -> None:
+    for pattern, old_group, new_group in _TRANSITIONS:
+        match = pattern.search(clause)
+        if match:
+            old = _content([_normal(w) for w in _WORD.findall(match.group(old_group))])
+            new = _content([_normal(w) for w in _WORD.findall(match.group(new_group))])
+            before = clause[: match.start()]
+            _read_plain(before, polarity, denials)
+            for stem in new:
+                polarity[stem] = 1
+            for stem in old:
+                polarity[stem] = -1
+            if old:
+                denials.append(frozenset(old))
+            return
+    _read_plain(clause, polarity, denials)
+
+
+def _read_plain(clause: str, polarity: dict[str, int], denials: list[frozenset[str]]) -> None:
+    words = [_normal(w) for w in _WORD.findall(clause)]
+    negated = False
+    denied: list[str] = []
+    for i, word in enumerate(words):
+        if word in _SCOPE_BREAKERS or (word == "and" and i + 1 < len(words) and words[i + 1] in _SUBJECTS):
+            if denied:
+                denials.append(frozenset(denied))
+            negated, denied = False, []
+            continue
+        if word in _NEGATORS:
+            negated = not negated if word in ("not", "no", "never") and negated else True
+            continue
+        if word in _STOP or word in _FILLER:
+            continue
+        stem = _stem(word)
+        polarity[stem] = -1 if negated else 1
+        if negated:
+            denied.append(stem)
+    if denied:
+        denials.append(frozenset(denied))
+
+
+def _read(text: str) -> _Reading:
+    polarity: dict[str, int] = {}
+    denials: list[frozenset[str]] = []
+    for clause in _clauses(text):
+        _read_clause(clause, polarity, denials)
+    return _Reading(polarity, tuple(denials))
+
+
+def _plain_stems(text: str) -> set[str]:
+    """Every content stem, "always" and "never" included (the antonym rule needs them)."""
+    return {_stem(_normal(w)) for w in _WORD.findall(text.lower()) if _normal(w) not in _STOP}
+
+
+def _denial_conflict(denier: _Reading, other: _Reading) -> str | None:
+    """A denial of ``denier`` that takes back what ``other`` affirms."""
+    for denial in denier.denials:
+        shared = {s for s in denial if other.polarity.get(s) == 1}
+        if shared and len(shared) / len(denial) > _DENIAL_COVERAGE:
+            return f"one denies what the other affirms: {', '.join(sorted(shared))}"
+    return None
+
+
+def _antonym_conflict(a: set[str], b: set[str]) -> str | None:
+    """Opposite words about the same rest: each side says one pole, and little else differs."""
+    for one, other in _ANTONYMS:
+        for left, right in ((a, b), (b, a)):
+            said, opposed = left & one, right & other
+            if not said or not opposed or (left & other) or (right & one):
+                continue
+            rest_left, rest_right = left - one - other - _FILLER, right - one - other - _FILLER
+            if len(rest_left & rest_right) >= 1 and len(rest_left ^ rest_right) <= 2:
+                return f"opposite words about the same thing: {min(said)} / {min(opposed)}"
+    return None
+
+
+def _value_swap(first: _Reading, second: _Reading) -> str | None:
+    """The same statement with one value swapped: one word each ("uses Postgres" / "uses MySQL"),
+    or a number each, with at most one more word of difference ("PostgreSQL 14" / "16 since the upgrade")."""
+    a, b = first.stems, second.stems
+    only_a, only_b = a - b, b - a
+    if len(a & b) < _MIN_SHARED or not only_a or not only_b:
+        return None
+    if any(first.polarity[w] < 0 for w in only_a) or any(second.polarity[w] < 0 for w in only_b):
+        return None  # a value denied is not a value stated: "runs on Fridays" / "never on weekends"
+    if len(only_a) == 1 and len(only_b) == 1:
+        return f"the same statement with another value: {next(iter(only_a))} / {next(iter(only_b))}"
+    numbers_a, numbers_b = {w for w in only_a if _NUMBER.match(w)}, {w for w in only_b if _NUMBER.match(w)}
+    if numbers_a and numbers_b and len(only_a - numbers_a) + len(only_b - numbers_b) <= 1:
+        return f"the same statement with another number: {min(numbers_a)} / {min(numbers_b)}"
+    return None
+
+
+def judge(older: str, newer: str) -> Verdict:
+    """How ``newer`` relates to ``older``: contradicts it, adds to it, or is about something else.
+
+    Symmetric except in its wording of the reason; pure and fast (a few microseconds per pair).
+    """
+    a, b = _read(older), _read(newer)
+    shared = a.stems & b.stems
+    if not shared - _GENERIC:
+        return Verdict(Relation.UNRELATED, f"no subject in common (shared: {', '.join(sorted(shared)) or 'nothing'})")
+    for reason in (
+        _denial_conflict(b, a),
+        _denial_conflict(a, b),
+        _antonym_conflict(_plain_stems(older), _plain_stems(newer)),
+        _value_swap(a, b),
+    ):
+        if reason:
+            return Verdict(Relation.CONTRADICTS, reason)
+    return Verdict(Relation.COMPATIBLE, f"same subject ({', '.join(sorted(shared)[:5])}), no conflict")
