@@ -103,7 +103,9 @@ def make_runner(settings: Settings, store: Store, embedder: Embedder) -> Runner:
 def _results(ticket: Ticket, memories: list[Memory]) -> list[MemorizeResult]:
     # A reinforced memory is in the incoming memory's scope: that is where the duplicate was looked for.
     return [
-        MemorizeResult(id=r.memory_id, outcome=r.outcome, scope=m.scope, job_id=ticket.job_id)
+        MemorizeResult(
+            id=r.memory_id, outcome=r.outcome, scope=m.scope, superseded_id=r.superseded_id, job_id=ticket.job_id
+        )
         for r, m in zip(ticket.results or (), memories, strict=True)
     ]
 

@@ -244,6 +244,28 @@ class Settings(BaseSettings):
         default=0.9, ge=0.0, le=1.0, description="Score factor for `agent_inferred` memories."
     )
     trust_imported: float = Field(default=0.95, ge=0.0, le=1.0, description="Score factor for `imported` memories.")
+    superseded_factor: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="Recall score factor of a memory that is no longer valid (superseded: `valid_to` passed).",
+    )
+    resolution_neighbours: int = Field(
+        default=0,
+        ge=0,
+        le=50,
+        description="Nearest memories of its scope a new memory is resolved against (reinforce, merge, "
+        "supersede); 0 resolves exact duplicates only. SQLite stores only, for now.",
+    )
+    resolution_reinforce_cosine: float = Field(
+        default=0.85, ge=0.0, le=1.0, description="Cosine at which a new memory reinforces its nearest one."
+    )
+    resolution_contradiction_cosine: float = Field(
+        default=0.65,
+        ge=0.0,
+        le=1.0,
+        description="Cosine from which the contradiction check decides between supersede and merge.",
+    )
     default_limit: int = Field(default=10, ge=1, le=100, description="Results recall returns when not told.")
     host: str = Field(default="127.0.0.1", description="Address `hivemem serve` binds.")
     allow_unauthenticated_network: bool = Field(
@@ -360,6 +382,11 @@ class Settings(BaseSettings):
                     "use to reach this server (e.g. memory.example.com); requests naming any other host are "
                     "refused, so that no web page can reach the server through DNS rebinding"
                 )
+        if self.resolution_contradiction_cosine > self.resolution_reinforce_cosine:
+            raise ValueError(
+                f"resolution_contradiction_cosine ({self.resolution_contradiction_cosine}) must not be above "
+                f"resolution_reinforce_cosine ({self.resolution_reinforce_cosine})"
+            )
         if self.knowledge_chunk_overlap >= self.knowledge_chunk_chars:
             raise ValueError(
                 f"knowledge_chunk_overlap ({self.knowledge_chunk_overlap}) must be below knowledge_chunk_chars "

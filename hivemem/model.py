@@ -121,6 +121,8 @@ class WriteOutcome(StrEnum):
 
     STORED = "stored"
     REINFORCED = "reinforced"
+    MERGED = "merged"
+    SUPERSEDED = "superseded"
 
 
 def embedding_text(title: str, content: str) -> str:

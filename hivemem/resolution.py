@@ -1,51 +1,228 @@
 """Write-time resolution: what memorize does with a new memory given what the scope holds.
 
-This is the place for the whole dedup/contradiction policy (reinforce at cosine ≥ 0.85, check
-contradictions between 0.65 and 0.85, supersede or merge). Today it decides on exact duplicates:
-the same ``content_hash`` in the same scope reinforces the existing memory instead of inserting.
+The whole dedup and contradiction policy is here, pure; a store hands it the incoming memory, the
+memory holding the same content hash (if any) and the nearest memories of the scope with their
+cosines, and applies the :class:`Resolution` it returns as one unit. The defaults are Engram's:
+
+- the same content hash: **reinforce** the memory that holds it;
+- cosine ≥ ``reinforce_at`` (0.85): the same fact in other words, **reinforce** it; a user's
+  confirmation brings its own wording along;
+- ``contradiction_at`` (0.65) ≤ cosine < ``reinforce_at``: the same subject. The contradiction
+  check (:mod:`hivemem.contradiction`) decides: a contradiction **supersedes** the old memory
+  (the new one is stored with a ``supersedes`` link; the old one stays, marked no longer valid, so
+  recall ranks it down); a compatible fact is **merged** into the old memory, which then holds both;
+- anything else is **stored**.
+
+Every merge and supersede carries an audit record with what is needed to undo it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
-from hivemem.model import Memory, Source, WriteOutcome
+from hivemem.contradiction import Relation as Judged
+from hivemem.contradiction import judge
+from hivemem.hashing import content_hash
+from hivemem.model import AuditEvent, Memory, MemoryState, Relation, RelationType, Source, WriteOutcome
 
-__all__ = ["Resolution", "reinforce", "resolve"]
+__all__ = ["Neighbour", "Resolution", "ResolutionPolicy", "merge", "reinforce", "resolve"]
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A memory of the incoming one's scope and its cosine to the incoming memory."""
+
+    memory: Memory
+    cosine: float
+
+
+@dataclass(frozen=True, slots=True)
+class ResolutionPolicy:
+    """The thresholds of semantic resolution; ``neighbours`` 0 resolves exact duplicates only."""
+
+    neighbours: int = 5
+    reinforce_at: float = 0.85
+    contradiction_at: float = 0.65
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.contradiction_at <= self.reinforce_at <= 1.0:
+            raise ValueError("need 0 <= contradiction_at <= reinforce_at <= 1")
+
+
+EXACT_ONLY = ResolutionPolicy(neighbours=0)
 
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
-    """The decision for one incoming memory: the outcome and the memory to write."""
+    """The decision for one incoming memory, as a plan the store applies atomically.
+
+    ``memory`` is the memory the caller hears of: the new one (stored, superseded) or the existing
+    one updated (reinforced, merged). ``updates`` are other memories the plan rewrites (the
+    superseded one), ``relations`` and ``audit`` are written with them. ``target_id`` names the
+    existing memory involved, ``reason`` says why in words.
+    """
 
     outcome: WriteOutcome
     memory: Memory
+    target_id: str | None = None
+    updates: tuple[Memory, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    audit: tuple[AuditEvent, ...] = ()
+    reason: str = ""
+    writes: tuple[Memory, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "writes", (self.memory, *self.updates))
+
+
+def _stronger(a: Source, b: Source) -> Source:
+    return Source.USER_CONFIRMED if Source.USER_CONFIRMED in (a, b) else a
 
 
 def reinforce(existing: Memory, incoming: Memory, now: datetime) -> Memory:
     """The existing memory, strengthened by a repeat: one more access, the higher importance, the
     union of tags and files, and the stronger source (a user's confirmation is never downgraded)."""
-    source = Source.USER_CONFIRMED if Source.USER_CONFIRMED in (existing.source, incoming.source) else existing.source
     return replace(
         existing,
         importance=max(existing.importance, incoming.importance),
         tags=sorted(set(existing.tags) | set(incoming.tags)),
         related_files=sorted(set(existing.related_files) | set(incoming.related_files)),
-        source=source,
+        source=_stronger(existing.source, incoming.source),
         access_count=existing.access_count + 1,
         last_accessed_at=now,
         updated_at=now,
     )
 
 
-def resolve(incoming: Memory, exact_duplicate: Memory | None, now: datetime) -> Resolution:
-    """Decide between storing ``incoming`` and reinforcing the exact duplicate already in its scope.
+def _reworded(existing: Memory, incoming: Memory, now: datetime) -> Memory:
+    """A near-duplicate reinforces; a user's confirmed wording replaces an inferred one."""
+    kept = reinforce(existing, incoming, now)
+    if incoming.source is Source.USER_CONFIRMED and existing.source is not Source.USER_CONFIRMED:
+        kept = replace(
+            kept,
+            title=incoming.title,
+            content=incoming.content,
+            content_hash=incoming.content_hash,
+            embedding=incoming.embedding,
+            embedding_model=incoming.embedding_model,
+        )
+    return kept
 
-    A duplicate with ``incoming``'s own id is a redelivered job: the stored memory stays as it is.
-    """
-    if exact_duplicate is None:
-        return Resolution(WriteOutcome.STORED, incoming)
+
+def _mean_direction(a: Sequence[float] | None, b: Sequence[float] | None) -> list[float] | None:
+    """The unit vector between two unit vectors: the merged text's meaning, without a model call."""
+    if a is None or b is None:
+        return list(a) if a is not None else (list(b) if b is not None else None)
+    summed = [x + y for x, y in zip(a, b, strict=True)]
+    norm = sum(v * v for v in summed) ** 0.5
+    return list(a) if norm == 0.0 else [v / norm for v in summed]
+
+
+def merge(existing: Memory, incoming: Memory, now: datetime) -> Memory:
+    """One memory holding both facts: the existing one with the incoming content appended (unless
+    it already says it), the union of tags and files, the higher importance, the stronger source."""
+    content = existing.content
+    if incoming.content.strip().casefold() not in content.casefold():
+        content = f"{content.rstrip()}\n\n{incoming.content.strip()}"
+    merged = reinforce(existing, incoming, now)
+    return replace(
+        merged,
+        content=content,
+        content_hash=content_hash(content),
+        embedding=_mean_direction(existing.embedding, incoming.embedding),
+    )
+
+
+def _snapshot(memory: Memory) -> dict[str, Any]:
+    """What an audit record keeps of a memory to restore it (the vector is recomputed on undo)."""
+    return {
+        "id": memory.id,
+        "title": memory.title,
+        "content": memory.content,
+        "content_hash": memory.content_hash,
+        "importance": memory.importance,
+        "source": memory.source.value,
+        "tags": list(memory.tags),
+        "related_files": list(memory.related_files),
+        "memory_type": memory.memory_type.value,
+        "state": memory.state.value,
+        "valid_to": None if memory.valid_to is None else memory.valid_to.isoformat(),
+    }
+
+
+def _exact(incoming: Memory, exact_duplicate: Memory, now: datetime) -> Resolution:
     if exact_duplicate.id == incoming.id:
+        # A redelivered job: the stored memory stays as it is.
         return Resolution(WriteOutcome.STORED, exact_duplicate)
-    return Resolution(WriteOutcome.REINFORCED, reinforce(exact_duplicate, incoming, now))
+    return Resolution(
+        WriteOutcome.REINFORCED, reinforce(exact_duplicate, incoming, now), exact_duplicate.id, reason="same content"
+    )
+
+
+def resolve(
+    incoming: Memory,
+    exact_duplicate: Memory | None,
+    now: datetime,
+    neighbours: Sequence[Neighbour] = (),
+    policy: ResolutionPolicy = EXACT_ONLY,
+) -> Resolution:
+    """Decide what writing ``incoming`` does, given the memory holding its content hash and its
+    nearest memories in the scope (any order; archived ones and itself are ignored)."""
+    if exact_duplicate is not None:
+        return _exact(incoming, exact_duplicate, now)
+    candidates = [n for n in neighbours if n.memory.id != incoming.id and n.memory.state is not MemoryState.ARCHIVED]
+    if policy.neighbours == 0 or not candidates:
+        return Resolution(WriteOutcome.STORED, incoming)
+    best = max(candidates, key=lambda n: n.cosine)
+    old = best.memory
+    if best.cosine >= policy.reinforce_at:
+        return Resolution(
+            WriteOutcome.REINFORCED,
+            _reworded(old, incoming, now),
+            old.id,
+            reason=f"the same fact in other words (cosine {best.cosine:.2f})",
+        )
+    if best.cosine < policy.contradiction_at:
+        return Resolution(WriteOutcome.STORED, incoming)
+    verdict = judge(old.content, incoming.content)
+    if verdict.relation is Judged.CONTRADICTS:
+        link = Relation(incoming.id, old.id, RelationType.SUPERSEDES, 1.0, incoming.author, now)
+        record = AuditEvent(
+            "supersede",
+            incoming.id,
+            incoming.scope,
+            incoming.author,
+            {"superseded": old.id, "cosine": round(best.cosine, 4), "reason": verdict.reason, "before": _snapshot(old)},
+            now,
+        )
+        return Resolution(
+            WriteOutcome.SUPERSEDED,
+            incoming,
+            old.id,
+            updates=(replace(old, valid_to=now, updated_at=now),),
+            relations=(link,),
+            audit=(record,),
+            reason=verdict.reason,
+        )
+    if verdict.relation is Judged.COMPATIBLE:
+        record = AuditEvent(
+            "merge",
+            old.id,
+            incoming.scope,
+            incoming.author,
+            {
+                "merged": incoming.id,
+                "cosine": round(best.cosine, 4),
+                "reason": verdict.reason,
+                "before": _snapshot(old),
+                "incoming": _snapshot(incoming) | {"author": incoming.author},
+            },
+            now,
+        )
+        return Resolution(
+            WriteOutcome.MERGED, merge(old, incoming, now), old.id, audit=(record,), reason=verdict.reason
+        )
+    return Resolution(WriteOutcome.STORED, incoming)

@@ -299,14 +299,16 @@ def request_schemas(limits: Limits = DEFAULT_LIMITS) -> RequestSchemas:
 class MemorizeResult(BaseModel):
     """The answer to memorize: the memory's id and what happened to it.
 
-    ``id`` is the stored memory's: a new one when ``stored``, the existing one when ``reinforced``.
-    ``scope`` is where it was stored (``""``: global). ``job_id`` names the job that did it
-    (``GET /v1/jobs/{job_id}``).
+    ``id`` is the stored memory's: a new one when ``stored`` or ``superseded``, the existing one when
+    ``reinforced`` or ``merged`` (merged into it). ``superseded_id`` names the memory a
+    ``superseded`` one replaced (it stays, reachable by its ``supersedes`` link). ``scope`` is
+    where it was stored (``""``: global). ``job_id`` names the job that did it (``GET /v1/jobs/{job_id}``).
     """
 
     id: str
     outcome: WriteOutcome
     scope: str
+    superseded_id: str | None = None
     job_id: str | None = None
 
 

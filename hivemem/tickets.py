@@ -6,16 +6,25 @@ from dataclasses import dataclass
 
 from hivemem.jobs import JobState
 from hivemem.model import WriteOutcome
+from hivemem.resolution import Resolution
 
-__all__ = ["ItemResult", "Ticket"]
+__all__ = ["ItemResult", "Ticket", "item_result"]
 
 
 @dataclass(frozen=True, slots=True)
 class ItemResult:
-    """What happened to one incoming memory: the stored memory's id and the outcome."""
+    """What happened to one incoming memory: the stored memory's id, the outcome and, when it
+    superseded one, the memory it replaced."""
 
     memory_id: str
     outcome: WriteOutcome
+    superseded_id: str | None = None
+
+
+def item_result(resolution: Resolution) -> ItemResult:
+    """What a caller hears of one resolution."""
+    superseded = resolution.target_id if resolution.outcome is WriteOutcome.SUPERSEDED else None
+    return ItemResult(resolution.memory.id, resolution.outcome, superseded)
 
 
 @dataclass(frozen=True, slots=True)

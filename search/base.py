@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 from hivemem.fusion import Candidate
 from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import AuditEvent, DuplicatePolicy, FusionMethod, Memory, MemoryState, MemoryType, Relation
-from hivemem.resolution import Resolution
+from hivemem.resolution import Neighbour, Resolution
 
 __all__ = [
     "DEFAULT_STATES",
@@ -35,7 +35,9 @@ __all__ = [
     "LegQuery",
     "Legs",
     "MemoryStore",
+    "PlanDecision",
     "RelationStore",
+    "ResolvesByMeaning",
     "SearchFilter",
     "SearchesLegsTogether",
     "Store",
@@ -285,6 +287,26 @@ class SearchesLegsTogether(Protocol):
 
     def search_legs(self, queries: Sequence[LegQuery], where: SearchFilter, limit: int) -> list[Legs]:
         """For each query, in order, the legs it asks for, each exactly as the single-leg methods answer."""
+        ...
+
+
+# decide(incoming, memory holding its content hash or None, nearest memories of its scope)
+PlanDecision = Callable[[Memory, Memory | None, Sequence[Neighbour]], Resolution]
+
+
+@runtime_checkable
+class ResolvesByMeaning(Protocol):
+    """A store that resolves a write against the nearest memories of its scope, not only the exact
+    content, and applies the resulting plan as one unit."""
+
+    def write_planned(self, incoming: Sequence[Memory], decide: PlanDecision, *, neighbours: int) -> list[Resolution]:
+        """Resolve and write each memory in order, as one unit serialized with every other write.
+
+        ``decide`` gets each memory, the memory holding its content hash in its scope (or None) and
+        the ``neighbours`` nearest memories of its scope (any state) with their cosines; earlier
+        memories of the batch count, as written. Every memory of each plan (``Resolution.writes``)
+        is inserted or replaced, and its relations and audit records written, in the same unit.
+        """
         ...
 
 

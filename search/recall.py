@@ -54,6 +54,7 @@ class RecallParams:
     access_boost: float = 0.1
     trust_agent_inferred: float = 0.9
     trust_imported: float = 0.95
+    superseded_factor: float = 0.1
 
     @classmethod
     def from_settings(cls, settings: Settings, mode: RetrievalMode = RetrievalMode.HYBRID) -> RecallParams:
@@ -69,6 +70,7 @@ class RecallParams:
             access_boost=settings.access_boost,
             trust_agent_inferred=settings.trust_agent_inferred,
             trust_imported=settings.trust_imported,
+            superseded_factor=settings.superseded_factor,
         )
 
 
@@ -188,6 +190,10 @@ class Recaller:
             alive = strength(memory, now, base_half_life_days=p.decay_half_life_days, access_boost=p.access_boost)
             trust = trust_factor(memory.source, agent_inferred=p.trust_agent_inferred, imported=p.trust_imported)
             score = rescore(f.score, alive, trust, decay_weight=p.decay_weight)
+            # Superseded (no longer valid): still found, ranked below what replaced it.
+            superseded = memory.valid_to is not None and memory.valid_to <= now
+            if superseded:
+                score *= p.superseded_factor
             if score < min_relevance:
                 continue
             ranks = leg_ranks.get(f.id, {})
@@ -197,6 +203,7 @@ class Recaller:
                 "knn_rank": ranks.get(_DENSE),
                 "strength": round(alive, 6),
                 "trust": trust,
+                "superseded": p.superseded_factor if superseded else 1.0,
             }
             hits.append(Hit(memory=memory, score=score, explain=explain))
         hits.sort(key=lambda h: (-h.score, h.memory.id))

@@ -109,7 +109,7 @@ class CeleryRunner:
             job = self._board.get(job_id)
             if job.state is JobState.DONE and job.result is not None:
                 items = job.result["items"]
-                results = tuple(ItemResult(i["id"], WriteOutcome(i["outcome"])) for i in items)
+                results = tuple(ItemResult(i["id"], WriteOutcome(i["outcome"]), i.get("superseded")) for i in items)
                 return Ticket(job_id, job.state, results)
             if job.state is JobState.FAILED:
                 raise JobError(f"job {job_id} failed: {job.error}")

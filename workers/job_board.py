@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hivemem.errors import BrokerUnavailableError, JobNotFoundError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
-from hivemem.model import utcnow
+from hivemem.model import WriteOutcome, utcnow
 from hivemem.resolution import Resolution
 from workers.broker_persistence import persistence_warning
 
@@ -75,7 +75,10 @@ class OpenJob:
 
 def item_outcome(index: int, resolution: Resolution) -> ItemOutcome:
     """The outcome a job records for its ``index``-th memory."""
-    return {"index": index, "id": resolution.memory.id, "outcome": resolution.outcome.value}
+    outcome: ItemOutcome = {"index": index, "id": resolution.memory.id, "outcome": resolution.outcome.value}
+    if resolution.outcome is WriteOutcome.SUPERSEDED:
+        outcome["superseded"] = resolution.target_id
+    return outcome
 
 
 def job_result(items: Sequence[ItemOutcome]) -> dict[str, Any]:
@@ -96,9 +99,8 @@ def job_result(items: Sequence[ItemOutcome]) -> dict[str, Any]:
             "seconds_by_phase": {phase: round(value, 3) for phase, value in seconds.items()},
         }
     return {
-        "items": [{"id": item["id"], "outcome": item["outcome"]} for item in ordered],
-        "stored": outcomes.count("stored"),
-        "reinforced": outcomes.count("reinforced"),
+        "items": [{k: item[k] for k in ("id", "outcome", "superseded") if k in item} for item in ordered],
+        **{outcome.value: outcomes.count(outcome.value) for outcome in WriteOutcome},
     }
 
 

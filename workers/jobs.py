@@ -10,12 +10,22 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.model import DuplicatePolicy, Memory
-from hivemem.resolution import Resolution, resolve
-from search.base import Store
+from hivemem.resolution import EXACT_ONLY, Resolution, ResolutionPolicy, resolve
+from search.base import ResolvesByMeaning, Store
 
-__all__ = ["embed_new", "memorize", "memorize_many", "record_access", "write_all"]
+__all__ = ["embed_new", "memorize", "memorize_many", "record_access", "resolution_policy", "write_all"]
+
+
+def resolution_policy(settings: Settings) -> ResolutionPolicy:
+    """The write-time resolution the settings ask for."""
+    return ResolutionPolicy(
+        neighbours=settings.resolution_neighbours,
+        reinforce_at=settings.resolution_reinforce_cosine,
+        contradiction_at=settings.resolution_contradiction_cosine,
+    )
 
 
 def _embedded(embedder: Embedder, memories: Sequence[Memory]) -> list[Memory]:
@@ -25,23 +35,31 @@ def _embedded(embedder: Embedder, memories: Sequence[Memory]) -> list[Memory]:
     return [replace(m, embedding=v, embedding_model=embedder.model_id) for m, v in zip(memories, vectors, strict=True)]
 
 
-def memorize(store: Store, embedder: Embedder, incoming: Memory, now: datetime) -> Resolution:
+def memorize(
+    store: Store, embedder: Embedder, incoming: Memory, now: datetime, policy: ResolutionPolicy = EXACT_ONLY
+) -> Resolution:
     """Resolve ``incoming`` against its scope (embed → resolve → write) and store the outcome.
 
     Exact duplicates (same content hash in the scope) reinforce the stored memory and need no
     embedding; the resolution and its write are one atomic store operation, so two processes
     writing the same fact at once end with one memory and no lost reinforcement.
     """
-    return memorize_many(store, embedder, [incoming], now)[0]
+    return memorize_many(store, embedder, [incoming], now, policy)[0]
 
 
-def memorize_many(store: Store, embedder: Embedder, incoming: Sequence[Memory], now: datetime) -> list[Resolution]:
+def memorize_many(
+    store: Store,
+    embedder: Embedder,
+    incoming: Sequence[Memory],
+    now: datetime,
+    policy: ResolutionPolicy = EXACT_ONLY,
+) -> list[Resolution]:
     """Bulk memorize (imports, benchmarks): one embedder call for every memory that needs a vector.
 
     Outcomes are those of one ``memorize`` per memory, in order: a later copy of content earlier
     in the batch reinforces it.
     """
-    return write_all(store, embedder, embed_new(store, embedder, incoming), now)
+    return write_all(store, embedder, embed_new(store, embedder, incoming), now, policy)
 
 
 def embed_new(store: Store, embedder: Embedder, incoming: Sequence[Memory]) -> list[Memory]:
@@ -58,9 +76,26 @@ def embed_new(store: Store, embedder: Embedder, incoming: Sequence[Memory]) -> l
     return [ready.get(i, memory) for i, memory in enumerate(incoming)]
 
 
-def write_all(store: Store, embedder: Embedder, memories: Sequence[Memory], now: datetime) -> list[Resolution]:
-    """The resolve-and-write step, in order, as one store unit (see ``Store.write_resolved_many``)."""
-    resolutions = store.write_resolved_many(memories, lambda incoming, held: resolve(incoming, held, now))
+def write_all(
+    store: Store,
+    embedder: Embedder,
+    memories: Sequence[Memory],
+    now: datetime,
+    policy: ResolutionPolicy = EXACT_ONLY,
+) -> list[Resolution]:
+    """The resolve-and-write step, in order, as one store unit (see ``Store.write_resolved_many``).
+
+    With ``policy.neighbours``, on a store that can (:class:`search.base.ResolvesByMeaning`), each
+    memory is resolved against its nearest memories too: reinforce, merge or supersede.
+    """
+    if policy.neighbours and isinstance(store, ResolvesByMeaning):
+        resolutions = store.write_planned(
+            memories,
+            lambda incoming, held, near: resolve(incoming, held, now, near, policy),
+            neighbours=policy.neighbours,
+        )
+    else:
+        resolutions = store.write_resolved_many(memories, lambda incoming, held: resolve(incoming, held, now))
     for i, resolution in enumerate(resolutions):
         if resolution.memory.embedding is None:
             # Stored without a vector: the duplicate seen before embedding vanished in between.

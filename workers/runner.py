@@ -18,7 +18,7 @@ from hivemem.embedding import Embedder
 from hivemem.jobs import Job, JobKind, JobState, failure_text, new_job_id
 from hivemem.model import Memory, utcnow
 from hivemem.resolution import Resolution
-from hivemem.tickets import ItemResult, Ticket
+from hivemem.tickets import Ticket, item_result
 from search.base import Store
 from workers import jobs
 from workers.ingest_jobs import outcome_record, run_document_items
@@ -71,7 +71,7 @@ class Runner(Protocol):
 
 
 def _ticket(job_id: str, resolutions: Sequence[Resolution]) -> Ticket:
-    return Ticket(job_id, JobState.DONE, tuple(ItemResult(r.memory.id, r.outcome) for r in resolutions))
+    return Ticket(job_id, JobState.DONE, tuple(item_result(r) for r in resolutions))
 
 
 class InProcessRunner:
@@ -103,7 +103,9 @@ class InProcessRunner:
         self._board.create(job)
         self._board.start(job.id)
         try:
-            resolutions = jobs.memorize_many(self._store, self._embedder, memories, utcnow())
+            resolutions = jobs.memorize_many(
+                self._store, self._embedder, memories, utcnow(), jobs.resolution_policy(self._settings)
+            )
         except Exception as exc:
             self._board.fail(job.id, failure_text(exc))
             raise

@@ -100,7 +100,9 @@ def _resolve_and_record(items: Sequence[JobItem], memories: Sequence[Memory], se
         timeout_s=settings.resolve_lock_timeout_s,
         wait_s=settings.resolve_lock_timeout_s,
     ):
-        resolutions = jobs.write_all(context.store, context.embedder, memories, utcnow())
+        resolutions = jobs.write_all(
+            context.store, context.embedder, memories, utcnow(), jobs.resolution_policy(settings)
+        )
     _record(items, resolutions)
 
 

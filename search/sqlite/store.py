@@ -26,6 +26,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hivemem.coalescer import Coalescer
 from hivemem.errors import (
     DuplicateMemoryError,
@@ -40,10 +42,11 @@ from hivemem.model import (
     AuditEvent,
     DuplicatePolicy,
     Memory,
+    MemoryState,
     Relation,
 )
-from hivemem.resolution import Resolution
-from search.base import SearchFilter
+from hivemem.resolution import Neighbour, Resolution
+from search.base import PlanDecision, SearchFilter
 from search.knowledge_delegate import DelegatesKnowledge
 from search.query_terms import query_terms
 from search.sqlite.knowledge import KnowledgeTables
@@ -349,18 +352,57 @@ class SQLiteStore(DelegatesKnowledge):
     def write_resolved_many(
         self, incoming: Sequence[Memory], decide: Callable[[Memory, Memory | None], Resolution]
     ) -> list[Resolution]:
-        # One transaction for the batch: one commit instead of one per memory.
+        return self.write_planned(incoming, lambda memory, held, _: decide(memory, held), neighbours=0)
+
+    def write_planned(self, incoming: Sequence[Memory], decide: PlanDecision, *, neighbours: int) -> list[Resolution]:
+        # One BEGIN IMMEDIATE transaction for the batch: every other writer, in any process, waits,
+        # so the neighbours a decision sees are all there is (one commit, not one per memory).
+        with self._write_lock:
+            if neighbours and self._in_memory:
+                # An in-memory store reads through the writer: synced inside the unit, the index would
+                # take in rows a failed unit then rolls back. No other process writes it, and the lock
+                # keeps this one's threads out, so syncing first is syncing with all there is.
+                self.warm()
+            return self._write_planned(incoming, decide, neighbours)
+
+    def _write_planned(self, incoming: Sequence[Memory], decide: PlanDecision, neighbours: int) -> list[Resolution]:
         resolutions = []
+        written: dict[str, Memory] = {}  # this batch's writes, which the index cannot see before commit
         with self._write() as conn:
             for memory in incoming:
                 row = conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE scope = ? AND content_hash = ?",
                     (memory.scope, memory.content_hash),
                 ).fetchone()
-                resolution = decide(memory, None if row is None else memory_from_row(row))
-                self._write_row(conn, resolution.memory, DuplicatePolicy.OVERWRITE)
+                near = self._neighbours(memory, neighbours, written) if neighbours and row is None else []
+                resolution = decide(memory, None if row is None else memory_from_row(row), near)
+                for changed in resolution.writes:
+                    self._write_row(conn, changed, DuplicatePolicy.OVERWRITE)
+                    written[changed.id] = changed
+                for relation in resolution.relations:
+                    self._insert_relation(conn, relation)
+                for event in resolution.audit:
+                    self._insert_audit(conn, event)
                 resolutions.append(resolution)
         return resolutions
+
+    def _neighbours(self, memory: Memory, limit: int, written: dict[str, Memory]) -> list[Neighbour]:
+        """The ``limit`` memories of ``memory``'s scope nearest to it, this batch's writes included."""
+        if memory.embedding is None:
+            return []
+        vector = np.asarray(memory.embedding, dtype=np.float32)
+        # On this thread, not through the coalescer: this thread holds the writer. A file store's
+        # index syncs through a reader, which sees every commit and none of this unit's rows.
+        if not self._in_memory:
+            self.warm()
+        anything = SearchFilter(scopes=[memory.scope], states=tuple(MemoryState))
+        found = {c.id: c.score for c in self._index.vector_search([memory.embedding], anything, limit)[0]}
+        held = {m.id: m for m in self.get_many([i for i in found if i not in written])}
+        for other in written.values():
+            if other.scope == memory.scope and other.embedding is not None:
+                found[other.id] = float(np.dot(vector, np.asarray(other.embedding, dtype=np.float32)))
+        near = [Neighbour(written.get(i) or held[i], score) for i, score in found.items() if i in written or i in held]
+        return sorted(near, key=lambda n: n.cosine, reverse=True)[:limit]
 
     def delete(self, memory_id: str) -> Memory:
         with self._write() as conn:
@@ -389,26 +431,34 @@ class SQLiteStore(DelegatesKnowledge):
             ).fetchone()[0]
             if ends < (1 if relation.source_id == relation.target_id else 2):
                 raise MemoryNotFoundError(f"relation {relation.source_id} -> {relation.target_id}: missing end")
-            conn.execute(
-                "INSERT OR IGNORE INTO relations(source_id, target_id, type, strength, author, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (relation.source_id, relation.target_id, relation.type.value, relation.strength,
-                 relation.author, to_timestamp(relation.created_at)),
-            )  # fmt: skip
+            self._insert_relation(conn, relation)
+
+    @staticmethod
+    def _insert_relation(conn: sqlite3.Connection, relation: Relation) -> None:
+        conn.execute(
+            "INSERT OR IGNORE INTO relations(source_id, target_id, type, strength, author, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (relation.source_id, relation.target_id, relation.type.value, relation.strength,
+             relation.author, to_timestamp(relation.created_at)),
+        )  # fmt: skip
 
     def audit(self, event: AuditEvent) -> None:
         with self._write() as conn:
-            conn.execute(
-                "INSERT INTO audit(action, memory_id, scope, author, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    event.action,
-                    event.memory_id,
-                    event.scope,
-                    event.author,
-                    json.dumps(event.detail),
-                    to_timestamp(event.at),
-                ),
-            )
+            self._insert_audit(conn, event)
+
+    @staticmethod
+    def _insert_audit(conn: sqlite3.Connection, event: AuditEvent) -> None:
+        conn.execute(
+            "INSERT INTO audit(action, memory_id, scope, author, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                event.action,
+                event.memory_id,
+                event.scope,
+                event.author,
+                json.dumps(event.detail),
+                to_timestamp(event.at),
+            ),
+        )
 
     # -- reads ---------------------------------------------------------------------------------
 

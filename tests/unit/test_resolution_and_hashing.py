@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from hivemem.hashing import content_hash
-from hivemem.model import Memory, Source, WriteOutcome, utcnow
-from hivemem.resolution import resolve
+from hivemem.model import Memory, MemoryState, RelationType, Source, WriteOutcome, utcnow
+from hivemem.resolution import Neighbour, ResolutionPolicy, resolve
 
 
 def _memory(memory_id: str, **kw: object) -> Memory:
@@ -52,3 +54,69 @@ def test_confirmation_is_never_downgraded() -> None:
 def test_redelivered_job_sees_its_own_id_as_stored() -> None:
     incoming = _memory("same")
     assert resolve(incoming, replace(incoming), utcnow()).outcome is WriteOutcome.STORED
+
+
+# -- resolution against the nearest memories (semantic) ------------------------------------------
+
+POLICY = ResolutionPolicy(neighbours=5, reinforce_at=0.85, contradiction_at=0.65)
+
+
+def _said(memory_id: str, content: str, **kw: object) -> Memory:
+    return _memory(memory_id, content=content, content_hash=content_hash(content), embedding=[1.0, 0.0], **kw)
+
+
+def test_a_near_duplicate_reinforces_and_a_users_wording_replaces_an_inferred_one() -> None:
+    old = _said("old", "Rate limit is 100 requests per minute.")
+    incoming = _said("new", "The API allows 100 requests a minute.", source=Source.USER_CONFIRMED)
+    resolution = resolve(incoming, None, utcnow(), [Neighbour(old, 0.9)], POLICY)
+    assert (resolution.outcome, resolution.memory.id, resolution.target_id) == (WriteOutcome.REINFORCED, "old", "old")
+    assert resolution.memory.content == incoming.content and resolution.memory.source is Source.USER_CONFIRMED
+    kept = resolve(_said("x", "Rate limit: 100/min."), None, utcnow(), [Neighbour(resolution.memory, 0.9)], POLICY)
+    assert kept.memory.content == incoming.content  # an inferred rewording never replaces a confirmed one
+
+
+def test_a_contradiction_in_the_band_supersedes_and_keeps_the_old_memory_reachable() -> None:
+    now = utcnow()
+    old = _said("old", "The user prefers TypeScript for new services.")
+    incoming = _said("new", "We decided to drop TypeScript for Go in new services.", author="bob")
+    resolution = resolve(incoming, None, now, [Neighbour(old, 0.72)], POLICY)
+    assert resolution.outcome is WriteOutcome.SUPERSEDED and resolution.memory is incoming
+    assert [m.id for m in resolution.writes] == ["new", "old"]
+    assert resolution.updates[0].valid_to == now and resolution.updates[0].state is MemoryState.WORKING
+    assert [(r.source_id, r.target_id, r.type) for r in resolution.relations] == [
+        ("new", "old", RelationType.SUPERSEDES)
+    ]
+    (record,) = resolution.audit
+    assert (record.action, record.memory_id, record.detail["superseded"]) == ("supersede", "new", "old")
+    assert record.detail["before"]["content"] == old.content and "typescript" in record.detail["reason"]
+
+
+def test_a_compatible_fact_in_the_band_is_merged_into_the_old_memory() -> None:
+    old = _said("old", "We use Redis for the session cache.", tags=["cache"], importance=0.4)
+    incoming = _said("new", "The Redis session cache has a TTL of 24 hours.", tags=["ttl"], importance=0.7)
+    incoming.embedding = [0.0, 1.0]
+    resolution = resolve(incoming, None, utcnow(), [Neighbour(old, 0.7)], POLICY)
+    assert (resolution.outcome, resolution.memory.id) == (WriteOutcome.MERGED, "old")
+    merged = resolution.memory
+    assert merged.content == f"{old.content}\n\n{incoming.content}"
+    assert merged.content_hash == content_hash(merged.content)
+    assert (merged.tags, merged.importance, merged.access_count) == (["cache", "ttl"], 0.7, 1)
+    assert merged.embedding == pytest.approx([2**-0.5, 2**-0.5])  # between the two facts' vectors
+    (record,) = resolution.audit
+    assert record.action == "merge" and record.detail["incoming"]["content"] == incoming.content
+
+
+def test_below_the_band_or_unrelated_or_archived_neighbours_store_a_new_memory() -> None:
+    old = _said("old", "We use Redis for the session cache.")
+    incoming = _said("new", "The office coffee machine is descaled every Monday.")
+    assert resolve(incoming, None, utcnow(), [Neighbour(old, 0.5)], POLICY).outcome is WriteOutcome.STORED
+    assert resolve(incoming, None, utcnow(), [Neighbour(old, 0.7)], POLICY).outcome is WriteOutcome.STORED
+    archived = _said("arch", incoming.content, state=MemoryState.ARCHIVED)
+    assert resolve(incoming, None, utcnow(), [Neighbour(archived, 0.99)], POLICY).outcome is WriteOutcome.STORED
+    exact_only = ResolutionPolicy(neighbours=0)
+    assert resolve(incoming, None, utcnow(), [Neighbour(old, 0.99)], exact_only).outcome is WriteOutcome.STORED
+
+
+def test_thresholds_out_of_order_are_refused() -> None:
+    with pytest.raises(ValueError, match="contradiction_at"):
+        ResolutionPolicy(reinforce_at=0.6, contradiction_at=0.7)

@@ -47,6 +47,8 @@ def test_a_job_goes_queued_running_done_with_its_result_in_order(board: JobBoard
         ],
         "stored": 2,
         "reinforced": 1,
+        "merged": 0,
+        "superseded": 0,
     }
 
 
