@@ -68,11 +68,13 @@ _STOP = frozenset(
     while up out over under all per via based team decided decide decision going get got
     make made let lets use uses used using new old""")
 )
-# Words that are about time or hedging: they differ between two wordings of one fact.
+# Words about time, hedging or the note itself ("reminder:", "as agreed"): they differ between two
+# wordings of one fact.
 _FILLER = frozenset(
     _words("""last next week weeks month months year years day days ago since now today yesterday tomorrow
     recently lately currently soon later earlier first finally actually really please note
-    noticed found think thought believe seems seem probably maybe always""")
+    noticed found think thought believe seems seem probably maybe always reminder remember agreed
+    fyi update updated important todo heads psst""")
 )
 _NEGATORS = frozenset(
     _words("""not no never none nobody nothing neither nor without cannot cant dont doesnt didnt isnt arent

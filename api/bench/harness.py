@@ -47,8 +47,10 @@ def bench_service(
     embedder = load_embedder(settings)
     folder = settings.data_dir.expanduser() / "bench"
     folder.mkdir(parents=True, exist_ok=True)
-    # The store's schema version is part of the key: an upgrade rebuilds instead of failing.
-    key = _fingerprint(corpus, f"{embedder.model_id}:{settings.passage_prefix}:{SCHEMA_VERSION}")
+    # The store's schema version is part of the key: an upgrade rebuilds instead of failing. So is
+    # the write-time resolution, which decides what the store holds.
+    resolution = f"{settings.resolution_neighbours}:{settings.resolution_reinforce_cosine}:{settings.resolution_contradiction_cosine}"
+    key = _fingerprint(corpus, f"{embedder.model_id}:{settings.passage_prefix}:{SCHEMA_VERSION}:{resolution}")
     db = folder / f"{name}-{key}.db"
     ids_file = db.with_suffix(".ids.json")
     if fresh or not ids_file.exists():
