@@ -13,6 +13,10 @@ cosines, and applies the :class:`Resolution` it returns as one unit. The default
   recall ranks it down); a compatible fact is **merged** into the old memory, which then holds both;
 - anything else is **stored**.
 
+Only memories of the same type are candidates; a merge that would grow a memory past
+``merge_max_chars`` stores instead; events (conversation turns, handoffs, progress notes) and
+imported records are resolved by their exact content only (see :func:`resolves_by_meaning`).
+
 Every merge and supersede carries an audit record with what is needed to undo it.
 """
 
@@ -26,9 +30,9 @@ from typing import Any
 from hivemem.contradiction import Relation as Judged
 from hivemem.contradiction import judge
 from hivemem.hashing import content_hash
-from hivemem.model import AuditEvent, Memory, MemoryState, Relation, RelationType, Source, WriteOutcome
+from hivemem.model import AuditEvent, Memory, MemoryState, MemoryType, Relation, RelationType, Source, WriteOutcome
 
-__all__ = ["Neighbour", "Resolution", "ResolutionPolicy", "merge", "reinforce", "resolve"]
+__all__ = ["Neighbour", "Resolution", "ResolutionPolicy", "merge", "reinforce", "resolve", "resolves_by_meaning"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,7 @@ class ResolutionPolicy:
     neighbours: int = 5
     reinforce_at: float = 0.85
     contradiction_at: float = 0.65
+    merge_max_chars: int = 2000
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.contradiction_at <= self.reinforce_at <= 1.0:
@@ -53,6 +58,18 @@ class ResolutionPolicy:
 
 
 EXACT_ONLY = ResolutionPolicy(neighbours=0)
+
+# Memories that record an event keep their identity: two turns of a conversation, two handoffs or
+# two progress notes that say much the same are still two. So do imported records (a document's
+# abstract, an import's rows), which belong to the source they came from. Both are deduplicated
+# by exact content only. Measured: resolving LoCoMo's conversation turns by meaning merged 2,020
+# of 2,760 turns into 232 memories and took recall's hit@5 from 0.669 to 0.375.
+_EVENTS = frozenset({MemoryType.CONVERSATION, MemoryType.HANDOFF, MemoryType.PROGRESS})
+
+
+def resolves_by_meaning(memory: Memory) -> bool:
+    """Whether ``memory`` is resolved against its neighbours, or by its exact content only."""
+    return memory.memory_type not in _EVENTS and memory.source is not Source.IMPORTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,11 +187,18 @@ def resolve(
     policy: ResolutionPolicy = EXACT_ONLY,
 ) -> Resolution:
     """Decide what writing ``incoming`` does, given the memory holding its content hash and its
-    nearest memories in the scope (any order; archived ones and itself are ignored)."""
+    nearest memories in the scope (any order; archived ones, other types and itself are ignored)."""
     if exact_duplicate is not None:
         return _exact(incoming, exact_duplicate, now)
-    candidates = [n for n in neighbours if n.memory.id != incoming.id and n.memory.state is not MemoryState.ARCHIVED]
-    if policy.neighbours == 0 or not candidates:
+    # Only a memory of the same kind can be the same fact: a decision is not merged into a preference.
+    candidates = [
+        n
+        for n in neighbours
+        if n.memory.id != incoming.id
+        and n.memory.state is not MemoryState.ARCHIVED
+        and n.memory.memory_type is incoming.memory_type
+    ]
+    if policy.neighbours == 0 or not candidates or not resolves_by_meaning(incoming):
         return Resolution(WriteOutcome.STORED, incoming)
     best = max(candidates, key=lambda n: n.cosine)
     old = best.memory
@@ -207,7 +231,8 @@ def resolve(
             audit=(record,),
             reason=verdict.reason,
         )
-    if verdict.relation is Judged.COMPATIBLE:
+    merged = merge(old, incoming, now)
+    if verdict.relation is Judged.COMPATIBLE and len(merged.content) <= policy.merge_max_chars:
         record = AuditEvent(
             "merge",
             old.id,
@@ -222,7 +247,5 @@ def resolve(
             },
             now,
         )
-        return Resolution(
-            WriteOutcome.MERGED, merge(old, incoming, now), old.id, audit=(record,), reason=verdict.reason
-        )
+        return Resolution(WriteOutcome.MERGED, merged, old.id, audit=(record,), reason=verdict.reason)
     return Resolution(WriteOutcome.STORED, incoming)

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from hivemem.hashing import content_hash
-from hivemem.model import Memory, MemoryState, RelationType, Source, WriteOutcome, utcnow
+from hivemem.model import Memory, MemoryState, MemoryType, RelationType, Source, WriteOutcome, utcnow
 from hivemem.resolution import Neighbour, ResolutionPolicy, resolve
 
 
@@ -120,3 +120,23 @@ def test_below_the_band_or_unrelated_or_archived_neighbours_store_a_new_memory()
 def test_thresholds_out_of_order_are_refused() -> None:
     with pytest.raises(ValueError, match="contradiction_at"):
         ResolutionPolicy(reinforce_at=0.6, contradiction_at=0.7)
+
+
+def test_events_imports_and_other_types_are_resolved_by_exact_content_only() -> None:
+    old = _said("old", "We talked about the deploy window for Friday.")
+    for incoming in (
+        _said("turn", "We talked about the deploy window on Friday.", memory_type=MemoryType.CONVERSATION),
+        _said("row", "We talked about the deploy window on Friday.", source=Source.IMPORTED),
+        _said("other", "We talked about the deploy window on Friday.", memory_type=MemoryType.DECISION),
+    ):
+        if incoming.memory_type is MemoryType.CONVERSATION:
+            old = replace(old, memory_type=MemoryType.CONVERSATION)
+        resolution = resolve(incoming, None, utcnow(), [Neighbour(old, 0.95)], POLICY)
+        assert resolution.outcome is WriteOutcome.STORED, incoming.id
+
+
+def test_a_merge_that_would_grow_a_memory_past_its_limit_stores_instead() -> None:
+    old = _said("old", "We use Redis for the session cache. " + "It was chosen after a long review. " * 55)
+    incoming = _said("new", "The Redis session cache has a TTL of 24 hours.")
+    assert len(old.content) < POLICY.merge_max_chars
+    assert resolve(incoming, None, utcnow(), [Neighbour(old, 0.7)], POLICY).outcome is WriteOutcome.STORED
