@@ -112,6 +112,10 @@ def _parser() -> argparse.ArgumentParser:
         b.add_argument("--data", type=Path, required=True, help=data_help)
         if name == "scifact":
             b.add_argument("--qrels", type=Path, default=None, help="qrels TSV (default DATA/qrels/train.tsv)")
+        else:
+            b.add_argument(
+                "--as-facts", action="store_true", help="memorize the turns as facts an agent noted, not conversation"
+            )
         b.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
         b.add_argument("--mode", choices=[m.value for m in RetrievalMode], default=RetrievalMode.HYBRID.value)
         b.add_argument("--fusion", choices=[f.value for f in FusionMethod], default=None, help="default: the setting")
@@ -283,7 +287,8 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
         from api.bench.harness import emit
         from api.bench.locomo import run_locomo
 
-        emit(run_locomo(args.data, settings, mode=mode, fusion=fusion, fresh=args.fresh), args.json_out)
+        report = run_locomo(args.data, settings, mode=mode, fusion=fusion, fresh=args.fresh, as_facts=args.as_facts)
+        emit(report, args.json_out)
     else:
         from api.bench.harness import emit
         from api.bench.scifact import run_scifact

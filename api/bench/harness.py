@@ -49,7 +49,14 @@ def bench_service(
     folder.mkdir(parents=True, exist_ok=True)
     # The store's schema version is part of the key: an upgrade rebuilds instead of failing. So is
     # the write-time resolution, which decides what the store holds.
-    resolution = f"{settings.resolution_neighbours}:{settings.resolution_reinforce_cosine}:{settings.resolution_contradiction_cosine}"
+    resolution = ":".join(
+        str(v)
+        for v in (
+            settings.resolution_neighbours,
+            settings.resolution_reinforce_cosine,
+            settings.resolution_contradiction_cosine,
+        )
+    )
     key = _fingerprint(corpus, f"{embedder.model_id}:{settings.passage_prefix}:{SCHEMA_VERSION}:{resolution}")
     db = folder / f"{name}-{key}.db"
     ids_file = db.with_suffix(".ids.json")

@@ -28,9 +28,20 @@ def _turn_text(turn: dict[str, Any]) -> str:
 
 
 def load_locomo(
-    path: Path,
+    path: Path, *, as_facts: bool = False
 ) -> tuple[list[tuple[str, MemoryCreate]], dict[tuple[str, str], int], list[dict[str, Any]]]:
-    """The corpus (scope, memory) of every turn, a map (scope, dia_id) -> corpus index, and the questions."""
+    """The corpus (scope, memory) of every turn, a map (scope, dia_id) -> corpus index, and the questions.
+
+    Turns are imported conversation memories; ``as_facts`` writes them as facts an agent noted
+    instead, which write-time resolution by meaning applies to (a stress test of its merges)."""
+    memory_type, source = (
+        (MemoryType.FACT, Source.AGENT_INFERRED)
+        if as_facts
+        else (
+            MemoryType.CONVERSATION,
+            Source.IMPORTED,
+        )
+    )
     conversations = json.loads(path.read_text(encoding="utf-8"))
     corpus: list[tuple[str, MemoryCreate]] = []
     turn_index: dict[tuple[str, str], int] = {}
@@ -53,8 +64,8 @@ def load_locomo(
                         MemoryCreate(
                             title=f"{speaker} said ({date})"[:200],
                             content=f"[{date}] {speaker}: {text}"[:10_000],
-                            memory_type=MemoryType.CONVERSATION,
-                            source=Source.IMPORTED,
+                            memory_type=memory_type,
+                            source=source,
                         ),
                     )
                 )
@@ -74,10 +85,16 @@ def load_locomo(
 
 
 def run_locomo(
-    data: Path, settings: Settings, *, mode: RetrievalMode, fusion: FusionMethod, fresh: bool = False
+    data: Path,
+    settings: Settings,
+    *,
+    mode: RetrievalMode,
+    fusion: FusionMethod,
+    fresh: bool = False,
+    as_facts: bool = False,
 ) -> dict[str, Any]:
-    """Run the benchmark and return the report."""
-    corpus, turn_index, questions = load_locomo(data)
+    """Run the benchmark and return the report (``as_facts``: see :func:`load_locomo`)."""
+    corpus, turn_index, questions = load_locomo(data, as_facts=as_facts)
     service, ids = bench_service("locomo", corpus, settings, mode=mode, fusion=fusion, fresh=fresh)
     totals: dict[str, float] = {"hit@1": 0.0, "hit@5": 0.0, "hit@10": 0.0, "mrr": 0.0}
     by_category: dict[int, dict[str, float]] = {}
@@ -112,4 +129,5 @@ def run_locomo(
         for c, b in sorted(by_category.items())
     }
     report["mode"], report["fusion"] = mode.value, fusion.value
+    report["turns_as"] = "facts" if as_facts else "conversation"
     return report
