@@ -21,7 +21,7 @@ from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfirmationRequired, MemoryNotFoundError, StoreError, ValidationError
 from hivemem.hashing import content_hash
-from hivemem.model import GLOBAL_SCOPE, AuditEvent, Memory, RetrievalMode, new_memory_id, utcnow
+from hivemem.model import GLOBAL_SCOPE, AuditEvent, Memory, Relation, RetrievalMode, new_memory_id, utcnow
 from hivemem.schemas import (
     BulkMemorizeResult,
     DeadLetterPublic,
@@ -241,7 +241,12 @@ class MemoryService:
 
     def get(self, memory_id: str, caller: Caller = Caller(), *, scope: str | None = None) -> MemoryPublic:
         """One memory by id, from the caller's scope (or ``scope``) plus global. Raises ``MemoryNotFoundError``."""
-        return MemoryPublic.of(self._visible(memory_id, caller, scope))
+        memory = self._visible(memory_id, caller, scope)
+        readable = recall_scopes(caller.scope_for(scope, write=False))
+        edges = self.store.relations(memory.id)
+        ends = {m.id: m.scope for m in self.store.get_many([_other_end(r, memory.id) for r in edges])}
+        # An edge to a memory the caller cannot read is not shown: its id would say that it exists.
+        return MemoryPublic.of(memory, [r for r in edges if ends.get(_other_end(r, memory.id)) in readable])
 
     def forget(
         self, memory_id: str, *, confirm: bool, caller: Caller = Caller(), scope: str | None = None
@@ -304,3 +309,8 @@ class MemoryService:
         if isinstance(self.embedder, QueuedEmbedder):
             self.embedder.close()
         self.store.close()
+
+
+def _other_end(relation: Relation, memory_id: str) -> str:
+    """The memory at the far end of ``relation`` from ``memory_id``."""
+    return relation.target_id if relation.source_id == memory_id else relation.source_id

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar
@@ -33,7 +34,7 @@ from pydantic import ValidationError as PydanticValidationError
 from hivemem.errors import ValidationError as HivememValidationError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
 from hivemem.limits import DEFAULT_LIMITS, Limits, details_problem, text_pattern
-from hivemem.model import Hit, Memory, MemoryType, Source, WriteOutcome
+from hivemem.model import Hit, Memory, MemoryType, Relation, RelationType, Source, WriteOutcome
 from hivemem.scope import MAX_SCOPE_LENGTH, SCOPE_PATTERN, SCOPE_RULE, validate_scope
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "RecallRequest",
     "RecallResponse",
     "RecallResult",
+    "RelationPublic",
     "RequestSchemas",
     "ScopeName",
     "describe_errors",
@@ -382,8 +384,25 @@ class DeadLetterPublic(BaseModel):
         )
 
 
+class RelationPublic(BaseModel):
+    """A typed edge between two memories, as callers see it (``supersedes``: source replaced target)."""
+
+    source_id: str
+    target_id: str
+    type: RelationType
+    strength: float
+
+    @classmethod
+    def of(cls, relation: Relation) -> RelationPublic:
+        """The public view of a stored relation."""
+        return cls(
+            source_id=relation.source_id, target_id=relation.target_id, type=relation.type, strength=relation.strength
+        )
+
+
 class MemoryPublic(BaseModel):
-    """A memory as callers see it (no embedding)."""
+    """A memory as callers see it (no embedding). ``valid_to`` is set once something superseded it;
+    ``relations`` (on a get by id) are its edges to memories the caller can read."""
 
     id: str
     title: str
@@ -401,10 +420,12 @@ class MemoryPublic(BaseModel):
     last_accessed_at: datetime | None
     access_count: int
     details: dict[str, Any]
+    valid_to: datetime | None = None
+    relations: list[RelationPublic] = Field(default_factory=list)
 
     @classmethod
-    def of(cls, memory: Memory) -> MemoryPublic:
-        """The public view of a stored memory."""
+    def of(cls, memory: Memory, relations: Sequence[Relation] = ()) -> MemoryPublic:
+        """The public view of a stored memory (with ``relations`` when given)."""
         return cls(
             id=memory.id,
             title=memory.title,
@@ -422,6 +443,8 @@ class MemoryPublic(BaseModel):
             last_accessed_at=memory.last_accessed_at,
             access_count=memory.access_count,
             details=memory.details,
+            valid_to=memory.valid_to,
+            relations=[RelationPublic.of(r) for r in relations],
         )
 
 
@@ -438,6 +461,7 @@ class RecallResult(BaseModel):
     score: float
     created_at: datetime
     tags: list[str]
+    valid_to: datetime | None = Field(default=None, description="Set when a newer memory superseded this one.")
     label: str = Field(description="`[CONFIRMED]` when a user vouched for it, else `[INFERRED]`: verify those.")
     explain: dict[str, float | int | None] | None = None
 

@@ -77,3 +77,8 @@ def test_a_switch_of_language_supersedes_the_old_preference_which_stays_reachabl
     assert [(r.source_id, r.target_id, r.type) for r in links] == [(new.id, old.id, RelationType.SUPERSEDES)]
     (record,) = [e for e in service.store.audit_log(new.id) if e.action == "supersede"]
     assert record.detail["superseded"] == old.id
+    # Callers see it too: the old memory is no longer valid, and its edge names what replaced it.
+    assert found[1].valid_to is not None and found[0].valid_to is None
+    shown = service.get(old.id, CALLER)
+    assert shown.valid_to is not None
+    assert [(r.source_id, r.type) for r in shown.relations] == [(new.id, RelationType.SUPERSEDES)]
