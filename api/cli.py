@@ -84,6 +84,14 @@ def _parser() -> argparse.ArgumentParser:
         "--scope", default=None, help="the memory's scope (default: derived from the working directory)"
     )
 
+    memory = sub.add_parser("memory", help="a memory's audit trail, and undoing a merge or a supersede")
+    memory_sub = memory.add_subparsers(dest="memory_command", required=True)
+    audit = memory_sub.add_parser("audit", help="the audit records of one memory (forget, merge, supersede, undo)")
+    audit.add_argument("id")
+    audit.add_argument("--scope", default=None, help="the memory's scope (default: derived from the working directory)")
+    undo = memory_sub.add_parser("undo", help="undo the merge or supersede an audit record names")
+    undo.add_argument("audit_id")
+
     add_knowledge_parser(sub)
     sub.add_parser("config", help="print the effective settings")
     add_opensearch_parser(sub)
@@ -236,6 +244,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         elif args.command == "forget":
             removed = service.forget(args.id, confirm=args.confirm, caller=caller, scope=args.scope)
             print(f"forgot {removed.id}: {removed.title}")
+        elif args.command == "memory" and args.memory_command == "audit":
+            _print_json([e.model_dump(mode="json") for e in service.audit_log(args.id, caller, scope=args.scope)])
+        elif args.command == "memory":
+            done = service.undo(args.audit_id, caller)
+            print(f"undid {done.action} {done.audit_id}: restored {', '.join(done.restored)}")
     finally:
         service.close()
     return 0

@@ -19,6 +19,7 @@ from starlette.routing import Match
 
 from api.service import FORGET_NEEDS_CONFIRM
 from hivemem.errors import (
+    AuditNotFoundError,
     BrokerUnavailableError,
     ConfigError,
     ConfirmationRequired,
@@ -55,6 +56,7 @@ _STATUS: tuple[tuple[type[HivememError], int, str], ...] = (
     (ConfirmationRequired, 400, "confirmation_required"),
     (MemoryNotFoundError, 404, "not_found"),
     (SourceNotFoundError, 404, "source_not_found"),
+    (AuditNotFoundError, 404, "audit_not_found"),
     (JobNotFoundError, 404, "job_not_found"),
     (BrokerUnavailableError, 503, "broker_unavailable"),
     (JobError, 500, "job_failed"),

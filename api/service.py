@@ -16,13 +16,15 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from api.undo import undo
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
-from hivemem.errors import ConfirmationRequired, MemoryNotFoundError, StoreError, ValidationError
+from hivemem.errors import AuditNotFoundError, ConfirmationRequired, MemoryNotFoundError, StoreError, ValidationError
 from hivemem.hashing import content_hash
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, Memory, Relation, RetrievalMode, new_memory_id, utcnow
 from hivemem.schemas import (
+    AuditPublic,
     BulkMemorizeResult,
     DeadLetterPublic,
     JobPublic,
@@ -33,6 +35,7 @@ from hivemem.schemas import (
     RecallRequest,
     RecallResponse,
     RecallResult,
+    UndoResult,
 )
 from hivemem.scope import recall_scopes
 from hivemem.tickets import Ticket
@@ -270,6 +273,26 @@ class MemoryService:
             )
         )
         return MemoryPublic.of(removed)
+
+    def audit_log(self, memory_id: str, caller: Caller = Caller(), *, scope: str | None = None) -> list[AuditPublic]:
+        """The audit records of one memory (it may be gone: a forget is audited), oldest first, of
+        the caller's scope (or ``scope``) plus global."""
+        readable = recall_scopes(caller.scope_for(scope, write=False))
+        return [AuditPublic.of(e) for e in self.store.audit_log(memory_id) if e.scope in readable]
+
+    def undo(self, audit_id: str, caller: Caller = Caller()) -> UndoResult:
+        """Undo the merge or supersede an audit record names (see :mod:`api.undo`).
+
+        Raises ``AuditNotFoundError`` for an unknown id or one outside the caller's scopes, and
+        ``ValidationError`` for another action or a record already undone.
+        """
+        event = self.store.audit_event(audit_id)
+        try:
+            caller.scope_for(event.scope, write=True)
+        except ValidationError:
+            raise AuditNotFoundError(f"no audit record with id {audit_id}") from None
+        restored = undo(self.store, self.embedder, event, caller.principal)
+        return UndoResult(audit_id=event.id, action=event.action, restored=restored)
 
     def warnings(self) -> list[str]:
         """What an operator should know at start: setups that work but can lose data."""

@@ -111,6 +111,10 @@ class MemoryNotFoundError(StoreError):
     """No memory with that id exists (or it is outside the caller's scopes)."""
 
 
+class AuditNotFoundError(StoreError):
+    """No audit record with that id exists (or it is outside the caller's scopes)."""
+
+
 class SourceNotFoundError(StoreError):
     """No indexed document with that uri or key exists in the caller's scopes."""
 

@@ -183,6 +183,7 @@ class AuditEvent:
     author: str
     detail: dict[str, Any] = field(default_factory=dict)
     at: datetime = field(default_factory=utcnow)
+    id: str = ""  # the store's, once written
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,17 @@ from hivemem.contradiction import judge
 from hivemem.hashing import content_hash
 from hivemem.model import AuditEvent, Memory, MemoryState, MemoryType, Relation, RelationType, Source, WriteOutcome
 
-__all__ = ["Neighbour", "Resolution", "ResolutionPolicy", "merge", "reinforce", "resolve", "resolves_by_meaning"]
+__all__ = [
+    "Neighbour",
+    "Resolution",
+    "ResolutionPolicy",
+    "merge",
+    "reinforce",
+    "resolve",
+    "resolves_by_meaning",
+    "restored",
+    "unmerged",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +178,43 @@ def _snapshot(memory: Memory) -> dict[str, Any]:
         "state": memory.state.value,
         "valid_to": None if memory.valid_to is None else memory.valid_to.isoformat(),
     }
+
+
+def restored(current: Memory, snapshot: dict[str, Any], now: datetime) -> Memory:
+    """``current`` with what an audit snapshot kept of it put back (undoing a merge or a supersede).
+    Its vector is left as it is: the caller embeds the restored text again."""
+    valid_to = snapshot.get("valid_to")
+    return replace(
+        current,
+        title=snapshot["title"],
+        content=snapshot["content"],
+        content_hash=snapshot["content_hash"],
+        importance=snapshot["importance"],
+        source=Source(snapshot["source"]),
+        tags=list(snapshot["tags"]),
+        related_files=list(snapshot["related_files"]),
+        valid_to=None if valid_to is None else datetime.fromisoformat(valid_to),
+        updated_at=now,
+    )
+
+
+def unmerged(snapshot: dict[str, Any], scope: str, now: datetime) -> Memory:
+    """The memory a merge folded in, as it came (undoing the merge); to be embedded again."""
+    return Memory(
+        id=snapshot["id"],
+        scope=scope,
+        title=snapshot["title"],
+        content=snapshot["content"],
+        content_hash=snapshot["content_hash"],
+        memory_type=MemoryType(snapshot["memory_type"]),
+        importance=snapshot["importance"],
+        source=Source(snapshot["source"]),
+        tags=list(snapshot["tags"]),
+        related_files=list(snapshot["related_files"]),
+        author=str(snapshot.get("author", "")),
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def _exact(incoming: Memory, exact_duplicate: Memory, now: datetime) -> Resolution:

@@ -34,13 +34,14 @@ from pydantic import ValidationError as PydanticValidationError
 from hivemem.errors import ValidationError as HivememValidationError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
 from hivemem.limits import DEFAULT_LIMITS, Limits, details_problem, text_pattern
-from hivemem.model import Hit, Memory, MemoryType, Relation, RelationType, Source, WriteOutcome
+from hivemem.model import AuditEvent, Hit, Memory, MemoryType, Relation, RelationType, Source, WriteOutcome
 from hivemem.scope import MAX_SCOPE_LENGTH, SCOPE_PATTERN, SCOPE_RULE, validate_scope
 
 __all__ = [
     "MAX_BULK_MEMORIES",
     "MAX_QUERIES",
     "MAX_QUERY_LENGTH",
+    "AuditPublic",
     "BulkMemorizeRequest",
     "BulkMemorizeResult",
     "DeadLetterPublic",
@@ -58,6 +59,7 @@ __all__ = [
     "RelationPublic",
     "RequestSchemas",
     "ScopeName",
+    "UndoResult",
     "describe_errors",
     "error_message",
     "request_schemas",
@@ -382,6 +384,39 @@ class DeadLetterPublic(BaseModel):
             attempts=letter.attempts,
             failed_at=letter.failed_at,
         )
+
+
+class AuditPublic(BaseModel):
+    """One audit record: a forget, merge, supersede or undo, with what it kept (``id`` undoes it)."""
+
+    id: str
+    action: str
+    memory_id: str
+    scope: str
+    author: str
+    detail: dict[str, Any]
+    at: datetime
+
+    @classmethod
+    def of(cls, event: AuditEvent) -> AuditPublic:
+        """The public view of an audit record."""
+        return cls(
+            id=event.id,
+            action=event.action,
+            memory_id=event.memory_id,
+            scope=event.scope,
+            author=event.author,
+            detail=event.detail,
+            at=event.at,
+        )
+
+
+class UndoResult(BaseModel):
+    """What an undo put back: the memories it restored or stored again."""
+
+    audit_id: str
+    action: str
+    restored: list[str]
 
 
 class RelationPublic(BaseModel):

@@ -157,7 +157,15 @@ class RelationStore(Protocol):
         ...
 
     def audit_log(self, memory_id: str | None = None) -> list[AuditEvent]:
-        """Audit records, oldest first, for one memory or all."""
+        """Audit records, oldest first, for one memory or all, each with its ``id``."""
+        ...
+
+    def audit_event(self, event_id: str) -> AuditEvent:
+        """One audit record by its ``id``. Raises ``AuditNotFoundError``."""
+        ...
+
+    def remove_relation(self, relation: Relation) -> bool:
+        """Remove the edge of ``relation``'s source, target and type; False when there was none."""
         ...
 
 

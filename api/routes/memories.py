@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel
 
 from api.deps import CallerDep, ServiceDep
 from hivemem.schemas import (
+    AuditPublic,
     BulkMemorizeRequest,
     BulkMemorizeResult,
     MemorizeAccepted,
@@ -22,6 +23,7 @@ from hivemem.schemas import (
     RecallResponse,
     RequestSchemas,
     ScopeName,
+    UndoResult,
 )
 
 __all__ = ["build_router"]
@@ -98,6 +100,22 @@ def build_router(schemas: RequestSchemas) -> APIRouter:
     def get_memory(memory_id: UUID, service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> MemoryPublic:
         """One memory by id, if it is in the scope (or the caller's) or global; 404 otherwise."""
         return service.get(str(memory_id), caller, scope=scope)
+
+    @router.get("/memories/{memory_id:uuid}/audit", response_model=list[AuditPublic])
+    def memory_audit(
+        memory_id: UUID, service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None
+    ) -> list[AuditPublic]:
+        """The audit records of one memory (forget, merge, supersede, undo), oldest first; each
+        record's `id` is what `POST /v1/audit/{id}/undo` takes."""
+        return service.audit_log(str(memory_id), caller, scope=scope)
+
+    @router.post("/audit/{audit_id}/undo", response_model=UndoResult)
+    def undo(
+        audit_id: Annotated[str, Path(min_length=1, max_length=64)], service: ServiceDep, caller: CallerDep
+    ) -> UndoResult:
+        """Undo a merge or a supersede: the memories as they were come back, and the undo is audited.
+        404 for an unknown record; 422 for another action or a record already undone."""
+        return service.undo(audit_id, caller)
 
     @router.delete("/memories/{memory_id:uuid}", response_model=MemoryPublic)
     def forget(

@@ -118,4 +118,5 @@ def audit_from_doc(doc: Json) -> AuditEvent:
         author=doc["author"],
         detail=dict(doc.get("detail") or {}),
         at=from_iso(doc["at"]),
+        id=str(doc["event_id"]),
     )

@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from hivemem.config import Settings
-from hivemem.errors import ConfigError, EmbeddingMismatchError, MemoryNotFoundError, StoreError
+from hivemem.errors import AuditNotFoundError, ConfigError, EmbeddingMismatchError, MemoryNotFoundError, StoreError
 from hivemem.fusion import Candidate
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, DuplicatePolicy, FusionMethod, Memory, Relation
 from hivemem.resolution import Resolution
@@ -282,6 +282,17 @@ class OpenSearchStore(DelegatesKnowledge):
     def relations(self, memory_id: str) -> list[Relation]:
         docs = self._cluster.scan(self._names.relations, _touching(memory_id), [{"created_at": "asc"}, {"type": "asc"}])
         return [relation_from_doc(doc) for doc in docs]
+
+    def audit_event(self, event_id: str) -> AuditEvent:
+        docs = list(self._cluster.scan(self._names.audit, {"term": {"event_id": event_id}}, [{"seq": "asc"}]))
+        if not docs:
+            raise AuditNotFoundError(f"no audit record with id {event_id}")
+        return audit_from_doc(docs[0])
+
+    def remove_relation(self, relation: Relation) -> bool:
+        line = {"delete": {"_index": self._names.relations, "_id": relation_id(relation)}}
+        (item,) = self._cluster.bulk([line], refresh="wait_for")
+        return int(item.get("status", 200)) < 300
 
     def audit_log(self, memory_id: str | None = None) -> list[AuditEvent]:
         query: Json = {"match_all": {}} if memory_id is None else {"term": {"memory_id": memory_id}}

@@ -104,4 +104,5 @@ def audit_from_row(row: sqlite3.Row) -> AuditEvent:
         author=row["author"],
         detail=json.loads(row["detail"]),
         at=_required_timestamp(row["at"]),
+        id=str(row["seq"]),
     )

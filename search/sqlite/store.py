@@ -30,6 +30,7 @@ import numpy as np
 
 from hivemem.coalescer import Coalescer
 from hivemem.errors import (
+    AuditNotFoundError,
     DuplicateMemoryError,
     EmbeddingMismatchError,
     MemoryNotFoundError,
@@ -574,6 +575,23 @@ class SQLiteStore(DelegatesKnowledge):
                 (memory_id, memory_id),
             ).fetchall()
         return [relation_from_row(r) for r in rows]
+
+    def audit_event(self, event_id: str) -> AuditEvent:
+        if not event_id.isdigit():
+            raise AuditNotFoundError(f"no audit record with id {event_id}")
+        with self._read() as conn:
+            row = conn.execute("SELECT * FROM audit WHERE seq = ?", (int(event_id),)).fetchone()
+        if row is None:
+            raise AuditNotFoundError(f"no audit record with id {event_id}")
+        return audit_from_row(row)
+
+    def remove_relation(self, relation: Relation) -> bool:
+        with self._write() as conn:
+            removed = conn.execute(
+                "DELETE FROM relations WHERE source_id = ? AND target_id = ? AND type = ?",
+                (relation.source_id, relation.target_id, relation.type.value),
+            ).rowcount
+        return bool(removed)
 
     def audit_log(self, memory_id: str | None = None) -> list[AuditEvent]:
         sql = "SELECT * FROM audit" + (" WHERE memory_id = ?" if memory_id is not None else "") + " ORDER BY seq"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hivemem.embedding import HashEmbedder
-from hivemem.errors import MemoryNotFoundError
+from hivemem.errors import AuditNotFoundError, MemoryNotFoundError
 from hivemem.model import AuditEvent, Relation, RelationType
 from search import Store
 from tests.contract.test_memories_contract import make
@@ -31,3 +31,27 @@ def test_audit_records_outlive_the_memory(store: Store, embedder: HashEmbedder) 
     log = store.audit_log(memory.id)
     assert [(e.action, e.author, e.detail["title"]) for e in log] == [("forget", "carol", memory.title)]
     assert len(store.audit_log()) == 1
+
+
+def test_an_audit_record_is_read_back_by_its_id(store: Store, embedder: HashEmbedder) -> None:
+    store.audit(AuditEvent("merge", "m1", "p", "dave", {"merged": "m2"}))
+    store.audit(AuditEvent("supersede", "m3", "p", "dave", {"superseded": "m1"}))
+    first, second = store.audit_log()
+    assert first.id and second.id and first.id != second.id
+    assert store.audit_event(second.id).detail == {"superseded": "m1"}
+    assert store.audit_event(first.id).action == "merge"
+    with pytest.raises(AuditNotFoundError):
+        store.audit_event("999999")
+    with pytest.raises(AuditNotFoundError):
+        store.audit_event("not-an-id")
+
+
+def test_a_relation_is_removed_by_its_ends_and_type(store: Store, embedder: HashEmbedder) -> None:
+    a, b = make(embedder, "old: builds use maven"), make(embedder, "new: builds use gradle")
+    store.put(a)
+    store.put(b)
+    store.add_relation(Relation(b.id, a.id, RelationType.SUPERSEDES))
+    store.add_relation(Relation(b.id, a.id, RelationType.RELATED_TO))
+    assert store.remove_relation(Relation(b.id, a.id, RelationType.SUPERSEDES)) is True
+    assert [r.type for r in store.relations(a.id)] == [RelationType.RELATED_TO]
+    assert store.remove_relation(Relation(b.id, a.id, RelationType.SUPERSEDES)) is False

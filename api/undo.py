@@ -1,0 +1,64 @@
+"""Undoing a merge or a supersede from its audit record.
+
+Each merge and supersede writes an audit record holding the memory as it was (and, for a merge, the
+memory folded in). Undo puts them back: a superseded memory is valid again and loses the
+``supersedes`` edge; a merged memory gets its own text back and the folded-in memory is stored on
+its own, under the id it was given. Restored texts are embedded again. The undo is itself audited,
+and an audit record can be undone once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hivemem.embedding import Embedder
+from hivemem.errors import ValidationError
+from hivemem.model import AuditEvent, DuplicatePolicy, Memory, Relation, RelationType, utcnow
+from hivemem.resolution import restored, unmerged
+from search.base import Store
+
+__all__ = ["UNDOABLE", "undo"]
+
+UNDOABLE = ("merge", "supersede")
+
+
+def _embedded(embedder: Embedder, memory: Memory) -> Memory:
+    vector = embedder.embed_passages([memory.embedding_text()])[0]
+    return replace(memory, embedding=vector, embedding_model=embedder.model_id)
+
+
+def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> list[str]:
+    """Undo the merge or supersede that ``event`` records; the ids of the memories put back.
+
+    Raises ``ValidationError`` for a record of another action or one already undone.
+    """
+    if event.action not in UNDOABLE:
+        raise ValidationError(
+            f"audit record {event.id} records a {event.action}: only a merge or a supersede can be undone"
+        )
+    if any(e.action == "undo" and e.detail.get("undid") == event.id for e in store.audit_log(event.memory_id)):
+        raise ValidationError(f"audit record {event.id} was already undone")
+    now = utcnow()
+    detail = event.detail
+    if event.action == "supersede":
+        old = store.get(str(detail["superseded"]))
+        store.put(restored(old, detail["before"], now), DuplicatePolicy.OVERWRITE)
+        store.remove_relation(Relation(event.memory_id, old.id, RelationType.SUPERSEDES))
+        ids = [old.id]
+    else:
+        merged = store.get(event.memory_id)
+        store.put(_embedded(embedder, restored(merged, detail["before"], now)), DuplicatePolicy.OVERWRITE)
+        separate = _embedded(embedder, unmerged(detail["incoming"], event.scope, now))
+        store.put(separate, DuplicatePolicy.OVERWRITE)
+        ids = [merged.id, separate.id]
+    store.audit(
+        AuditEvent(
+            "undo",
+            event.memory_id,
+            event.scope,
+            author,
+            {"undid": event.id, "action": event.action, "restored": ids},
+            now,
+        )
+    )
+    return ids

@@ -1,0 +1,99 @@
+"""Undoing a merge or a supersede from its audit record, over REST, on the real app."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from api.service import MemoryService
+from hivemem.hashing import content_hash
+from hivemem.model import Memory, RelationType, WriteOutcome, new_memory_id, utcnow
+from hivemem.resolution import Neighbour, ResolutionPolicy, resolve
+from search.base import ResolvesByMeaning
+
+SCOPE = "github.com/acme/api"
+HEADERS = {"X-Hivemem-Scope": SCOPE}
+POLICY = ResolutionPolicy(neighbours=5)
+
+
+def _memorize(client: TestClient, content: str) -> str:
+    answer = client.post("/v1/memories", json={"title": content[:40], "content": content, "scope": SCOPE})
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["id"])
+
+
+def _resolved_into(client: TestClient, old_id: str, content: str, cosine: float) -> tuple[WriteOutcome, Memory]:
+    """Write ``content`` as the resolver decides against ``old_id`` at ``cosine`` (the cosine set by
+    hand: the hash embedder of these tests is no judge of meaning)."""
+    service: MemoryService = client.app.state.service  # type: ignore[attr-defined]
+    store = service.store
+    assert isinstance(store, ResolvesByMeaning)
+    memory = Memory(
+        id=new_memory_id(), scope=SCOPE, title=content[:40], content=content, content_hash=content_hash(content)
+    )
+    memory.embedding = service.embedder.embed_passages([memory.embedding_text()])[0]
+    plan = resolve(memory, None, utcnow(), [Neighbour(store.get(old_id), cosine)], POLICY)
+    store.write_planned([memory], lambda *_: plan, neighbours=0)
+    return plan.outcome, plan.memory
+
+
+def _audit(client: TestClient, memory_id: str) -> list[dict[str, Any]]:
+    answer = client.get(f"/v1/memories/{memory_id}/audit", headers=HEADERS)
+    assert answer.status_code == 200, answer.text
+    return list(answer.json())
+
+
+def test_undoing_a_supersede_makes_the_old_memory_valid_again_once(client: TestClient) -> None:
+    old_id = _memorize(client, "The user prefers TypeScript for new services.")
+    outcome, new = _resolved_into(client, old_id, "We decided to drop TypeScript for Go in new services.", 0.7)
+    assert outcome is WriteOutcome.SUPERSEDED
+    assert client.get(f"/v1/memories/{old_id}", headers=HEADERS).json()["valid_to"] is not None
+    (record,) = [r for r in _audit(client, new.id) if r["action"] == "supersede"]
+    answer = client.post(f"/v1/audit/{record['id']}/undo", headers=HEADERS)
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"audit_id": record["id"], "action": "supersede", "restored": [old_id]}
+    old = client.get(f"/v1/memories/{old_id}", headers=HEADERS).json()
+    assert old["valid_to"] is None and old["relations"] == []
+    # Both memories stay; the undo is audited, and a second undo is refused, changing nothing.
+    assert client.get(f"/v1/memories/{new.id}", headers=HEADERS).status_code == 200
+    assert [r["action"] for r in _audit(client, new.id)] == ["supersede", "undo"]
+    again = client.post(f"/v1/audit/{record['id']}/undo", headers=HEADERS)
+    assert again.status_code == 422 and "already undone" in again.text
+
+
+def test_undoing_a_merge_gives_both_memories_their_own_text_back(client: TestClient) -> None:
+    old_id = _memorize(client, "We use Redis for the session cache.")
+    before = client.get(f"/v1/memories/{old_id}", headers=HEADERS).json()
+    outcome, merged = _resolved_into(client, old_id, "The Redis session cache has a TTL of 24 hours.", 0.7)
+    assert outcome is WriteOutcome.MERGED and merged.id == old_id
+    assert "TTL of 24 hours" in client.get(f"/v1/memories/{old_id}", headers=HEADERS).json()["content"]
+    (record,) = [r for r in _audit(client, old_id) if r["action"] == "merge"]
+    folded_in = record["detail"]["merged"]
+    assert client.get(f"/v1/memories/{folded_in}", headers=HEADERS).status_code == 404
+    done = client.post(f"/v1/audit/{record['id']}/undo", headers=HEADERS).json()
+    assert done["restored"] == [old_id, folded_in]
+    assert client.get(f"/v1/memories/{old_id}", headers=HEADERS).json()["content"] == before["content"]
+    separate = client.get(f"/v1/memories/{folded_in}", headers=HEADERS).json()
+    assert separate["content"] == "The Redis session cache has a TTL of 24 hours."
+    # Both are found again by their own words.
+    found = client.post("/v1/remember", json={"query": "session cache TTL hours", "scope": SCOPE}).json()["results"]
+    assert folded_in in [r["id"] for r in found]
+
+
+def test_only_merges_and_supersedes_can_be_undone_and_unknown_records_are_404(client: TestClient) -> None:
+    memory_id = _memorize(client, "A note that will be forgotten.")
+    assert client.delete(f"/v1/memories/{memory_id}", params={"confirm": "true"}, headers=HEADERS).status_code == 200
+    (record,) = _audit(client, memory_id)
+    refused = client.post(f"/v1/audit/{record['id']}/undo", headers=HEADERS)
+    assert refused.status_code == 422 and "only a merge or a supersede" in refused.text
+    missing = client.post("/v1/audit/999999/undo", headers=HEADERS)
+    assert missing.status_code == 404 and missing.json()["error"] == "audit_not_found"
+    assert client.post("/v1/audit/not-a-number/undo", headers=HEADERS).status_code == 404
+
+
+def test_a_supersede_link_is_what_the_undo_removes(client: TestClient) -> None:
+    old_id = _memorize(client, "Builds run with Maven.")
+    _, new = _resolved_into(client, old_id, "Builds moved from Maven to Gradle.", 0.7)
+    links = client.get(f"/v1/memories/{old_id}", headers=HEADERS).json()["relations"]
+    assert [(r["source_id"], r["type"]) for r in links] == [(new.id, RelationType.SUPERSEDES.value)]
