@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from api.service import MemoryService
+from hivemem.config import Settings
 from hivemem.hashing import content_hash
 from hivemem.model import Memory, RelationType, WriteOutcome, new_memory_id, utcnow
 from hivemem.resolution import Neighbour, ResolutionPolicy, resolve
@@ -97,3 +101,38 @@ def test_a_supersede_link_is_what_the_undo_removes(client: TestClient) -> None:
     _, new = _resolved_into(client, old_id, "Builds moved from Maven to Gradle.", 0.7)
     links = client.get(f"/v1/memories/{old_id}", headers=HEADERS).json()["relations"]
     assert [(r["source_id"], r["type"]) for r in links] == [(new.id, RelationType.SUPERSEDES.value)]
+
+
+def test_the_cli_lists_a_memorys_audit_trail_and_undoes_a_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from api.cli import main
+
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    service = MemoryService.from_settings(Settings())
+    try:
+        old = Memory(id=new_memory_id(), scope=SCOPE, title="Deploy day", content="Deploys run on Tuesdays.",
+                     content_hash=content_hash("Deploys run on Tuesdays."))  # fmt: skip
+        old.embedding = service.embedder.embed_passages([old.embedding_text()])[0]
+        service.store.put(old)
+        text = "Deploys run on Wednesdays now."
+        new = Memory(id=new_memory_id(), scope=SCOPE, title="Deploy day", content=text, content_hash=content_hash(text))
+        new.embedding = old.embedding
+        plan = resolve(new, None, utcnow(), [Neighbour(old, 0.7)], POLICY)
+        assert plan.outcome is WriteOutcome.SUPERSEDED
+        store = service.store
+        assert isinstance(store, ResolvesByMeaning)
+        store.write_planned([new], lambda *_: plan, neighbours=0)
+    finally:
+        service.close()
+    assert main(["memory", "audit", new.id, "--scope", SCOPE]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    assert (record["action"], record["detail"]["superseded"]) == ("supersede", old.id)
+    assert main(["memory", "undo", record["id"]]) == 0
+    assert f"undid supersede {record['id']}: restored {old.id}" in capsys.readouterr().out
+    reopened = MemoryService.from_settings(Settings())
+    try:
+        assert reopened.store.get(old.id).valid_to is None
+    finally:
+        reopened.close()
