@@ -13,6 +13,10 @@ cosines, and applies the :class:`Resolution` it returns as one unit. The default
   recall ranks it down); a compatible fact is **merged** into the old memory, which then holds both;
 - anything else is **stored**.
 
+A memory stored new (or superseding) is linked ``similar`` to up to ``auto_links`` (5) of those
+neighbours at cosine ≥ ``auto_link_at`` (0.40), the strength being the cosine: the graph recall
+walks.
+
 Only memories of the same type are candidates; a merge that would grow a memory past
 ``merge_max_chars`` stores instead; events (conversation turns, handoffs, progress notes) and
 imported records are resolved by their exact content only (see :func:`resolves_by_meaning`).
@@ -61,6 +65,8 @@ class ResolutionPolicy:
     reinforce_at: float = 0.85
     contradiction_at: float = 0.65
     merge_max_chars: int = 2000
+    auto_links: int = 5
+    auto_link_at: float = 0.40
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.contradiction_at <= self.reinforce_at <= 1.0:
@@ -226,6 +232,24 @@ def _exact(incoming: Memory, exact_duplicate: Memory, now: datetime) -> Resoluti
     )
 
 
+def _similar_links(
+    incoming: Memory, neighbours: Sequence[Neighbour], policy: ResolutionPolicy, now: datetime
+) -> tuple[Relation, ...]:
+    near = sorted(
+        (n for n in neighbours if n.memory.id != incoming.id and n.cosine >= policy.auto_link_at),
+        key=lambda n: n.cosine,
+        reverse=True,
+    )[: policy.auto_links]
+    return tuple(
+        Relation(incoming.id, n.memory.id, RelationType.SIMILAR, round(n.cosine, 4), incoming.author, now) for n in near
+    )
+
+
+def _stored(incoming: Memory, neighbours: Sequence[Neighbour], policy: ResolutionPolicy, now: datetime) -> Resolution:
+    links = _similar_links(incoming, neighbours, policy, now) if policy.neighbours else ()
+    return Resolution(WriteOutcome.STORED, incoming, relations=links)
+
+
 def resolve(
     incoming: Memory,
     exact_duplicate: Memory | None,
@@ -246,7 +270,7 @@ def resolve(
         and n.memory.memory_type is incoming.memory_type
     ]
     if policy.neighbours == 0 or not candidates or not resolves_by_meaning(incoming):
-        return Resolution(WriteOutcome.STORED, incoming)
+        return _stored(incoming, neighbours, policy, now)
     best = max(candidates, key=lambda n: n.cosine)
     old = best.memory
     if best.cosine >= policy.reinforce_at:
@@ -257,7 +281,7 @@ def resolve(
             reason=f"the same fact in other words (cosine {best.cosine:.2f})",
         )
     if best.cosine < policy.contradiction_at:
-        return Resolution(WriteOutcome.STORED, incoming)
+        return _stored(incoming, neighbours, policy, now)
     verdict = judge(old.content, incoming.content)
     if verdict.relation is Judged.CONTRADICTS:
         link = Relation(incoming.id, old.id, RelationType.SUPERSEDES, 1.0, incoming.author, now)
@@ -274,7 +298,7 @@ def resolve(
             incoming,
             old.id,
             updates=(replace(old, valid_to=now, updated_at=now),),
-            relations=(link,),
+            relations=(link, *(r for r in _similar_links(incoming, neighbours, policy, now) if r.target_id != old.id)),
             audit=(record,),
             reason=verdict.reason,
         )
@@ -295,4 +319,4 @@ def resolve(
             now,
         )
         return Resolution(WriteOutcome.MERGED, merged, old.id, audit=(record,), reason=verdict.reason)
-    return Resolution(WriteOutcome.STORED, incoming)
+    return _stored(incoming, neighbours, policy, now)

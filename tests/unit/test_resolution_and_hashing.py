@@ -140,3 +140,16 @@ def test_a_merge_that_would_grow_a_memory_past_its_limit_stores_instead() -> Non
     incoming = _said("new", "The Redis session cache has a TTL of 24 hours.")
     assert len(old.content) < POLICY.merge_max_chars
     assert resolve(incoming, None, utcnow(), [Neighbour(old, 0.7)], POLICY).outcome is WriteOutcome.STORED
+
+
+def test_a_new_memory_is_linked_similar_to_up_to_five_neighbours_from_cosine_040() -> None:
+    incoming = _said("new", "The office coffee machine is descaled every Monday.")
+    near = [Neighbour(_said(f"n{i}", f"Unrelated note number {i}."), 0.62 - i * 0.04) for i in range(7)]
+    resolution = resolve(incoming, None, utcnow(), near, POLICY)
+    assert resolution.outcome is WriteOutcome.STORED
+    links = [(r.source_id, r.target_id, r.type, r.strength) for r in resolution.relations]
+    # cosines 0.62, 0.58, 0.54, 0.50, 0.46 (the 0.42 one makes six: five at most), strongest first
+    assert links == [("new", f"n{i}", RelationType.SIMILAR, round(0.62 - i * 0.04, 4)) for i in range(5)]
+    below = [Neighbour(_said("far", "Far away."), 0.39)]
+    assert resolve(incoming, None, utcnow(), below, POLICY).relations == ()
+    assert resolve(incoming, None, utcnow(), near, ResolutionPolicy(neighbours=0)).relations == ()
