@@ -35,6 +35,7 @@ from hivemem.errors import (
     SourceNotFoundError,
     StoreCorruptError,
     StoreUnavailableError,
+    UndoRefused,
     ValidationError,
 )
 from hivemem.schemas import ErrorBody, describe_errors, error_message
@@ -61,6 +62,7 @@ _STATUS: tuple[tuple[type[HivememError], int, str], ...] = (
     (BrokerUnavailableError, 503, "broker_unavailable"),
     (JobError, 500, "job_failed"),
     (DuplicateMemoryError, 409, "duplicate"),
+    (UndoRefused, 409, "cannot_undo"),
     (EmbeddingMismatchError, 409, "embedding_mismatch"),
     (StoreCorruptError, 503, "store_corrupt"),
     (StoreUnavailableError, 503, "store_unavailable"),
@@ -102,7 +104,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: _described("A web page of an origin not in `HIVEMEM_CORS_ORIGINS` sent the request."),
     404: _described("No such memory, job or route (or not in the caller's scopes)."),
     405: _described("The route does not take this method."),
-    409: _described("A conflict with what is stored (another embedding model)."),
+    409: _described("A conflict with what is stored (another embedding model, a record already undone)."),
     413: _described("The body is larger than `HIVEMEM_MAX_REQUEST_BYTES`."),
     421: _described("The `Host` header names a host this server does not answer to."),
     422: _described("A field is invalid; `field` and `detail` say which and why. Nothing was written."),

@@ -35,12 +35,14 @@ from hivemem.schemas import (
     RecallRequest,
     RecallResponse,
     RecallResult,
+    RelatedResult,
     UndoResult,
 )
 from hivemem.scope import recall_scopes
 from hivemem.tickets import Ticket
 from search import SearchFilter, Store, open_store
 from search.base import Warms
+from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
 from workers.runner import InProcessRunner, Runner
@@ -51,6 +53,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = ["FORGET_NEEDS_CONFIRM", "Caller", "MemoryService", "make_runner"]
+
+# Memories linked to the results that recall adds, labelled "via graph".
+GRAPH_NEIGHBOURS = 3
 
 FORGET_NEEDS_CONFIRM = (
     "forget deletes a memory for good: call again with confirm=true. "
@@ -233,7 +238,12 @@ class MemoryService:
         )
         if reinforce:
             self.runner.record_access([h.memory.id for h in hits])
-        return RecallResponse(results=[RecallResult.of(h, explain=request.explain) for h in hits], scopes=scopes)
+        linked = graph_neighbours(self.store, hits, where, limit=GRAPH_NEIGHBOURS, hops=request.graph_hops)
+        return RecallResponse(
+            results=[RecallResult.of(h, explain=request.explain) for h in hits],
+            related=[RelatedResult.reached(g.memory, g.score, g.linked_from, g.relation) for g in linked],
+            scopes=scopes,
+        )
 
     def _visible(self, memory_id: str, caller: Caller, scope: str | None) -> Memory:
         """The memory, if it is in the caller's recall scopes; else the same error as for an unknown id."""
@@ -284,7 +294,7 @@ class MemoryService:
         """Undo the merge or supersede an audit record names (see :mod:`api.undo`).
 
         Raises ``AuditNotFoundError`` for an unknown id or one outside the caller's scopes, and
-        ``ValidationError`` for another action or a record already undone.
+        ``UndoRefused`` for another action or a record already undone.
         """
         event = self.store.audit_event(audit_id)
         try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hivemem.embedding import Embedder
-from hivemem.errors import ValidationError
+from hivemem.errors import UndoRefused
 from hivemem.model import AuditEvent, DuplicatePolicy, Memory, Relation, RelationType, utcnow
 from hivemem.resolution import restored, unmerged
 from search.base import Store
@@ -30,14 +30,14 @@ def _embedded(embedder: Embedder, memory: Memory) -> Memory:
 def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> list[str]:
     """Undo the merge or supersede that ``event`` records; the ids of the memories put back.
 
-    Raises ``ValidationError`` for a record of another action or one already undone.
+    Raises ``UndoRefused`` for a record of another action or one already undone.
     """
     if event.action not in UNDOABLE:
-        raise ValidationError(
+        raise UndoRefused(
             f"audit record {event.id} records a {event.action}: only a merge or a supersede can be undone"
         )
     if any(e.action == "undo" and e.detail.get("undid") == event.id for e in store.audit_log(event.memory_id)):
-        raise ValidationError(f"audit record {event.id} was already undone")
+        raise UndoRefused(f"audit record {event.id} was already undone")
     now = utcnow()
     detail = event.detail
     if event.action == "supersede":

@@ -87,6 +87,10 @@ class ConfirmationRequired(HivememError):
     """A destructive operation (forget) was called without ``confirm=true``."""
 
 
+class UndoRefused(HivememError):
+    """The audit record names something that cannot be undone (not a merge or a supersede), or was undone already."""
+
+
 class EmbeddingError(HivememError):
     """The embedding model could not be loaded or failed to encode."""
 

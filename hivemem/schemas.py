@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -56,6 +56,7 @@ __all__ = [
     "RecallRequest",
     "RecallResponse",
     "RecallResult",
+    "RelatedResult",
     "RelationPublic",
     "RequestSchemas",
     "ScopeName",
@@ -236,6 +237,9 @@ class RecallRequest(BaseModel):
     created_before: Timestamp | None = None
     min_relevance: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 0.0
     explain: StrictBool = False
+    graph_hops: Annotated[StrictInt, Field(ge=0, le=2), BeforeValidator(_whole_number)] = Field(
+        default=1, description="Edges walked from the results to the memories in `related` (0: none)."
+    )
 
     @field_validator("query", mode="wrap")
     @classmethod
@@ -512,10 +516,26 @@ class RecallResult(BaseModel):
         )
 
 
+class RelatedResult(RecallResult):
+    """A memory linked to a result (up to 3, ``via`` "graph"): the result it hangs off, and how."""
+
+    via: Literal["graph"] = "graph"
+    linked_from: str
+    relation: RelationType
+
+    @classmethod
+    def reached(cls, memory: Memory, score: float, linked_from: str, relation: RelationType) -> RelatedResult:
+        """The public view of a memory reached through an edge."""
+        shown = RecallResult.of(Hit(memory=memory, score=score)).model_dump(exclude={"explain"})
+        return cls(**shown, linked_from=linked_from, relation=relation)
+
+
 class RecallResponse(BaseModel):
-    """The answer to remember, and the scopes it searched (the caller's scope plus global)."""
+    """The answer to remember, and the scopes it searched (the caller's scope plus global).
+    ``related``: memories linked to the results (``graph_hops`` edges away), not in them."""
 
     results: list[RecallResult]
+    related: list[RelatedResult] = Field(default_factory=list)
     scopes: list[str] = Field(default_factory=list)
 
 

@@ -101,12 +101,15 @@ def build_router(schemas: RequestSchemas) -> APIRouter:
         """One memory by id, if it is in the scope (or the caller's) or global; 404 otherwise."""
         return service.get(str(memory_id), caller, scope=scope)
 
-    @router.get("/memories/{memory_id:uuid}/audit", response_model=list[AuditPublic])
+    @router.get("/audit", response_model=list[AuditPublic])
     def memory_audit(
-        memory_id: UUID, service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None
+        memory_id: Annotated[UUID, Query(description="The memory whose records to list (it may be forgotten).")],
+        service: ServiceDep,
+        caller: CallerDep,
+        scope: ScopeQuery = None,
     ) -> list[AuditPublic]:
-        """The audit records of one memory (forget, merge, supersede, undo), oldest first; each
-        record's `id` is what `POST /v1/audit/{id}/undo` takes."""
+        """The audit records of one memory (forget, merge, supersede, undo), oldest first, of the scope
+        (or the caller's) and global; each record's `id` is what `POST /v1/audit/{id}/undo` takes."""
         return service.audit_log(str(memory_id), caller, scope=scope)
 
     @router.post("/audit/{audit_id}/undo", response_model=UndoResult)
@@ -114,7 +117,7 @@ def build_router(schemas: RequestSchemas) -> APIRouter:
         audit_id: Annotated[str, Path(min_length=1, max_length=64)], service: ServiceDep, caller: CallerDep
     ) -> UndoResult:
         """Undo a merge or a supersede: the memories as they were come back, and the undo is audited.
-        404 for an unknown record; 422 for another action or a record already undone."""
+        404 for an unknown record; 409 for another action or a record already undone."""
         return service.undo(audit_id, caller)
 
     @router.delete("/memories/{memory_id:uuid}", response_model=MemoryPublic)

@@ -10,7 +10,7 @@ import pytest
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.model import Relation, RelationType
-from hivemem.schemas import MemorizeResult, MemoryCreate
+from hivemem.schemas import MemorizeResult, MemoryCreate, RecallRequest
 
 
 @pytest.fixture
@@ -39,3 +39,25 @@ def test_get_shows_the_edges_to_readable_memories_only(service: MemoryService) -
     service.store.add_relation(Relation(hidden, note, RelationType.RELATED_TO))
     shown = service.get(note, Caller(default_scope="github.com/acme/api"))
     assert [(r.source_id, r.target_id, r.type) for r in shown.relations] == [(newer, note, RelationType.SUPERSEDES)]
+
+
+def test_recall_adds_the_memories_linked_to_its_results_labelled_via_graph(service: MemoryService) -> None:
+    scope = "github.com/acme/api"
+    caller = Caller(default_scope=scope)
+    goal = _stored(service, "Goal: cut the p95 latency of checkout below 300 ms.", scope)
+    finding = _stored(service, "Zorblax caching of the tax table removed 120 ms from checkout.", scope)
+    second = _stored(service, "The payment provider answers in 80 ms from Frankfurt.", scope)
+    hidden = _stored(service, "Team B benchmarks checkout on Fridays.", "github.com/acme/secret")
+    service.store.add_relation(Relation(finding, goal, RelationType.ACHIEVES, strength=0.9))
+    service.store.add_relation(Relation(goal, second, RelationType.RELATED_TO, strength=0.5))
+    service.store.add_relation(Relation(hidden, finding, RelationType.SIMILAR))
+    found = service.remember(RecallRequest(query="zorblax caching tax table", limit=1), caller)
+    assert [r.id for r in found.results] == [finding]
+    assert [(r.id, r.via, r.linked_from, r.relation) for r in found.related] == [
+        (goal, "graph", finding, RelationType.ACHIEVES)
+    ]  # the other scope's memory is never reached
+    two = service.remember(RecallRequest(query="zorblax caching tax table", limit=1, graph_hops=2), caller)
+    assert [r.id for r in two.related] == [goal, second]
+    assert two.related[0].score > two.related[1].score
+    none = service.remember(RecallRequest(query="zorblax caching tax table", limit=1, graph_hops=0), caller)
+    assert none.related == []

@@ -43,7 +43,7 @@ def _resolved_into(client: TestClient, old_id: str, content: str, cosine: float)
 
 
 def _audit(client: TestClient, memory_id: str) -> list[dict[str, Any]]:
-    answer = client.get(f"/v1/memories/{memory_id}/audit", headers=HEADERS)
+    answer = client.get("/v1/audit", params={"memory_id": memory_id}, headers=HEADERS)
     assert answer.status_code == 200, answer.text
     return list(answer.json())
 
@@ -63,7 +63,7 @@ def test_undoing_a_supersede_makes_the_old_memory_valid_again_once(client: TestC
     assert client.get(f"/v1/memories/{new.id}", headers=HEADERS).status_code == 200
     assert [r["action"] for r in _audit(client, new.id)] == ["supersede", "undo"]
     again = client.post(f"/v1/audit/{record['id']}/undo", headers=HEADERS)
-    assert again.status_code == 422 and "already undone" in again.text
+    assert again.status_code == 409 and "already undone" in again.text
 
 
 def test_undoing_a_merge_gives_both_memories_their_own_text_back(client: TestClient) -> None:
@@ -90,7 +90,7 @@ def test_only_merges_and_supersedes_can_be_undone_and_unknown_records_are_404(cl
     assert client.delete(f"/v1/memories/{memory_id}", params={"confirm": "true"}, headers=HEADERS).status_code == 200
     (record,) = _audit(client, memory_id)
     refused = client.post(f"/v1/audit/{record['id']}/undo", headers=HEADERS)
-    assert refused.status_code == 422 and "only a merge or a supersede" in refused.text
+    assert refused.status_code == 409 and "only a merge or a supersede" in refused.text
     missing = client.post("/v1/audit/999999/undo", headers=HEADERS)
     assert missing.status_code == 404 and missing.json()["error"] == "audit_not_found"
     assert client.post("/v1/audit/not-a-number/undo", headers=HEADERS).status_code == 404
