@@ -28,9 +28,11 @@ from pydantic import (
     WithJsonSchema,
     create_model,
     field_validator,
+    model_validator,
 )
 from pydantic import ValidationError as PydanticValidationError
 
+from hivemem.engineering import details_shape_problem, implied_importance
 from hivemem.errors import ValidationError as HivememValidationError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
 from hivemem.limits import DEFAULT_LIMITS, Limits, details_problem, text_pattern
@@ -219,6 +221,18 @@ class MemoryCreate(BaseModel):
         if problem is not None:
             raise ValueError(problem)
         return value
+
+    @model_validator(mode="after")
+    def _engineering_state(self) -> MemoryCreate:
+        # Failures and progress notes carry structured details (hivemem.engineering); their
+        # severity or status sets the importance unless the caller gave one.
+        problem = details_shape_problem(self.memory_type, self.details)
+        if problem is not None:
+            raise ValueError(problem)
+        implied = implied_importance(self.memory_type, self.details)
+        if implied is not None and "importance" not in self.model_fields_set:
+            self.importance = implied
+        return self
 
 
 class RecallRequest(BaseModel):
