@@ -226,8 +226,13 @@ class KnowledgeService:
             if is_url(given):
                 sources.append(given)
                 continue
-            path = Path(given).expanduser()
-            if path.is_dir():
+            try:
+                path = Path(given).expanduser()
+                is_folder, is_list = path.is_dir(), path.suffix.lower() == ".urls" and path.is_file()
+            except (OSError, RuntimeError):
+                sources.append(given)  # a name no file can have: it fails as its document, saying why
+                continue
+            if is_folder:
                 real = path.resolve()
                 if access.allowed is not None and not any(real.is_relative_to(f) for f in access.allowed):
                     access.resolve(given)  # raises the refusal with its reason
@@ -241,7 +246,7 @@ class KnowledgeService:
                         if not globs and Path(name).suffix.lower() not in EXTENSIONS:
                             continue
                         sources.append(str(Path(root) / name))
-            elif path.suffix.lower() == ".urls" and path.is_file():
+            elif is_list:
                 for line in access.resolve(given).read_text(encoding="utf-8").splitlines():
                     line = line.strip()
                     if line and not line.startswith("#"):

@@ -15,7 +15,13 @@ from typing import Any
 
 from hivemem.model import MemoryType
 
-__all__ = ["SEVERITY_IMPORTANCE", "STATUS_IMPORTANCE", "details_shape_problem", "implied_importance"]
+__all__ = [
+    "SEVERITY_IMPORTANCE",
+    "STATUS_IMPORTANCE",
+    "details_json_schema",
+    "details_shape_problem",
+    "implied_importance",
+]
 
 SEVERITY_IMPORTANCE: Mapping[str, float] = {"low": 0.4, "medium": 0.6, "high": 0.8, "critical": 1.0}
 # A blocked feature is what a team most needs to see; a done one matters less each day.
@@ -76,3 +82,38 @@ def implied_importance(memory_type: MemoryType, details: Mapping[str, Any]) -> f
     if memory_type is MemoryType.PROGRESS:
         return STATUS_IMPORTANCE.get(str(details.get("status")))
     return None
+
+
+_NON_BLANK: dict[str, Any] = {"type": "string", "pattern": "\\S"}
+_FIELD_SCHEMAS: Mapping[str, dict[str, Any]] = {
+    "severity": {"enum": list(SEVERITY_IMPORTANCE)},
+    "status": {"enum": list(STATUS_IMPORTANCE)},
+    "completion": {"type": "number", "minimum": 0, "maximum": 100},
+    "related_test_ids": {"type": "array", "items": _NON_BLANK},
+    "blockers": {"type": "array", "items": _NON_BLANK},
+}
+
+
+def details_json_schema() -> list[dict[str, Any]]:
+    """The same rules as JSON Schema ``if``/``then`` clauses of a memory, so that the OpenAPI and
+    MCP schemas state them (a client generating requests from the schema meets them)."""
+    clauses = []
+    for memory_type, (required, optional) in _SHAPES.items():
+        properties = {name: _FIELD_SCHEMAS.get(name, _NON_BLANK) for name in (*required, *optional)}
+        clauses.append(
+            {
+                "if": {"properties": {"memory_type": {"const": memory_type.value}}, "required": ["memory_type"]},
+                "then": {
+                    "required": ["details"],
+                    "properties": {
+                        "details": {
+                            "type": "object",
+                            "properties": properties,
+                            "required": list(required),
+                            "additionalProperties": False,
+                        }
+                    },
+                },
+            }
+        )
+    return clauses

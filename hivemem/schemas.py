@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
-from hivemem.engineering import details_shape_problem, implied_importance
+from hivemem.engineering import details_json_schema, details_shape_problem, implied_importance
 from hivemem.errors import ValidationError as HivememValidationError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
 from hivemem.limits import DEFAULT_LIMITS, Limits, details_problem, text_pattern
@@ -73,6 +73,10 @@ MAX_BULK_MEMORIES = 1000
 MAX_QUERY_LENGTH = 2000
 
 _STRICT = ConfigDict(extra="forbid")
+
+
+def _with_engineering_rules(schema: dict[str, Any]) -> None:
+    schema["allOf"] = details_json_schema()
 
 
 class _TextRule:
@@ -199,7 +203,8 @@ class MemoryCreate(BaseModel):
     with (see :func:`request_schemas`).
     """
 
-    model_config = _STRICT
+    # The rules of failure and progress details, stated in the schema too (hivemem.engineering).
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_with_engineering_rules)
     limits: ClassVar[Limits] = DEFAULT_LIMITS
 
     title: Title

@@ -90,6 +90,8 @@ def test_private_and_reserved_addresses_are_refused_in_every_spelling(url: str) 
         ("http://user:secret@example.com/", "credentials"),
         ("http:///nohost", "no host"),
         ("http://no-such-host.invalid/", "cannot resolve"),
+        ("http://[::1/", "not a valid URL"),
+        ("http://example.com:99999/", "bad port"),
     ],
 )
 def test_other_bad_urls_are_refused(url: str, reason: str) -> None:

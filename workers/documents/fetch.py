@@ -61,13 +61,16 @@ def _refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
 
 def check_url(url: str, limits: FetchLimits) -> tuple[str, str, int]:
     """The scheme, the checked address to connect to, and the port of ``url``. Raises ``DocumentError``."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError as exc:  # "http://[::1/": an unclosed IPv6 literal, and the like
+        raise DocumentError(f"refused: not a valid URL ({exc})", source=url) from exc
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         raise DocumentError(f"refused: only http and https URLs are fetched, not {scheme or 'a bare path'}", source=url)
     if parts.username or parts.password:
         raise DocumentError("refused: credentials in a URL are not sent", source=url)
-    host = parts.hostname
     if not host:
         raise DocumentError("refused: the URL names no host", source=url)
     try:

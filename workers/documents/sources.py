@@ -48,6 +48,14 @@ class FileAccess:
 
     def resolve(self, source: str) -> Path:
         """The real path of a file source, checked. Raises ``DocumentError``."""
+        try:
+            return self._resolve(source)
+        except (OSError, RuntimeError) as exc:
+            # A name the file system refuses (a component over 255 bytes), or ~user of no user.
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise DocumentError(f"cannot read this path: {reason}", source=source) from exc
+
+    def _resolve(self, source: str) -> Path:
         path = Path(source).expanduser()
         if self.allowed is not None and not path.is_absolute():
             raise DocumentAccessDenied("refused: name files by absolute path on this server", source=source)

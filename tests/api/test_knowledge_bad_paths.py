@@ -1,0 +1,51 @@
+"""Paths no file can have, and URLs no parser takes, are clear refusals or document failures, never a 500."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from api.service import Caller, MemoryService
+from hivemem.knowledge_schemas import IngestRequest
+from workers.documents.sources import FileAccess
+
+HEADERS = {"X-Hivemem-Scope": "github.com/acme/docs"}
+
+
+def _finished(client: TestClient, job_id: str) -> dict[str, Any]:
+    while (job := client.get(f"/v1/jobs/{job_id}").json())["state"] not in ("done", "failed"):
+        time.sleep(0.02)
+    return dict(job)
+
+
+def test_names_the_file_system_refuses_are_answered_not_crashed_on(client: TestClient) -> None:
+    for path in ("/" + "a" * 300, "/tmp/" + "ä" * 200 + "/notes.md"):
+        answer = client.post("/v1/knowledge/ingest", json={"paths": [path]}, headers=HEADERS)
+        assert answer.status_code == 403 and answer.json()["error"] == "document_access_denied", answer.text
+    # ~user of no user: accepted like a missing file, and failed as its document, saying why.
+    accepted = client.post("/v1/knowledge/ingest", json={"paths": ["~no-such-user-here/notes.md"]}, headers=HEADERS)
+    assert accepted.status_code == 202, accepted.text
+    (item,) = _finished(client, accepted.json()["id"])["result"]["items"]
+    assert item["outcome"] == "failed" and "cannot read this path" in item["error"]
+
+
+def test_a_malformed_url_fails_as_its_document_and_the_job_ends_done(client: TestClient) -> None:
+    accepted = client.post("/v1/knowledge/ingest", json={"paths": ["http://[::1/"]}, headers=HEADERS)
+    assert accepted.status_code == 202, accepted.text
+    job = _finished(client, accepted.json()["id"])
+    assert job["state"] == "done", job
+    (item,) = job["result"]["items"]
+    assert item["outcome"] == "failed" and "not a valid URL" in item["error"]
+
+
+def test_the_cli_path_reports_an_impossible_name_as_that_documents_failure(client: TestClient) -> None:
+    service: MemoryService = client.app.state.service  # type: ignore[attr-defined]
+    report = service.knowledge.ingest(
+        IngestRequest(paths=["/" + "a" * 300, "~no-such-user-here/notes.md"], scope="github.com/acme/docs"),
+        Caller(default_scope="github.com/acme/docs"),
+        FileAccess(),  # the CLI's: any local file
+    )
+    assert report.failed == 2 and report.indexed == 0
+    assert all("cannot read this path" in f.error for f in report.failures), report.failures
