@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pydantic
 
@@ -37,6 +38,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    """A command-line JSON object (``--details``), or a usage error saying what is wrong."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
 def _int_list(text: str) -> list[int]:
     """An argparse type: a comma list of whole numbers of at least 1."""
     return [_positive_int(part.strip()) for part in text.split(",") if part.strip()]
@@ -61,7 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     memorize.add_argument(
         "--type", dest="memory_type", default=MemoryType.FACT.value, choices=[t.value for t in MemoryType]
     )
-    memorize.add_argument("--importance", type=float, default=0.5)
+    memorize.add_argument(
+        "--importance", type=float, default=None, help="0-1 (default 0.5, or what a failure's severity implies)"
+    )
+    memorize.add_argument(
+        "--details", type=_json_object, default=None, help="a JSON object, e.g. for a failure: '{\"error\": ...}'"
+    )
     memorize.add_argument("--source", default=Source.USER_CONFIRMED.value, choices=[s.value for s in Source])
     memorize.add_argument("--tag", dest="tags", action="append", default=[])
 
@@ -217,9 +234,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             content=args.content,
             scope=GLOBAL_SCOPE if args.global_ else args.scope,
             memory_type=MemoryType(args.memory_type),
-            importance=args.importance,
             source=Source(args.source),
             tags=args.tags,
+            # Left out unless given: a failure's severity or a progress note's status sets it.
+            **({} if args.importance is None else {"importance": args.importance}),
+            **({} if args.details is None else {"details": args.details}),
         )
     elif args.command == "remember":
         recall = schemas.recall(

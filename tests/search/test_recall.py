@@ -103,6 +103,7 @@ def test_filters_reach_the_store(service: MemoryService) -> None:
         "Outage postmortem",
         "The outage came from an expired TLS certificate.",
         memory_type=MemoryType.FAILURE,
+        details={"error": "certificate expired", "component": "edge proxy", "severity": "high"},
     )
     add(
         service,
