@@ -22,7 +22,7 @@ from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import AuditNotFoundError, ConfirmationRequired, MemoryNotFoundError, StoreError, ValidationError
 from hivemem.hashing import content_hash
-from hivemem.model import GLOBAL_SCOPE, AuditEvent, Memory, Relation, RetrievalMode, new_memory_id, utcnow
+from hivemem.model import GLOBAL_SCOPE, AuditEvent, Memory, RetrievalMode, new_memory_id, utcnow
 from hivemem.schemas import (
     AuditPublic,
     BulkMemorizeResult,
@@ -257,9 +257,9 @@ class MemoryService:
         memory = self._visible(memory_id, caller, scope)
         readable = recall_scopes(caller.scope_for(scope, write=False))
         edges = self.store.relations(memory.id)
-        ends = {m.id: m.scope for m in self.store.get_many([_other_end(r, memory.id) for r in edges])}
+        ends = {m.id: m.scope for m in self.store.get_many([r.other_end(memory.id) for r in edges])}
         # An edge to a memory the caller cannot read is not shown: its id would say that it exists.
-        return MemoryPublic.of(memory, [r for r in edges if ends.get(_other_end(r, memory.id)) in readable])
+        return MemoryPublic.of(memory, [r for r in edges if ends.get(r.other_end(memory.id)) in readable])
 
     def forget(
         self, memory_id: str, *, confirm: bool, caller: Caller = Caller(), scope: str | None = None
@@ -342,8 +342,3 @@ class MemoryService:
         if isinstance(self.embedder, QueuedEmbedder):
             self.embedder.close()
         self.store.close()
-
-
-def _other_end(relation: Relation, memory_id: str) -> str:
-    """The memory at the far end of ``relation`` from ``memory_id``."""
-    return relation.target_id if relation.source_id == memory_id else relation.source_id

@@ -9,22 +9,16 @@ and an audit record can be undone once.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hivemem.embedding import Embedder
 from hivemem.errors import UndoRefused
-from hivemem.model import AuditEvent, DuplicatePolicy, Memory, Relation, RelationType, utcnow
+from hivemem.model import AuditEvent, DuplicatePolicy, Relation, RelationType, utcnow
 from hivemem.resolution import restored, unmerged
 from search.base import Store
+from workers.jobs import embedded
 
 __all__ = ["UNDOABLE", "undo"]
 
 UNDOABLE = ("merge", "supersede")
-
-
-def _embedded(embedder: Embedder, memory: Memory) -> Memory:
-    vector = embedder.embed_passages([memory.embedding_text()])[0]
-    return replace(memory, embedding=vector, embedding_model=embedder.model_id)
 
 
 def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> list[str]:
@@ -47,8 +41,11 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
         ids = [old.id]
     else:
         merged = store.get(event.memory_id)
-        store.put(_embedded(embedder, restored(merged, detail["before"], now)), DuplicatePolicy.OVERWRITE)
-        separate = _embedded(embedder, unmerged(detail["incoming"], event.scope, now))
+        # Both texts in one embedder call.
+        back, separate = embedded(
+            embedder, [restored(merged, detail["before"], now), unmerged(detail["incoming"], event.scope, now)]
+        )
+        store.put(back, DuplicatePolicy.OVERWRITE)
         store.put(separate, DuplicatePolicy.OVERWRITE)
         ids = [merged.id, separate.id]
     store.audit(

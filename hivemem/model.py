@@ -172,6 +172,10 @@ class Relation:
     author: str = ""
     created_at: datetime = field(default_factory=utcnow)
 
+    def other_end(self, memory_id: str) -> str:
+        """The memory at the far end of this edge from ``memory_id``."""
+        return self.target_id if self.source_id == memory_id else self.source_id
+
 
 @dataclass(frozen=True, slots=True)
 class AuditEvent:

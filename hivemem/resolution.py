@@ -302,21 +302,23 @@ def resolve(
             audit=(record,),
             reason=verdict.reason,
         )
+    if verdict.relation is not Judged.COMPATIBLE:
+        return _stored(incoming, neighbours, policy, now)
     merged = merge(old, incoming, now)
-    if verdict.relation is Judged.COMPATIBLE and len(merged.content) <= policy.merge_max_chars:
-        record = AuditEvent(
-            "merge",
-            old.id,
-            incoming.scope,
-            incoming.author,
-            {
-                "merged": incoming.id,
-                "cosine": round(best.cosine, 4),
-                "reason": verdict.reason,
-                "before": _snapshot(old),
-                "incoming": _snapshot(incoming) | {"author": incoming.author},
-            },
-            now,
-        )
-        return Resolution(WriteOutcome.MERGED, merged, old.id, audit=(record,), reason=verdict.reason)
-    return _stored(incoming, neighbours, policy, now)
+    if len(merged.content) > policy.merge_max_chars:
+        return _stored(incoming, neighbours, policy, now)
+    record = AuditEvent(
+        "merge",
+        old.id,
+        incoming.scope,
+        incoming.author,
+        {
+            "merged": incoming.id,
+            "cosine": round(best.cosine, 4),
+            "reason": verdict.reason,
+            "before": _snapshot(old),
+            "incoming": _snapshot(incoming) | {"author": incoming.author},
+        },
+        now,
+    )
+    return Resolution(WriteOutcome.MERGED, merged, old.id, audit=(record,), reason=verdict.reason)

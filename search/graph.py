@@ -50,7 +50,7 @@ def graph_neighbours(
         step: dict[str, tuple[float, str, RelationType]] = {}
         for memory_id, (score, origin) in frontier.items():
             for edge in store.relations(memory_id):
-                other = edge.target_id if edge.source_id == memory_id else edge.source_id
+                other = edge.other_end(memory_id)
                 value = score * edge.strength
                 if other in seen or (other in step and step[other][0] >= value):
                     continue
@@ -63,8 +63,4 @@ def graph_neighbours(
         seen |= set(step)
         frontier = {i: (step[i][0], step[i][1]) for i in admitted}
     ranked = sorted(reached.items(), key=lambda item: (-item[1][0], item[0]))[:limit]
-    return [
-        GraphHit(memories[i], origin, relation, round(score, 6))
-        for i, (score, origin, relation) in ranked
-        if i in memories
-    ]
+    return [GraphHit(memories[i], origin, relation, round(score, 6)) for i, (score, origin, relation) in ranked]

@@ -16,7 +16,7 @@ from hivemem.model import DuplicatePolicy, Memory
 from hivemem.resolution import EXACT_ONLY, Resolution, ResolutionPolicy, resolve
 from search.base import ResolvesByMeaning, Store
 
-__all__ = ["embed_new", "memorize", "memorize_many", "record_access", "resolution_policy", "write_all"]
+__all__ = ["embed_new", "embedded", "memorize", "memorize_many", "record_access", "resolution_policy", "write_all"]
 
 
 def resolution_policy(settings: Settings) -> ResolutionPolicy:
@@ -28,7 +28,8 @@ def resolution_policy(settings: Settings) -> ResolutionPolicy:
     )
 
 
-def _embedded(embedder: Embedder, memories: Sequence[Memory]) -> list[Memory]:
+def embedded(embedder: Embedder, memories: Sequence[Memory]) -> list[Memory]:
+    """``memories`` with their vectors, from one embedder call."""
     if not memories:
         return []
     vectors = embedder.embed_passages([m.embedding_text() for m in memories])
@@ -72,7 +73,7 @@ def embed_new(store: Store, embedder: Embedder, incoming: Sequence[Memory]) -> l
     for i, memory in enumerate(incoming):
         first_of_content.setdefault((memory.scope, memory.content_hash), i)
     new = [i for (scope, digest), i in first_of_content.items() if store.find_by_hash(scope, digest) is None]
-    ready = dict(zip(new, _embedded(embedder, [incoming[i] for i in new]), strict=True))
+    ready = dict(zip(new, embedded(embedder, [incoming[i] for i in new]), strict=True))
     return [ready.get(i, memory) for i, memory in enumerate(incoming)]
 
 
@@ -99,7 +100,7 @@ def write_all(
     for i, resolution in enumerate(resolutions):
         if resolution.memory.embedding is None:
             # Stored without a vector: the duplicate seen before embedding vanished in between.
-            memory = _embedded(embedder, [resolution.memory])[0]
+            memory = embedded(embedder, [resolution.memory])[0]
             store.put(memory, DuplicatePolicy.OVERWRITE)
             resolutions[i] = Resolution(resolution.outcome, memory)
     return resolutions

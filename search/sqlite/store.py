@@ -370,6 +370,10 @@ class SQLiteStore(DelegatesKnowledge):
         resolutions = []
         written: dict[str, Memory] = {}  # this batch's writes, which the index cannot see before commit
         with self._write() as conn:
+            if neighbours and not self._in_memory:
+                # Once, now that every other writer waits: a file store's index syncs through a
+                # reader, which sees every commit and none of this unit's rows.
+                self.warm()
             for memory in incoming:
                 row = conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE scope = ? AND content_hash = ?",
@@ -392,10 +396,8 @@ class SQLiteStore(DelegatesKnowledge):
         if memory.embedding is None:
             return []
         vector = np.asarray(memory.embedding, dtype=np.float32)
-        # On this thread, not through the coalescer: this thread holds the writer. A file store's
-        # index syncs through a reader, which sees every commit and none of this unit's rows.
-        if not self._in_memory:
-            self.warm()
+        # On this thread, not through the coalescer: this thread holds the writer. The index was
+        # synced when the unit began (write_planned).
         anything = SearchFilter(scopes=[memory.scope], states=tuple(MemoryState))
         found = {c.id: c.score for c in self._index.vector_search([memory.embedding], anything, limit)[0]}
         held = {m.id: m for m in self.get_many([i for i in found if i not in written])}
