@@ -57,7 +57,8 @@ def _words(text: str) -> frozenset[str]:
 
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*(?:['’][a-z]+)?(?:[.\-/][a-z0-9+#]+)*")
-_CLAUSE_END = re.compile(r"[.;!?:]+(?:\s|$)|\s[-–—]\s|\(|\)")
+_CLAUSE_END = re.compile(r"[.;!?:]+(?:\s|$)|\s[-–—]\s|\(|\)|\n\s*\n")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
 _STOP = frozenset(
     _words("""a an the this that these those it its it's we our us i me my you your they them their he she
@@ -231,6 +232,27 @@ def _read_plain(clause: str, polarity: dict[str, int], denials: list[frozenset[s
 
 
 def _read(text: str) -> _Reading:
+    """``text`` as the rules see it, read a paragraph at a time.
+
+    A paragraph break ends a clause, so a text's reading is its paragraphs' readings in order
+    (a later polarity wins). A merged memory is its earlier text plus a paragraph per merge, so
+    judging it against each newcomer of its topic reads only the paragraph it gained.
+    """
+    paragraphs = [p for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+    if len(paragraphs) == 1:
+        return _read_paragraph(paragraphs[0])
+    polarity: dict[str, int] = {}
+    denials: list[frozenset[str]] = []
+    for paragraph in paragraphs:
+        reading = _read_paragraph(paragraph)
+        polarity.update(reading.polarity)
+        denials.extend(reading.denials)
+    return _Reading(polarity, tuple(denials))
+
+
+@lru_cache(maxsize=8192)
+def _read_paragraph(text: str) -> _Reading:
+    """One paragraph's reading; cached, and never mutated by its readers."""
     polarity: dict[str, int] = {}
     denials: list[frozenset[str]] = []
     for clause in _clauses(text):
@@ -238,9 +260,14 @@ def _read(text: str) -> _Reading:
     return _Reading(polarity, tuple(denials))
 
 
-def _plain_stems(text: str) -> set[str]:
+def _plain_stems(text: str) -> frozenset[str]:
     """Every content stem, "always" and "never" included (the antonym rule needs them)."""
-    return {_stem(_normal(w)) for w in _WORD.findall(text.lower()) if _normal(w) not in _STOP}
+    return frozenset().union(*(_paragraph_stems(p) for p in _PARAGRAPH_BREAK.split(text)))
+
+
+@lru_cache(maxsize=8192)
+def _paragraph_stems(text: str) -> frozenset[str]:
+    return frozenset({_stem(_normal(w)) for w in _WORD.findall(text.lower()) if _normal(w) not in _STOP})
 
 
 def _denial_conflict(denier: _Reading, other: _Reading) -> str | None:
@@ -252,7 +279,7 @@ def _denial_conflict(denier: _Reading, other: _Reading) -> str | None:
     return None
 
 
-def _antonym_conflict(a: set[str], b: set[str]) -> str | None:
+def _antonym_conflict(a: frozenset[str], b: frozenset[str]) -> str | None:
     """Opposite words about the same rest: each side says one pole, and little else differs."""
     for one, other in _ANTONYMS:
         for left, right in ((a, b), (b, a)):

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
+from hivemem.coalescer import Coalescer
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.jobs import Job, JobKind, JobState, failure_text, new_job_id
@@ -78,8 +79,11 @@ class InProcessRunner:
     """Runs jobs in this process, in the caller's thread. Thread-safe.
 
     ``memorize`` needs no lock: the store resolves and writes atomically, so two requests writing
-    the same fact at once end with one memory. Access reinforcement goes to one background
-    thread so recall never waits on a write.
+    the same fact at once end with one memory. Writes commit in groups: the memories of calls
+    that reach the write step while another unit is being written go in the next unit together,
+    in arrival order, so concurrent callers pay for one transaction and one index sync instead of
+    queueing for the writer one by one. Access reinforcement goes to one background thread so
+    recall never waits on a write.
     """
 
     def __init__(
@@ -93,6 +97,7 @@ class InProcessRunner:
         # Ingest jobs run here, one at a time: a bulk ingest uses one core and the embedder's batches,
         # and the server keeps answering (queries go first in the embedder's queue).
         self._ingests = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-ingest")
+        self._writes: Coalescer[None, Sequence[Memory], list[Resolution]] = Coalescer(self._write_group)
 
     @property
     def board(self) -> JobBoard:
@@ -103,9 +108,8 @@ class InProcessRunner:
         self._board.create(job)
         self._board.start(job.id)
         try:
-            resolutions = jobs.memorize_many(
-                self._store, self._embedder, memories, utcnow(), jobs.resolution_policy(self._settings)
-            )
+            # Embedding batches across callers in the embedder's queue; the write batches here.
+            resolutions = self._writes.submit(None, jobs.embed_new(self._store, self._embedder, memories))
         except Exception as exc:
             self._board.fail(job.id, failure_text(exc))
             raise
@@ -113,6 +117,16 @@ class InProcessRunner:
             job.id, {m.id: item_outcome(i, r) for i, (m, r) in enumerate(zip(memories, resolutions, strict=True))}
         )
         return _ticket(job.id, resolutions)
+
+    def _write_group(self, _: None, groups: Sequence[Sequence[Memory]]) -> list[list[Resolution]]:
+        """One store unit for the memories of every call in ``groups``; each call's resolutions back."""
+        policy = jobs.resolution_policy(self._settings)
+        resolutions = jobs.write_all(self._store, self._embedder, [m for g in groups for m in g], utcnow(), policy)
+        answers, start = [], 0
+        for group in groups:
+            answers.append(resolutions[start : start + len(group)])
+            start += len(group)
+        return answers
 
     def memorize(self, memory: Memory) -> Ticket:
         """Run the memorize job now; the ticket is done."""

@@ -401,9 +401,11 @@ class SQLiteStore(DelegatesKnowledge):
         anything = SearchFilter(scopes=[memory.scope], states=tuple(MemoryState))
         found = {c.id: c.score for c in self._index.vector_search([memory.embedding], anything, limit)[0]}
         held = {m.id: m for m in self.get_many([i for i in found if i not in written])}
-        for other in written.values():
-            if other.scope == memory.scope and other.embedding is not None:
-                found[other.id] = float(np.dot(vector, np.asarray(other.embedding, dtype=np.float32)))
+        same_scope = [m for m in written.values() if m.scope == memory.scope and m.embedding is not None]
+        if same_scope:
+            # One product over this unit's writes: a bulk unit holds up to thousands of them.
+            scores = np.asarray([m.embedding for m in same_scope], dtype=np.float32) @ vector
+            found.update((m.id, float(score)) for m, score in zip(same_scope, scores, strict=True))
         near = [Neighbour(written.get(i) or held[i], score) for i, score in found.items() if i in written or i in held]
         return sorted(near, key=lambda n: n.cosine, reverse=True)[:limit]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -90,3 +92,42 @@ def test_reinforcing_needs_no_embedding(store: Store) -> None:
     jobs.memorize(store, embedder, memory("embedded only once"), utcnow())
     jobs.memorize(store, embedder, replace(memory("embedded only once"), importance=0.9), utcnow())
     assert embedder.calls == [1]
+
+
+def test_the_in_process_runner_commits_concurrent_writes_as_one_unit(store: Store) -> None:
+    """Group commit: calls that reach the writer while a unit is open are written together, in
+    arrival order, and each caller gets its own outcomes back."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from workers.runner import InProcessRunner
+
+    units: list[list[str]] = []
+    entered, release = threading.Event(), threading.Event()
+    write_planned = store.write_planned  # type: ignore[attr-defined]
+
+    def gated(incoming: Sequence[Memory], decide: object, *, neighbours: int) -> object:
+        units.append([m.content for m in incoming])
+        if len(units) == 1:
+            entered.set()
+            assert release.wait(30)
+        return write_planned(incoming, decide, neighbours=neighbours)
+
+    store.write_planned = gated  # type: ignore[attr-defined]
+    runner = InProcessRunner(store, HashEmbedder(64))
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        first = pool.submit(runner.memorize, memory("the first writer's fact"))
+        assert entered.wait(30)
+        second = pool.submit(runner.memorize, memory("the second writer's fact"))
+        third = pool.submit(runner.memorize, memory("the second writer's fact"))
+        deadline = time.monotonic() + 30
+        while len(runner._writes._pending) < 2:  # the calls queued behind the open unit
+            assert time.monotonic() < deadline, "the later calls never reached the writer"
+            time.sleep(0.001)
+        release.set()
+        tickets = [first.result(), second.result(), third.result()]
+    runner.close()
+    assert len(units) == 2 and units[0] == ["the first writer's fact"]
+    assert sorted(units[1]) == ["the second writer's fact"] * 2
+    outcomes = sorted(t.results[0].outcome for t in tickets[1:])
+    assert outcomes == sorted([WriteOutcome.STORED, WriteOutcome.REINFORCED])
+    assert tickets[0].results[0].outcome is WriteOutcome.STORED
