@@ -123,6 +123,15 @@ class MemoryStore(Protocol):
         """How many memories the store holds (in ``scopes`` when given), every state counted."""
         ...
 
+    def list_memories(self, where: SearchFilter, limit: int) -> list[Memory]:
+        """The memories ``where`` admits, newest first (``created_at``, then id), at most ``limit``;
+        with their vectors (maintenance passes: consolidation, archiving)."""
+        ...
+
+    def scopes(self) -> list[str]:
+        """Every scope that holds a memory, sorted."""
+        ...
+
     def keyword_search(self, text: str, where: SearchFilter, limit: int) -> list[Candidate]:
         """BM25 over title, content and tags, best first, at most ``limit``; a text with no
         searchable word returns []. Scores are the engine's BM25, higher is better."""

@@ -37,7 +37,14 @@ from search.opensearch import bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
 from search.opensearch.client import ClusterTarget, make_client, parse_url
 from search.opensearch.cluster import Cluster
-from search.opensearch.docs import audit_doc, audit_from_doc, relation_doc, relation_from_doc, relation_id
+from search.opensearch.docs import (
+    audit_doc,
+    audit_from_doc,
+    memory_from_doc,
+    relation_doc,
+    relation_from_doc,
+    relation_id,
+)
 from search.opensearch.errors import translate_errors
 from search.opensearch.knowledge import KnowledgeIndices
 from search.opensearch.setup import ensure
@@ -192,6 +199,36 @@ class OpenSearchStore(DelegatesKnowledge):
             "counting memories", lambda: self._client.count(index=self._names.memories, body={"query": query})
         )
         return int(response["count"])
+
+    def list_memories(self, where: SearchFilter, limit: int) -> list[Memory]:
+        if limit < 1:
+            return []
+        query: Json = {"bool": {"filter": bodies.search_filter(where)}}
+        found: list[Memory] = []
+        for doc in self._cluster.scan(self._names.memories, query, [{"created_at": "desc"}, {"id": "asc"}]):
+            found.append(memory_from_doc(doc))
+            if len(found) == limit:
+                break
+        return found
+
+    def scopes(self) -> list[str]:
+        # A composite aggregation pages through every scope, however many there are.
+        names: list[str] = []
+        after: Json | None = None
+        while True:
+            composite: Json = {"size": 500, "sources": [{"scope": {"terms": {"field": "scope"}}}]}
+            if after is not None:
+                composite["after"] = after
+            body: Json = {"size": 0, "aggs": {"scopes": {"composite": composite}}}
+            response = self._cluster.call("listing scopes", self._search_memories(body))
+            agg = response["aggregations"]["scopes"]
+            names += [str(b["key"]["scope"]) for b in agg["buckets"]]
+            after = agg.get("after_key")
+            if not agg["buckets"] or after is None:
+                return sorted(names)
+
+    def _search_memories(self, body: Json) -> Callable[[], Any]:
+        return lambda: self._client.search(index=self._names.memories, body=body)
 
     def _check_vector(self, vector: Sequence[float]) -> None:
         if len(vector) != self._dimension:

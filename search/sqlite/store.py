@@ -504,6 +504,21 @@ class SQLiteStore(DelegatesKnowledge):
                 ).fetchone()[0]
             )
 
+    def list_memories(self, where: SearchFilter, limit: int) -> list[Memory]:
+        if limit < 1:
+            return []
+        clause, params = self._where(where)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {clause} ORDER BY m.created_at DESC, m.id LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        return [memory_from_row(r) for r in rows]
+
+    def scopes(self) -> list[str]:
+        with self._read() as conn:
+            return [r[0] for r in conn.execute("SELECT DISTINCT scope FROM memories ORDER BY scope")]
+
     @staticmethod
     def _where(where: SearchFilter) -> tuple[str, list[Any]]:
         clauses = [f"m.scope IN ({marks(where.scopes)})"]

@@ -369,3 +369,31 @@ def test_write_resolved_many_resolves_in_order_and_later_copies_see_earlier_ones
     assert store.get(held.id).access_count == 1
     assert store.get(batch[0].id).access_count == 1
     assert store.get(batch[2].id).embedding == pytest.approx(batch[2].embedding, abs=1e-6)
+
+
+def test_list_memories_is_newest_first_within_the_filter_with_vectors(store: Store, embedder: HashEmbedder) -> None:
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    made = [
+        make(embedder, f"listed memory number {i}", created_at=start + timedelta(days=i), updated_at=start)
+        for i in range(5)
+    ]
+    archived = make(embedder, "an archived one", state=MemoryState.ARCHIVED, created_at=start + timedelta(days=9))
+    elsewhere = make(embedder, "another scope's", scope="q", created_at=start + timedelta(days=9))
+    for m in [*made, archived, elsewhere]:
+        store.put(m)
+    listed = store.list_memories(SearchFilter(scopes=["p"]), 10)
+    assert [m.id for m in listed] == [m.id for m in reversed(made)]
+    assert listed[0].embedding == pytest.approx(made[-1].embedding)
+    recent = store.list_memories(SearchFilter(scopes=["p"], created_after=start + timedelta(days=3)), 10)
+    assert [m.id for m in recent] == [made[4].id, made[3].id]
+    assert [m.id for m in store.list_memories(SearchFilter(scopes=["p"]), 2)] == [made[4].id, made[3].id]
+    every_state = SearchFilter(scopes=["p"], states=tuple(MemoryState))
+    assert store.list_memories(every_state, 10)[0].id == archived.id
+    assert store.list_memories(SearchFilter(scopes=["p"]), 0) == []
+
+
+def test_scopes_lists_each_scope_holding_a_memory_once(store: Store, embedder: HashEmbedder) -> None:
+    assert store.scopes() == []
+    for scope in ("team/b", "global", "team/a", "team/b"):
+        store.put(make(embedder, f"a memory of {scope} {new_memory_id()}", scope=scope))
+    assert store.scopes() == ["global", "team/a", "team/b"]
