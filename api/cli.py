@@ -20,7 +20,7 @@ from hivemem.config import Settings
 from hivemem.errors import HivememError
 from hivemem.limits import Limits
 from hivemem.model import GLOBAL_SCOPE, FusionMethod, MemoryType, RetrievalMode, Source
-from hivemem.schemas import RecallResponse, describe_errors, request_schemas
+from hivemem.schemas import RecallResponse, SleepRequest, describe_errors, request_schemas
 from hivemem.scope import derive_scope
 from workers.queues import QUEUES
 
@@ -47,6 +47,14 @@ def _json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     return value
+
+
+def _link(text: str) -> dict[str, str]:
+    """``TYPE:ID`` (``--related-to achieves:<goal id>``), or a usage error."""
+    kind, sep, target = text.partition(":")
+    if not sep or not kind or not target:
+        raise argparse.ArgumentTypeError("must be TYPE:ID, e.g. achieves:<goal id>")
+    return {"relationship_type": kind, "target_id": target}
 
 
 def _int_list(text: str) -> list[int]:
@@ -81,6 +89,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     memorize.add_argument("--source", default=Source.USER_CONFIRMED.value, choices=[s.value for s in Source])
     memorize.add_argument("--tag", dest="tags", action="append", default=[])
+    memorize.add_argument(
+        "--related-to",
+        dest="related_to",
+        type=_link,
+        action="append",
+        default=[],
+        metavar="TYPE:ID",
+        help="an edge to an existing memory (repeatable): achieves:GOAL, closes:GOAL, supersedes:OLD, depends_on:ID",
+    )
 
     remember = sub.add_parser("remember", help="recall memories by meaning")
     remember.add_argument("queries", nargs="+", metavar="QUERY", help="1-5 queries, fused")
@@ -101,13 +118,27 @@ def _parser() -> argparse.ArgumentParser:
         "--scope", default=None, help="the memory's scope (default: derived from the working directory)"
     )
 
-    memory = sub.add_parser("memory", help="a memory's audit trail, and undoing a merge or a supersede")
+    memory = sub.add_parser("memory", help="a memory's audit trail, undo, and consolidation")
     memory_sub = memory.add_subparsers(dest="memory_command", required=True)
     audit = memory_sub.add_parser("audit", help="the audit records of one memory (forget, merge, supersede, undo)")
     audit.add_argument("id")
     audit.add_argument("--scope", default=None, help="the memory's scope (default: derived from the working directory)")
-    undo = memory_sub.add_parser("undo", help="undo the merge or supersede an audit record names")
+    undo = memory_sub.add_parser("undo", help="undo the merge, supersede or consolidation an audit record names")
     undo.add_argument("audit_id")
+    consolidate = memory_sub.add_parser(
+        "consolidate", help="consolidate a goal's findings under its closing note (or the goal itself)"
+    )
+    consolidate.add_argument("goal_id")
+    consolidate.add_argument(
+        "--scope", default=None, help="the goal's scope (default: derived from the working directory)"
+    )
+    sleep = memory_sub.add_parser(
+        "sleep-consolidate", help="turn clusters of near-identical recent memories into one insight each, now"
+    )
+    sleep.add_argument("--scope", default=None, help="default: derived from the working directory")
+    sleep.add_argument("--threshold", type=float, default=None, help="cosine to a cluster's seed (default: 0.85)")
+    sleep.add_argument("--min-size", dest="min_size", type=int, default=None, help="memories per cluster (default: 3)")
+    sleep.add_argument("--dry-run", dest="dry_run", action="store_true", help="report the clusters, write nothing")
 
     add_knowledge_parser(sub)
     sub.add_parser("config", help="print the effective settings")
@@ -236,6 +267,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             memory_type=MemoryType(args.memory_type),
             source=Source(args.source),
             tags=args.tags,
+            related_to=args.related_to,
             # Left out unless given: a failure's severity or a progress note's status sets it.
             **({} if args.importance is None else {"importance": args.importance}),
             **({} if args.details is None else {"details": args.details}),
@@ -247,6 +279,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             limit=args.limit,
             memory_types=[MemoryType(t) for t in args.memory_types] if args.memory_types else None,
             tags=args.tags,
+        )
+    elif args.command == "memory" and args.memory_command == "sleep-consolidate":
+        sleep_request = SleepRequest(
+            scope=args.scope, threshold=args.threshold, min_size=args.min_size, dry_run=args.dry_run
         )
     service = MemoryService.from_settings(settings)
     try:
@@ -265,6 +301,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             print(f"forgot {removed.id}: {removed.title}")
         elif args.command == "memory" and args.memory_command == "audit":
             _print_json([e.model_dump(mode="json") for e in service.audit_log(args.id, caller, scope=args.scope)])
+        elif args.command == "memory" and args.memory_command == "consolidate":
+            plan = service.consolidate_goal(args.goal_id, caller, scope=args.scope)
+            _print_json(None if plan is None else plan.model_dump(mode="json"))
+        elif args.command == "memory" and args.memory_command == "sleep-consolidate":
+            _print_json(service.sleep(sleep_request, caller).model_dump(mode="json"))
         elif args.command == "memory":
             done = service.undo(args.audit_id, caller)
             print(f"undid {done.action} {done.audit_id}: restored {', '.join(done.restored)}")

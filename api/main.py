@@ -54,6 +54,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
             # Opened here, closed here; load the model now so /readyz means ready.
             opened = await anyio.to_thread.run_sync(MemoryService.from_settings, settings)
             await anyio.to_thread.run_sync(opened.warm_up)
+            opened.start_sleep_timer()
         holder["service"] = opened
         app.state.service = opened
         try:

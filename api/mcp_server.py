@@ -42,9 +42,11 @@ from hivemem.errors import ValidationError
 from hivemem.limits import DEFAULT_LIMITS, Limits
 from hivemem.model import GLOBAL_SCOPE, MemoryType, Source
 from hivemem.schemas import (
+    MAX_LINKS,
     MAX_QUERIES,
     Content,
     FilePath,
+    LinkCreate,
     QueryText,
     RecallLimit,
     ScopeName,
@@ -126,6 +128,9 @@ this conversation: what, why, where (files, components).
 Importance: 0.9-1.0 critical (security, data loss, hard constraints); 0.7-0.8 decisions, architecture; \
 0.5 normal facts and fixes; 0.2-0.3 minor details.
 source: `user_confirmed` when the user stated or approved it, `agent_inferred` when you concluded it.
+related_to links it to memories by id: a finding `achieves` a goal (`memory_type: goal`); the note that \
+finishes a goal `closes` it, which consolidates the goal's findings under that note; `supersedes` marks \
+an old fact no longer valid.
 The answer names the memory's `id`, its `scope` and the `outcome`; an answer without `outcome` means the \
 memory is accepted and queued: `job` tells when it is stored. After an `unavailable` error, calling again \
 is safe: identical content is never stored twice."""
@@ -234,6 +239,14 @@ def build_mcp(
             dict[str, Any] | None,
             Field(description="Structured fields, e.g. a failure's error, component, severity, root_cause, fix."),
         ] = None,
+        related_to: Annotated[
+            list[LinkCreate] | None,
+            Field(
+                max_length=MAX_LINKS,
+                description="Edges to existing memories: {target_id, relationship_type, strength?}; "
+                "`achieves` a goal, `closes` a goal (consolidates its findings), `supersedes` an old fact.",
+            ),
+        ] = None,
         scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
         global_: Annotated[StrictBool, Field(alias="global", description="Store for every project.")] = False,
     ) -> dict[str, Any]:
@@ -248,6 +261,7 @@ def build_mcp(
             tags=tags or [],
             related_files=related_files or [],
             details=details or {},
+            related_to=related_to or [],
             scope=GLOBAL_SCOPE if global_ else scope,
         )
         return service().memorize(request, caller(ctx)).model_dump(mode="json")
@@ -353,6 +367,7 @@ def run_stdio(settings: Settings, *, scope: str | None = None) -> None:
     service = MemoryService.from_settings(settings)
     # Load the model while the client handshakes, so the first tool call doesn't wait for it.
     threading.Thread(target=_warm_up, args=(service,), name="hivemem-warm-up", daemon=True).start()
+    service.start_sleep_timer()
     server = build_mcp(lambda: service, session=session, limits=Limits.from_settings(settings))
     try:
         # SIGTERM ends the session as Ctrl-C does: the transport unwinds, then the store closes.

@@ -14,18 +14,21 @@ import gc
 import logging
 from contextlib import suppress
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from api.undo import undo
 from hivemem.config import Settings
+from hivemem.consolidation import Consolidation
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import AuditNotFoundError, ConfirmationRequired, MemoryNotFoundError, StoreError, ValidationError
 from hivemem.hashing import content_hash
-from hivemem.model import GLOBAL_SCOPE, AuditEvent, Memory, RetrievalMode, new_memory_id, utcnow
+from hivemem.model import GLOBAL_SCOPE, AuditEvent, Link, Memory, RetrievalMode, new_memory_id, utcnow
 from hivemem.schemas import (
     AuditPublic,
     BulkMemorizeResult,
+    ConsolidationPublic,
     DeadLetterPublic,
     JobPublic,
     MemorizeAccepted,
@@ -36,6 +39,8 @@ from hivemem.schemas import (
     RecallResponse,
     RecallResult,
     RelatedResult,
+    SleepRequest,
+    SleepResult,
     UndoResult,
 )
 from hivemem.scope import recall_scopes
@@ -45,7 +50,9 @@ from search.base import Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
+from workers.lifecycle import SleepPolicy, consolidate_goal, sleep_consolidate, sleep_policy
 from workers.runner import InProcessRunner, Runner
+from workers.sleep_timer import SleepTimer
 
 if TYPE_CHECKING:
     from api.knowledge_service import KnowledgeService
@@ -118,6 +125,20 @@ def _results(ticket: Ticket, memories: list[Memory]) -> list[MemorizeResult]:
     ]
 
 
+def _consolidation_public(plan: Consolidation, store: Store | None) -> ConsolidationPublic:
+    # The audit record's id is the store's: the parent's newest consolidation (None when dry).
+    audit_id = None
+    if store is not None:
+        ids = [e.id for e in store.audit_log(plan.parent.id) if e.action == "consolidate"]
+        audit_id = ids[-1] if ids else None
+    return ConsolidationPublic(
+        parent_id=plan.parent.id,
+        parent_title=plan.parent.title,
+        source_ids=[m.id for m in plan.sources],
+        audit_id=audit_id,
+    )
+
+
 class MemoryService:
     """memorize / remember / get / forget over one store, one embedder and one job runner."""
 
@@ -127,6 +148,7 @@ class MemoryService:
         self.embedder = embedder
         self.runner = runner or make_runner(settings, store, embedder)
         self.recaller = Recaller(store, embedder, RecallParams.from_settings(settings))
+        self._sleep_timer: SleepTimer | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, embedder: Embedder | None = None) -> MemoryService:
@@ -175,7 +197,25 @@ class MemoryService:
             created_at=now,
             updated_at=now,
             details=request.details,
+            requested_links=self._checked_links(request, scope),
         )
+
+    def _checked_links(self, request: MemoryCreate, scope: str) -> tuple[Link, ...]:
+        """The edges ``request`` asks for, each to a memory readable from ``scope``; else a
+        ``ValidationError`` naming the first that is not, before anything is written."""
+        if not request.related_to:
+            return ()
+        readable = recall_scopes(scope)
+        found = {m.id: m for m in self.store.get_many([k.target_id for k in request.related_to])}
+        for i, asked in enumerate(request.related_to):
+            target = found.get(asked.target_id)
+            # A memory of a scope the caller cannot read gets the same answer as none: its id says nothing.
+            if target is None or target.scope not in readable:
+                raise ValidationError(
+                    f"related_to names memory {asked.target_id}, which does not exist in scope {scope} or global",
+                    field=f"related_to[{i}].target_id",
+                )
+        return tuple(dict.fromkeys(k.link() for k in request.related_to))
 
     def memorize(self, request: MemoryCreate, caller: Caller = Caller()) -> MemorizeResult | MemorizeAccepted:
         """Store a memory, or reinforce the identical one already in its scope.
@@ -304,6 +344,45 @@ class MemoryService:
         restored = undo(self.store, self.embedder, event, caller.principal)
         return UndoResult(audit_id=event.id, action=event.action, restored=restored)
 
+    def consolidate_goal(
+        self, goal_id: str, caller: Caller = Caller(), *, scope: str | None = None
+    ) -> ConsolidationPublic | None:
+        """Consolidate a goal's working findings under its closing note (or the goal itself); None
+        when none is left. Raises ``MemoryNotFoundError`` (also outside the caller's scopes) and
+        ``ValidationError`` for a memory that is not a goal."""
+        goal = self._visible(goal_id, caller, scope)
+        caller.scope_for(goal.scope, write=True)
+        plan = consolidate_goal(self.store, goal.id, utcnow(), author=caller.principal)
+        return None if plan is None else _consolidation_public(plan, self.store)
+
+    def sleep(self, request: SleepRequest, caller: Caller = Caller()) -> SleepResult:
+        """One sleep pass over the caller's scope (or ``request.scope``), now, whenever it last ran."""
+        scope = caller.scope_for(request.scope, write=True)
+        base = sleep_policy(self.settings)
+        policy = SleepPolicy(
+            request.threshold if request.threshold is not None else base.threshold,
+            request.min_size if request.min_size is not None else base.min_size,
+            base.window_days,
+        )
+        report = sleep_consolidate(self.store, self.embedder, scope, utcnow(), policy, dry_run=request.dry_run)
+        written = None if report.dry_run else self.store
+        return SleepResult(
+            scope=scope,
+            candidates=report.candidates,
+            dry_run=report.dry_run,
+            consolidations=[_consolidation_public(p, written) for p in report.consolidations],
+        )
+
+    def start_sleep_timer(self) -> None:
+        """Sleep-consolidate each scope once per ``sleep_interval_hours`` in the background (embedded
+        shape; with a broker, beat schedules it). Stopped by ``close``."""
+        if self.settings.broker_url or self.settings.sleep_interval_hours <= 0 or self._sleep_timer is not None:
+            return
+        self._sleep_timer = SleepTimer(
+            self.store, self.embedder, sleep_policy(self.settings), timedelta(hours=self.settings.sleep_interval_hours)
+        )
+        self._sleep_timer.start()
+
     def warnings(self) -> list[str]:
         """What an operator should know at start: setups that work but can lose data."""
         return self.runner.warnings()
@@ -338,6 +417,8 @@ class MemoryService:
 
     def close(self) -> None:
         """Finish background jobs, stop the embedder's thread and close the store."""
+        if self._sleep_timer is not None:
+            self._sleep_timer.stop()
         self.runner.close()
         if isinstance(self.embedder, QueuedEmbedder):
             self.embedder.close()

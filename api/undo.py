@@ -1,24 +1,29 @@
-"""Undoing a merge or a supersede from its audit record.
+"""Undoing a merge, a supersede or a consolidation from its audit record.
 
 Each merge and supersede writes an audit record holding the memory as it was (and, for a merge, the
 memory folded in). Undo puts them back: a superseded memory is valid again and loses the
 ``supersedes`` edge; a merged memory gets its own text back and the folded-in memory is stored on
-its own, under the id it was given. Restored texts are embedded again. The undo is itself audited,
-and an audit record can be undone once.
+its own, under the id it was given. Restored texts are embedded again. A consolidation's sources
+get their state and importance back and lose their ``derived_from`` edges; a parent it made (a
+sleep insight) is archived, one it lifted (a goal's closing note) gets its importance back. The
+undo is itself audited, and an audit record can be undone once.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime
+
 from hivemem.embedding import Embedder
 from hivemem.errors import UndoRefused
-from hivemem.model import AuditEvent, DuplicatePolicy, Relation, RelationType, utcnow
+from hivemem.model import AuditEvent, DuplicatePolicy, MemoryState, Relation, RelationType, utcnow
 from hivemem.resolution import restored, unmerged
 from search.base import Store
 from workers.jobs import embedded
 
 __all__ = ["UNDOABLE", "undo"]
 
-UNDOABLE = ("merge", "supersede")
+UNDOABLE = ("merge", "supersede", "consolidate")
 
 
 def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> list[str]:
@@ -28,13 +33,16 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
     """
     if event.action not in UNDOABLE:
         raise UndoRefused(
-            f"audit record {event.id} records a {event.action}: only a merge or a supersede can be undone"
+            f"audit record {event.id} records a {event.action}: only a merge, a supersede or a consolidation "
+            "can be undone"
         )
     if any(e.action == "undo" and e.detail.get("undid") == event.id for e in store.audit_log(event.memory_id)):
         raise UndoRefused(f"audit record {event.id} was already undone")
     now = utcnow()
     detail = event.detail
-    if event.action == "supersede":
+    if event.action == "consolidate":
+        ids = _unconsolidate(store, event, now)
+    elif event.action == "supersede":
         old = store.get(str(detail["superseded"]))
         store.put(restored(old, detail["before"], now), DuplicatePolicy.OVERWRITE)
         store.remove_relation(Relation(event.memory_id, old.id, RelationType.SUPERSEDES))
@@ -59,3 +67,21 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
         )
     )
     return ids
+
+
+def _unconsolidate(store: Store, event: AuditEvent, now: datetime) -> list[str]:
+    detail = event.detail
+    parent = store.get(event.memory_id)
+    ids = []
+    for before in detail["sources"]:
+        source = store.get_many([str(before["id"])])
+        if not source:
+            continue  # forgotten since: nothing to put back
+        store.put(restored(source[0], before, now), DuplicatePolicy.OVERWRITE)
+        store.remove_relation(Relation(parent.id, source[0].id, RelationType.DERIVED_FROM))
+        ids.append(source[0].id)
+    if detail.get("created_parent"):
+        store.put(replace(parent, state=MemoryState.ARCHIVED, updated_at=now), DuplicatePolicy.OVERWRITE)
+    else:
+        store.put(restored(parent, detail["parent_before"], now), DuplicatePolicy.OVERWRITE)
+    return [*ids, parent.id]

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from hivemem.errors import ValidationError
-from hivemem.model import Memory, MemoryState, MemoryType, Source
+from hivemem.model import Link, Memory, MemoryState, MemoryType, RelationType, Source
 
 __all__ = ["memory_from_json", "memory_to_json"]
 
@@ -38,6 +38,10 @@ def memory_to_json(memory: Memory, format_date: Callable[[datetime], str] = date
         "embedding": None if memory.embedding is None else list(memory.embedding),
         "embedding_model": memory.embedding_model,
     }
+    if memory.requested_links:
+        out["requested_links"] = [
+            {"target_id": k.target_id, "type": k.type.value, "strength": k.strength} for k in memory.requested_links
+        ]
     for name in _DATES:
         value: datetime | None = getattr(memory, name)
         out[name] = None if value is None else format_date(value)
@@ -71,6 +75,10 @@ def memory_from_json(data: dict[str, Any]) -> Memory:
             last_accessed_at=dates["last_accessed_at"],
             valid_from=dates["valid_from"],
             valid_to=dates["valid_to"],
+            requested_links=tuple(
+                Link(str(k["target_id"]), RelationType(k["type"]), float(k["strength"]))
+                for k in data.get("requested_links", ())
+            ),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValidationError(f"malformed memory payload: {exc!r}") from exc

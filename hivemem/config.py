@@ -250,6 +250,12 @@ class Settings(BaseSettings):
         le=1.0,
         description="Recall score factor of a memory that is no longer valid (superseded: `valid_to` passed).",
     )
+    consolidated_factor: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Recall score factor of a consolidated source: found, ranked below the memory that holds it.",
+    )
     resolution_neighbours: int = Field(
         default=0,
         ge=0,
@@ -265,6 +271,19 @@ class Settings(BaseSettings):
         ge=0.0,
         le=1.0,
         description="Cosine from which the contradiction check decides between supersede and merge.",
+    )
+    sleep_interval_hours: float = Field(
+        default=24.0,
+        ge=0.0,
+        description="How often each scope is sleep-consolidated (clusters of recent near-identical working "
+        "memories become one insight); 0 turns the pass off. Embedded: at start-up and on a timer.",
+    )
+    sleep_threshold: float = Field(
+        default=0.85, ge=0.0, le=1.0, description="Cosine to a cluster's seed at which a memory joins it."
+    )
+    sleep_min_size: int = Field(default=3, ge=2, le=100, description="Memories a cluster needs to be consolidated.")
+    sleep_window_days: float = Field(
+        default=7.0, gt=0.0, description="How far back sleep looks for working memories to consolidate."
     )
     default_limit: int = Field(default=10, ge=1, le=100, description="Results recall returns when not told.")
     host: str = Field(default="127.0.0.1", description="Address `hivemem serve` binds.")

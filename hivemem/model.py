@@ -18,6 +18,7 @@ __all__ = [
     "DuplicatePolicy",
     "FusionMethod",
     "Hit",
+    "Link",
     "Memory",
     "MemoryState",
     "MemoryType",
@@ -125,6 +126,19 @@ class WriteOutcome(StrEnum):
     SUPERSEDED = "superseded"
 
 
+# Edges a caller may ask for on memorize; ``derived_from`` is consolidation's own.
+REQUESTABLE_RELATIONS = frozenset(RelationType) - {RelationType.DERIVED_FROM}
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """An edge a caller asks for when memorizing: from the memory to ``target_id``."""
+
+    target_id: str
+    type: RelationType
+    strength: float = 1.0
+
+
 def embedding_text(title: str, content: str) -> str:
     """The text the embedder sees for a memory: the title carries the gist, the content the detail."""
     return f"{title}\n{content}"
@@ -155,6 +169,10 @@ class Memory:
     details: dict[str, Any] = field(default_factory=dict)
     embedding: list[float] | None = None
     embedding_model: str = ""
+    # Edges asked for with this write, added by the memorize job from the memory it ends in (a
+    # reinforced copy links from the memory it reinforced). Not a stored field: read the edges back
+    # with ``relations``.
+    requested_links: tuple[Link, ...] = ()
 
     def embedding_text(self) -> str:
         """The text the embedder sees (see :func:`embedding_text`)."""

@@ -45,6 +45,7 @@ __all__ = [
     "resolve",
     "resolves_by_meaning",
     "restored",
+    "snapshot",
     "unmerged",
 ]
 
@@ -169,7 +170,7 @@ def merge(existing: Memory, incoming: Memory, now: datetime) -> Memory:
     )
 
 
-def _snapshot(memory: Memory) -> dict[str, Any]:
+def snapshot(memory: Memory) -> dict[str, Any]:
     """What an audit record keeps of a memory to restore it (the vector is recomputed on undo)."""
     return {
         "id": memory.id,
@@ -200,6 +201,7 @@ def restored(current: Memory, snapshot: dict[str, Any], now: datetime) -> Memory
         tags=list(snapshot["tags"]),
         related_files=list(snapshot["related_files"]),
         valid_to=None if valid_to is None else datetime.fromisoformat(valid_to),
+        state=MemoryState(snapshot["state"]) if "state" in snapshot else current.state,
         updated_at=now,
     )
 
@@ -290,7 +292,7 @@ def resolve(
             incoming.id,
             incoming.scope,
             incoming.author,
-            {"superseded": old.id, "cosine": round(best.cosine, 4), "reason": verdict.reason, "before": _snapshot(old)},
+            {"superseded": old.id, "cosine": round(best.cosine, 4), "reason": verdict.reason, "before": snapshot(old)},
             now,
         )
         return Resolution(
@@ -316,8 +318,8 @@ def resolve(
             "merged": incoming.id,
             "cosine": round(best.cosine, 4),
             "reason": verdict.reason,
-            "before": _snapshot(old),
-            "incoming": _snapshot(incoming) | {"author": incoming.author},
+            "before": snapshot(old),
+            "incoming": snapshot(incoming) | {"author": incoming.author},
         },
         now,
     )

@@ -36,7 +36,18 @@ from hivemem.engineering import details_json_schema, details_shape_problem, impl
 from hivemem.errors import ValidationError as HivememValidationError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
 from hivemem.limits import DEFAULT_LIMITS, Limits, details_problem, text_pattern
-from hivemem.model import AuditEvent, Hit, Memory, MemoryType, Relation, RelationType, Source, WriteOutcome
+from hivemem.model import (
+    REQUESTABLE_RELATIONS,
+    AuditEvent,
+    Hit,
+    Link,
+    Memory,
+    MemoryType,
+    Relation,
+    RelationType,
+    Source,
+    WriteOutcome,
+)
 from hivemem.scope import MAX_SCOPE_LENGTH, SCOPE_PATTERN, SCOPE_RULE, validate_scope
 
 __all__ = [
@@ -46,10 +57,12 @@ __all__ = [
     "AuditPublic",
     "BulkMemorizeRequest",
     "BulkMemorizeResult",
+    "ConsolidationPublic",
     "DeadLetterPublic",
     "ErrorBody",
     "FieldProblem",
     "JobPublic",
+    "LinkCreate",
     "MemorizeAccepted",
     "MemorizeResult",
     "MemoryCreate",
@@ -62,6 +75,8 @@ __all__ = [
     "RelationPublic",
     "RequestSchemas",
     "ScopeName",
+    "SleepRequest",
+    "SleepResult",
     "UndoResult",
     "describe_errors",
     "error_message",
@@ -195,6 +210,33 @@ def _details_description(limits: Limits) -> str:
     )
 
 
+MAX_LINKS = 20
+
+
+class LinkCreate(BaseModel):
+    """An edge asked for on memorize: from the new memory to an existing one the caller can read."""
+
+    model_config = _STRICT
+
+    target_id: Annotated[str, Field(min_length=1, max_length=64, description="The id of an existing memory.")]
+    relationship_type: RelationType = Field(
+        description="related_to, depends_on, supersedes, similar, conflicts, implements, extends, achieves "
+        "(a finding towards a goal) or closes (the note that closes a goal: its findings are consolidated under it)."
+    )
+    strength: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 1.0
+
+    @field_validator("relationship_type")
+    @classmethod
+    def _requestable(cls, value: RelationType) -> RelationType:
+        if value not in REQUESTABLE_RELATIONS:
+            raise ValueError(f"{value.value} edges are made by consolidation, not asked for")
+        return value
+
+    def link(self) -> Link:
+        """The core's form of this edge."""
+        return Link(self.target_id, self.relationship_type, self.strength)
+
+
 class MemoryCreate(BaseModel):
     """What a caller sends to memorize.
 
@@ -218,6 +260,9 @@ class MemoryCreate(BaseModel):
         default_factory=list
     )
     details: dict[str, Any] = Field(default_factory=dict, description=_details_description(DEFAULT_LIMITS))
+    related_to: Annotated[list[LinkCreate], Field(max_length=MAX_LINKS)] = Field(
+        default_factory=list, description="Edges from this memory to existing ones; an unknown target is refused."
+    )
 
     @field_validator("details")
     @classmethod
@@ -440,6 +485,35 @@ class UndoResult(BaseModel):
     audit_id: str
     action: str
     restored: list[str]
+
+
+class ConsolidationPublic(BaseModel):
+    """One consolidation: the parent, the sources muted under it, and its audit record (undoable)."""
+
+    parent_id: str
+    parent_title: str
+    source_ids: list[str]
+    audit_id: str | None = Field(default=None, description="None in a dry run: nothing was written.")
+
+
+class SleepRequest(BaseModel):
+    """A sleep pass asked for by hand: over one scope, with the settings' thresholds unless given."""
+
+    model_config = _STRICT
+
+    scope: ScopeName | None = None
+    threshold: Annotated[StrictFloat, Field(ge=0.5, le=1.0)] | None = None
+    min_size: Annotated[StrictInt, Field(ge=2, le=100)] | None = None
+    dry_run: StrictBool = False
+
+
+class SleepResult(BaseModel):
+    """What a sleep pass did to one scope (or would do, dry)."""
+
+    scope: str
+    candidates: int = Field(description="Working memories of the window that were looked at.")
+    dry_run: bool
+    consolidations: list[ConsolidationPublic]
 
 
 class RelationPublic(BaseModel):

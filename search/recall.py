@@ -24,7 +24,7 @@ from hivemem.decay import rescore, strength, trust_factor
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
-from hivemem.model import FusionMethod, Hit, RetrievalMode
+from hivemem.model import FusionMethod, Hit, MemoryState, RetrievalMode
 from search.base import FusesNatively, LegQuery, SearchesLegsTogether, SearchFilter, Store
 
 __all__ = ["RecallParams", "Recaller", "leg_weights"]
@@ -55,6 +55,7 @@ class RecallParams:
     trust_agent_inferred: float = 0.9
     trust_imported: float = 0.95
     superseded_factor: float = 0.1
+    consolidated_factor: float = 0.5
 
     @classmethod
     def from_settings(cls, settings: Settings, mode: RetrievalMode = RetrievalMode.HYBRID) -> RecallParams:
@@ -71,6 +72,7 @@ class RecallParams:
             trust_agent_inferred=settings.trust_agent_inferred,
             trust_imported=settings.trust_imported,
             superseded_factor=settings.superseded_factor,
+            consolidated_factor=settings.consolidated_factor,
         )
 
 
@@ -194,6 +196,10 @@ class Recaller:
             superseded = memory.valid_to is not None and memory.valid_to <= now
             if superseded:
                 score *= p.superseded_factor
+            # A consolidated source: its parent holds what it says, and is what recall should show.
+            folded = memory.state is MemoryState.CONSOLIDATED
+            if folded:
+                score *= p.consolidated_factor
             if score < min_relevance:
                 continue
             ranks = leg_ranks.get(f.id, {})
@@ -204,6 +210,7 @@ class Recaller:
                 "strength": round(alive, 6),
                 "trust": trust,
                 "superseded": p.superseded_factor if superseded else 1.0,
+                "consolidated": p.consolidated_factor if folded else 1.0,
             }
             hits.append(Hit(memory=memory, score=score, explain=explain))
         hits.sort(key=lambda h: (-h.score, h.memory.id))

@@ -67,6 +67,11 @@ def build_celery(settings: Settings) -> Celery:
         beat_schedule={
             "prune-dead-letters": {"task": Task.PRUNE_DEAD_LETTERS, "schedule": 3600.0},
             "reconcile-jobs": {"task": Task.RECONCILE, "schedule": float(settings.reconcile_interval_s)},
+            **(
+                {"sleep-consolidate": {"task": Task.SLEEP, "schedule": 3600.0}}
+                if settings.sleep_interval_hours > 0
+                else {}
+            ),
         },
         timezone="UTC",
     )

@@ -15,6 +15,7 @@ from hivemem.embedding import Embedder
 from hivemem.model import DuplicatePolicy, Memory
 from hivemem.resolution import EXACT_ONLY, Resolution, ResolutionPolicy, resolve
 from search.base import ResolvesByMeaning, Store
+from workers.lifecycle import apply_links
 
 __all__ = ["embed_new", "embedded", "memorize", "memorize_many", "record_access", "resolution_policy", "write_all"]
 
@@ -103,6 +104,9 @@ def write_all(
             memory = embedded(embedder, [resolution.memory])[0]
             store.put(memory, DuplicatePolicy.OVERWRITE)
             resolutions[i] = Resolution(resolution.outcome, memory)
+    if any(m.requested_links for m in memories):
+        # After the unit: an edge's far end may be any memory, and closing a goal writes several.
+        apply_links(store, memories, resolutions, now)
     return resolutions
 
 

@@ -25,6 +25,7 @@ class Task:
     RECORD_ACCESS = "hivemem.record_access"
     PRUNE_DEAD_LETTERS = "hivemem.prune_dead_letters"
     RECONCILE = "hivemem.reconcile"
+    SLEEP = "hivemem.sleep"
 
 
 TASK_QUEUE = {
@@ -35,6 +36,7 @@ TASK_QUEUE = {
     Task.RECORD_ACCESS: "maintenance",
     Task.PRUNE_DEAD_LETTERS: "maintenance",
     Task.RECONCILE: "maintenance",
+    Task.SLEEP: "consolidate",
 }
 
 # The message header that names the jobs a task carries work for (a list of job ids), so that

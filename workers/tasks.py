@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import asdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery import Celery
@@ -36,6 +36,7 @@ from workers.context import current
 from workers.dispatch import job_ids, queue_job_work, send_job_task
 from workers.ingest_jobs import outcome_record, run_document_items
 from workers.job_board import ItemOutcome, JobItem, item_key, item_outcome
+from workers.lifecycle import sleep_due, sleep_policy
 from workers.queues import Task
 from workers.reconcile import reconcile
 from workers.scope_lock import ScopeBusyError, scope_locks
@@ -202,3 +203,24 @@ def register_tasks(app: Celery, settings: Settings) -> None:
             with suppress(Exception):
                 lock.release()
         return asdict(report)
+
+    @app.task(name=Task.SLEEP, **options)  # type: ignore[untyped-decorator]
+    def sleep(self: CeleryTask) -> dict[str, int]:
+        """Sleep-consolidate each scope whose last pass is an interval old (scheduled by beat)."""
+        context = current()
+        # One pass at a time across the pool: a second would plan from what the first is rewriting.
+        lock = context.redis.lock("hivemem:lock:sleep", timeout=3600)
+        if not lock.acquire(blocking=False):
+            return {"skipped": 1}
+        try:
+            reports = sleep_due(
+                context.store,
+                context.embedder,
+                utcnow(),
+                sleep_policy(settings),
+                timedelta(hours=settings.sleep_interval_hours),
+            )
+        finally:
+            with suppress(Exception):
+                lock.release()
+        return {r.scope: len(r.consolidations) for r in reports}

@@ -15,6 +15,7 @@ from hivemem.schemas import (
     AuditPublic,
     BulkMemorizeRequest,
     BulkMemorizeResult,
+    ConsolidationPublic,
     MemorizeAccepted,
     MemorizeResult,
     MemoryCreate,
@@ -23,6 +24,8 @@ from hivemem.schemas import (
     RecallResponse,
     RequestSchemas,
     ScopeName,
+    SleepRequest,
+    SleepResult,
     UndoResult,
 )
 
@@ -116,9 +119,26 @@ def build_router(schemas: RequestSchemas) -> APIRouter:
     def undo(
         audit_id: Annotated[str, Path(min_length=1, max_length=64)], service: ServiceDep, caller: CallerDep
     ) -> UndoResult:
-        """Undo a merge or a supersede: the memories as they were come back, and the undo is audited.
+        """Undo a merge, a supersede or a consolidation: the memories as they were come back, and the undo is audited.
         404 for an unknown record; 409 for another action or a record already undone."""
         return service.undo(audit_id, caller)
+
+    @router.post("/memories/{memory_id:uuid}/consolidate", response_model=ConsolidationPublic | None)
+    def consolidate(
+        memory_id: UUID, service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None
+    ) -> ConsolidationPublic | None:
+        """Consolidate a goal's working `achieves` findings under its newest closing note (a memory
+        with a `closes` edge to it), or the goal itself: sources muted (`consolidated`, importance
+        x 0.2) with `derived_from` edges from the parent; undoable by the audit record. `null` when
+        no finding is left. 404 for an unknown goal; 422 for a memory that is not a goal."""
+        return service.consolidate_goal(str(memory_id), caller, scope=scope)
+
+    @router.post("/sleep", response_model=SleepResult)
+    def sleep(body: SleepRequest, service: ServiceDep, caller: CallerDep) -> SleepResult:
+        """Sleep-consolidate the scope now: clusters of near-identical working memories of the last
+        days become one insight each, the sources muted under it (undoable). `dry_run` reports the
+        clusters and writes nothing."""
+        return service.sleep(body, caller)
 
     @router.delete("/memories/{memory_id:uuid}", response_model=MemoryPublic)
     def forget(

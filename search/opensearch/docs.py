@@ -58,6 +58,7 @@ def memory_doc(m: Memory, dimension: int) -> Json:
     doc = memory_to_json(m, format_date=to_iso)
     if doc["embedding"] is None:
         del doc["embedding"]  # no vector: found by keyword search only
+    doc.pop("requested_links", None)  # the memorize job's to apply, stored as relations
     return doc
 
 

@@ -375,3 +375,33 @@ def test_a_derived_session_names_its_default_and_lets_a_call_override_it(service
     tools = listed_tools(service)
     assert f"project scope `{SCOPE}` (this session's default) unless you pass `scope`" in tools["memorize"].description
     assert "scope" in tools["memorize"].input_schema["properties"]
+
+
+def test_memorize_links_to_existing_memories_and_refuses_unknown_ones(service: MemoryService) -> None:
+    out: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        goal = structured(
+            await client.call_tool(
+                "memorize", {"title": "Goal: faster CI", "content": "CI under ten minutes.", "memory_type": "goal"}
+            )
+        )
+        link = {"target_id": goal["id"], "relationship_type": "achieves"}
+        out["goal"] = goal["id"]
+        out["finding"] = structured(
+            await client.call_tool(
+                "memorize",
+                {"title": "Cached wheels", "content": "Caching wheels saves four minutes.", "related_to": [link]},
+            )
+        )["id"]
+        unknown = {"target_id": "00000000-0000-4000-8000-000000000000", "relationship_type": "achieves"}
+        out["refused"] = error_text(
+            await client.call_tool(
+                "memorize", {"title": "Dangling", "content": "Points nowhere at all.", "related_to": [unknown]}
+            )
+        )
+
+    run_with_client(service, body)
+    edges = service.store.relations(out["goal"])
+    assert [(e.source_id, e.type.value) for e in edges] == [(out["finding"], "achieves")]
+    assert "related_to names memory 00000000-0000-4000-8000-000000000000" in out["refused"]

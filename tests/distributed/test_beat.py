@@ -8,9 +8,12 @@ from datetime import timedelta
 from pathlib import Path
 
 from hivemem.config import Settings
+from hivemem.embedding import HashEmbedder
+from hivemem.hashing import content_hash
 from hivemem.jobs import DeadLetter
-from hivemem.model import utcnow
-from tests.e2e.helpers import hivemem_command, hivemem_env
+from hivemem.model import Memory, MemoryState, MemoryType, new_memory_id, utcnow
+from search import SearchFilter
+from tests.e2e.helpers import hivemem_command, hivemem_env, open_test_store
 from tests.services import CeleryWorker
 from workers.celery_app import build_celery
 from workers.job_board import RedisJobBoard
@@ -35,7 +38,8 @@ def test_beat_starts_with_its_schedule_in_the_data_dir(redis_url: str, tmp_path:
             # Its state (each entry's last run) persists in the data dir, so a restart keeps the
             # cadence: wait for the file to hold the entries, not for a line in the log.
             deadline = time.monotonic() + 30
-            while not all(entry in _schedule_text(tmp_path) for entry in ("prune-dead-letters", "reconcile-jobs")):
+            entries = ("prune-dead-letters", "reconcile-jobs", "sleep-consolidate")
+            while not all(entry in _schedule_text(tmp_path) for entry in entries):
                 assert beat.poll() is None, log.read_text(errors="replace")
                 assert time.monotonic() < deadline, log.read_text(errors="replace")
                 time.sleep(0.1)
@@ -66,3 +70,41 @@ def test_the_prune_job_drops_expired_dead_letters(redis_url: str, tmp_path: Path
         worker.stop()
     assert dropped == 1
     assert [d.job_ids for d in board.dead_letters()] == [("job_new",)]
+
+
+def test_the_sleep_job_consolidates_each_scope_on_a_worker_once_per_interval(redis_url: str, tmp_path: Path) -> None:
+    texts = [
+        "The release branch is cut every second Monday at noon UTC.",
+        "The release branch is cut every second Monday at 12:00 UTC.",
+        "Every second Monday at noon UTC the release branch is cut.",
+    ]
+    store, embedder = open_test_store(tmp_path), HashEmbedder(64)
+    try:
+        for text in texts:
+            memory = Memory(
+                id=new_memory_id(), scope="team/rel", title=text[:40], content=text, content_hash=content_hash(text)
+            )
+            memory.embedding = embedder.embed_passages([memory.embedding_text()])[0]
+            memory.embedding_model = embedder.model_id
+            store.put(memory)
+    finally:
+        store.close()
+    worker = CeleryWorker(redis_url, tmp_path, tmp_path)
+    worker.start(queues="consolidate")
+    app = build_celery(Settings(broker_url=redis_url))
+    try:
+        first = app.send_task(Task.SLEEP).get(timeout=60)
+        second = app.send_task(Task.SLEEP).get(timeout=60)
+    finally:
+        app.close()
+        worker.stop()
+    assert first == {"team/rel": 1}
+    assert second == {}  # slept within the interval: not looked at again
+    store = open_test_store(tmp_path)
+    try:
+        every = store.list_memories(SearchFilter(scopes=["team/rel"], states=tuple(MemoryState)), 10)
+    finally:
+        store.close()
+    assert sorted((m.memory_type, m.state) for m in every) == sorted(
+        [(MemoryType.FACT, MemoryState.CONSOLIDATED)] * 3 + [(MemoryType.INSIGHT, MemoryState.WORKING)]
+    )

@@ -1,0 +1,180 @@
+"""Edges asked for on memorize, goal consolidation and sleep, over REST on the real app."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.helpers import stored_count
+
+SCOPE = "github.com/acme/api"
+OTHER = "github.com/acme/secret"
+
+
+def _memorize(client: TestClient, content: str, scope: str = SCOPE, **fields: Any) -> str:
+    answer = client.post("/v1/memories", json={"title": content[:40], "content": content, "scope": scope} | fields)
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["id"])
+
+
+def _edges(client: TestClient, memory_id: str) -> list[tuple[str, str, str]]:
+    shown = client.get(f"/v1/memories/{memory_id}", params={"scope": SCOPE}).json()
+    return [(r["source_id"], r["target_id"], r["type"]) for r in shown["relations"]]
+
+
+def test_memorize_adds_the_edges_it_asks_for(client: TestClient) -> None:
+    decision = _memorize(client, "We deploy with blue-green switches behind the load balancer.")
+    runbook = _memorize(
+        client,
+        "The deploy runbook: drain the blue pool, switch, watch errors for ten minutes.",
+        related_to=[{"target_id": decision, "relationship_type": "implements", "strength": 0.9}],
+    )
+    assert _edges(client, runbook) == [(runbook, decision, "implements")]
+    assert _edges(client, decision) == [(runbook, decision, "implements")]
+
+
+def test_an_edge_to_an_unknown_or_unreadable_memory_is_refused_and_nothing_is_written(client: TestClient) -> None:
+    hidden = _memorize(client, "Team B keeps its deploy keys in a hardware token.", scope=OTHER)
+    before = stored_count(client)
+    for target in ("00000000-0000-4000-8000-000000000000", hidden):
+        answer = client.post(
+            "/v1/memories",
+            json={
+                "title": "A note with a bad edge",
+                "content": "This note points at a memory it cannot reach.",
+                "scope": SCOPE,
+                "related_to": [{"target_id": target, "relationship_type": "related_to"}],
+            },
+        )
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["field"] == "related_to[0].target_id"
+        assert target in answer.json()["message"]
+    assert stored_count(client) == before
+
+
+def test_edges_that_are_consolidations_own_or_malformed_are_refused(client: TestClient) -> None:
+    target = _memorize(client, "A memory to point at from elsewhere.")
+    for edge in (
+        {"target_id": target, "relationship_type": "derived_from"},
+        {"target_id": target, "relationship_type": "sibling_of"},
+        {"target_id": target, "relationship_type": "related_to", "strength": 2},
+        {"relationship_type": "related_to"},
+    ):
+        answer = client.post(
+            "/v1/memories",
+            json={"title": "A bad edge", "content": "With an edge that cannot be.", "related_to": [edge]},
+        )
+        assert answer.status_code == 422, (edge, answer.text)
+
+
+def test_a_closing_note_consolidates_the_goal_and_the_consolidation_can_be_undone(client: TestClient) -> None:
+    goal = _memorize(client, "Goal: the nightly import finishes before 6 am.", memory_type="goal")
+    findings = [
+        _memorize(client, text, related_to=[{"target_id": goal, "relationship_type": "achieves"}])
+        for text in (
+            "The import spends two hours re-reading unchanged files.",
+            "Skipping files whose hash is unchanged cut the import to 40 minutes.",
+        )
+    ]
+    lesson = _memorize(
+        client,
+        "Lesson: hash the inputs of a batch job before doing the work again.",
+        memory_type="insight",
+        related_to=[{"target_id": goal, "relationship_type": "closes"}],
+    )
+    for finding in findings:
+        shown = client.get(f"/v1/memories/{finding}", params={"scope": SCOPE}).json()
+        assert shown["state"] == "consolidated"
+    assert {(s, t) for s, t, kind in _edges(client, lesson) if kind == "derived_from"} == {
+        (lesson, f) for f in findings
+    }
+    # Nothing is left to gather: the manual consolidation answers null.
+    again = client.post(f"/v1/memories/{goal}/consolidate", headers={"X-Hivemem-Scope": SCOPE})
+    assert again.status_code == 200 and again.json() is None
+
+    record = [e for e in client.get("/v1/audit", params={"memory_id": lesson, "scope": SCOPE}).json()]
+    consolidation = next(e for e in record if e["action"] == "consolidate")
+    undone = client.post(f"/v1/audit/{consolidation['id']}/undo", headers={"X-Hivemem-Scope": SCOPE})
+    assert undone.status_code == 200, undone.text
+    assert set(undone.json()["restored"]) == {*findings, lesson}
+    for finding in findings:
+        assert client.get(f"/v1/memories/{finding}", params={"scope": SCOPE}).json()["state"] == "working"
+
+
+def test_consolidating_by_hand_uses_the_goal_when_no_note_closed_it(client: TestClient) -> None:
+    goal = _memorize(client, "Goal: one command installs the server.", memory_type="goal")
+    finding = _memorize(
+        client,
+        "A pipx install needs no virtual environment by hand.",
+        related_to=[{"target_id": goal, "relationship_type": "achieves"}],
+    )
+    answer = client.post(f"/v1/memories/{goal}/consolidate", headers={"X-Hivemem-Scope": SCOPE})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["parent_id"] == goal and answer.json()["source_ids"] == [finding]
+    assert answer.json()["audit_id"]
+    not_a_goal = client.post(f"/v1/memories/{finding}/consolidate", headers={"X-Hivemem-Scope": SCOPE})
+    assert not_a_goal.status_code == 422
+    unknown = client.post(
+        "/v1/memories/00000000-0000-4000-8000-000000000000/consolidate", headers={"X-Hivemem-Scope": SCOPE}
+    )
+    assert unknown.status_code == 404
+
+
+def test_sleep_dry_run_reports_the_clusters_and_writes_nothing(client: TestClient) -> None:
+    notes = [
+        "Flaky test: test_upload times out when the CI runner is busy; rerun fixes it.",
+        "Flaky test: test_upload times out when the CI runner is busy, a rerun fixes it.",
+        "Flaky test: test_upload times out when CI runners are busy; rerunning fixes it.",
+    ]
+    ids = [_memorize(client, text) for text in notes]
+    _memorize(client, "The staging database is reset every Sunday night.")
+    before = stored_count(client)
+    dry = client.post("/v1/sleep", json={"scope": SCOPE, "dry_run": True, "threshold": 0.8})
+    assert dry.status_code == 200, dry.text
+    assert dry.json()["dry_run"] is True and dry.json()["candidates"] == 4
+    [cluster] = dry.json()["consolidations"]
+    assert sorted(cluster["source_ids"]) == sorted(ids) and cluster["audit_id"] is None
+    assert stored_count(client) == before
+
+    done = client.post("/v1/sleep", json={"scope": SCOPE, "threshold": 0.8}).json()
+    [made] = done["consolidations"]
+    assert stored_count(client) == before + 1 and made["audit_id"]
+    insight = client.get(f"/v1/memories/{made['parent_id']}", params={"scope": SCOPE}).json()
+    assert insight["memory_type"] == "insight" and "test_upload" in insight["content"]
+    bad = client.post("/v1/sleep", json={"scope": SCOPE, "threshold": 3})
+    assert bad.status_code == 422
+
+
+def test_the_cli_links_on_memorize_consolidates_a_goal_and_sleeps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from api.cli import main
+
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+
+    def cli_json(*args: str) -> Any:
+        assert main(list(args)) == 0
+        return json.loads(capsys.readouterr().out)
+
+    goal = cli_json(
+        "memorize", "--title", "Goal: a green CI", "--content", "Goal: every CI run green on main.",
+        "--type", "goal", "--scope", SCOPE,
+    )  # fmt: skip
+    finding = cli_json(
+        "memorize", "--title", "Flaky upload test",
+        "--content", "test_upload waited on a sleep; it waits on the file now.",
+        "--scope", SCOPE, "--related-to", f"achieves:{goal['id']}",
+    )  # fmt: skip
+    plan = cli_json("memory", "consolidate", goal["id"], "--scope", SCOPE)
+    assert plan["parent_id"] == goal["id"] and plan["source_ids"] == [finding["id"]]
+    report = cli_json("memory", "sleep-consolidate", "--scope", SCOPE, "--dry-run", "--min-size", "2")
+    assert report["dry_run"] is True and report["scope"] == SCOPE
+    with pytest.raises(SystemExit) as usage:
+        main(["memorize", "--title", "A title here", "--content", "Some content for it.", "--related-to", "achieves"])
+    assert usage.value.code == 2
+    assert "TYPE:ID" in capsys.readouterr().err

@@ -1,0 +1,252 @@
+"""Lifecycle jobs over any store: the edges asked for on memorize, goal consolidation, sleep.
+
+Each reads what it needs through the Store contract, plans with the pure core
+(:mod:`hivemem.consolidation`) and writes the plan: sources first, then the parent, its edges and
+one audit record, so a pass cut short leaves no parent without its sources. Each is idempotent:
+only ``working`` memories are consolidated, so running a pass again finds nothing new.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from hivemem.config import Settings
+from hivemem.consolidation import Consolidation, clusters, consolidate, insight_from
+from hivemem.embedding import Embedder
+from hivemem.errors import MemoryNotFoundError, ValidationError
+from hivemem.model import (
+    AuditEvent,
+    DuplicatePolicy,
+    Memory,
+    MemoryState,
+    MemoryType,
+    Relation,
+    RelationType,
+    new_memory_id,
+)
+from hivemem.resolution import Resolution, resolves_by_meaning, snapshot
+from search.base import SearchFilter, Store
+
+__all__ = [
+    "SLEEP_AUTHOR",
+    "SleepPolicy",
+    "SleepReport",
+    "apply_links",
+    "consolidate_goal",
+    "last_sleep",
+    "sleep_consolidate",
+    "sleep_due",
+    "sleep_policy",
+]
+
+log = logging.getLogger(__name__)
+
+SLEEP_AUTHOR = "hivemem-sleep"
+_SLEEP_CANDIDATES = 5000  # the newest working memories of a scope one pass looks at
+_NEIGHBOURS = 50  # the nearest of each a cluster may take
+_BLOCK = 512  # rows of the similarity matrix computed at once
+
+
+def apply_links(store: Store, incoming: Sequence[Memory], resolutions: Sequence[Resolution], now: datetime) -> None:
+    """Add the edges each incoming memory asked for, from the memory it ended in.
+
+    A ``supersedes`` edge also marks its target no longer valid (audited, undoable); a ``closes``
+    edge to a goal consolidates the goal's findings under the closing memory. A target forgotten
+    since the gateway checked it is skipped: the memory is written, the edge cannot be.
+    """
+    for memory, resolution in zip(incoming, resolutions, strict=True):
+        source = resolution.memory
+        for link in memory.requested_links:
+            if link.target_id == source.id:
+                continue
+            try:
+                target = store.get(link.target_id)
+                store.add_relation(Relation(source.id, target.id, link.type, link.strength, memory.author, now))
+            except MemoryNotFoundError:
+                log.warning(
+                    "memory %s: its %s edge to %s was not added, the target is gone",
+                    source.id,
+                    link.type,
+                    link.target_id,
+                )
+                continue
+            if link.type is RelationType.SUPERSEDES:
+                _supersede(store, source, target, now, memory.author)
+            elif link.type is RelationType.CLOSES and target.memory_type is MemoryType.GOAL:
+                consolidate_goal(store, target.id, now, author=memory.author, parent_id=source.id)
+
+
+def _supersede(store: Store, newer: Memory, older: Memory, now: datetime, author: str) -> None:
+    if older.valid_to is not None:
+        return
+    store.put(replace(older, valid_to=now, updated_at=now), DuplicatePolicy.OVERWRITE)
+    store.audit(
+        AuditEvent(
+            "supersede",
+            newer.id,
+            newer.scope,
+            author,
+            {"superseded": older.id, "reason": "a supersedes edge asked for on memorize", "before": snapshot(older)},
+            now,
+        )
+    )
+
+
+def _apply(store: Store, plan: Consolidation) -> None:
+    for memory in plan.writes:
+        store.put(memory, DuplicatePolicy.OVERWRITE)
+    for relation in plan.relations:
+        store.add_relation(relation)
+    store.audit(plan.audit)
+
+
+def consolidate_goal(
+    store: Store, goal_id: str, now: datetime, *, author: str, parent_id: str | None = None
+) -> Consolidation | None:
+    """Consolidate the working findings that ``achieves`` goal ``goal_id`` under ``parent_id``, or
+    else under the newest memory that ``closes`` it, or else under the goal itself. None when no
+    finding is left to consolidate. Raises ``MemoryNotFoundError``, or ``ValidationError`` when
+    ``goal_id`` is not a goal."""
+    goal = store.get(goal_id)
+    if goal.memory_type is not MemoryType.GOAL:
+        raise ValidationError(f"memory {goal_id} is a {goal.memory_type.value}, not a goal", field="goal_id")
+    edges = [r for r in store.relations(goal.id) if r.target_id == goal.id]
+    if parent_id is None:
+        closers = sorted((r for r in edges if r.type is RelationType.CLOSES), key=lambda r: r.created_at)
+        parent_id = closers[-1].source_id if closers else goal.id
+    parent = store.get(parent_id)
+    findings = store.get_many([r.source_id for r in edges if r.type is RelationType.ACHIEVES])
+    sources = [m for m in findings if m.state is MemoryState.WORKING and m.id != parent.id and m.scope == goal.scope]
+    if not sources:
+        return None
+    plan = consolidate(parent, sources, now, author=author, reason=f"goal {goal.id} ({goal.title}) closed")
+    _apply(store, plan)
+    return plan
+
+
+@dataclass(frozen=True, slots=True)
+class SleepPolicy:
+    """Which memories a sleep pass consolidates (settings ``sleep_*``)."""
+
+    threshold: float = 0.85
+    min_size: int = 3
+    window_days: float = 7.0
+
+
+@dataclass(frozen=True, slots=True)
+class SleepReport:
+    """What one pass over one scope did (or, dry, would do)."""
+
+    scope: str
+    candidates: int
+    consolidations: tuple[Consolidation, ...]
+    dry_run: bool
+
+
+def _sleep_marker(scope: str) -> str:
+    # The audit trail keeps each pass under this name: a marker every process and store shares.
+    return f"sleep:{scope}"
+
+
+def last_sleep(store: Store, scope: str) -> datetime | None:
+    """When ``scope`` was last sleep-consolidated (not dry), if ever."""
+    passes = store.audit_log(_sleep_marker(scope))
+    return passes[-1].at if passes else None
+
+
+def _near(candidates: Sequence[Memory], threshold: float) -> dict[str, list[tuple[str, float]]]:
+    """Each candidate's nearest others at ``threshold`` or above, by cosine, best first."""
+    raw = np.asarray([m.embedding for m in candidates], dtype=np.float32)
+    norms = np.linalg.norm(raw, axis=1, keepdims=True)
+    vectors = (raw / np.where(norms == 0, 1, norms)).astype(np.float32)
+    near: dict[str, list[tuple[str, float]]] = {}
+    for start in range(0, len(candidates), _BLOCK):
+        scores = vectors[start : start + _BLOCK] @ vectors.T
+        for row, memory in enumerate(candidates[start : start + _BLOCK]):
+            order = np.argsort(-scores[row])[: _NEIGHBOURS + 1]
+            near[memory.id] = [
+                (candidates[j].id, float(scores[row, j]))
+                for j in order
+                if j != start + row and scores[row, j] >= threshold
+            ]
+    return near
+
+
+def sleep_consolidate(
+    store: Store,
+    embedder: Embedder,
+    scope: str,
+    now: datetime,
+    policy: SleepPolicy = SleepPolicy(),
+    *,
+    dry_run: bool = False,
+    new_id: Callable[[], str] = new_memory_id,
+) -> SleepReport:
+    """One sleep pass over ``scope``: clusters of at least ``min_size`` working memories of the
+    last ``window_days``, each within ``threshold`` of its seed, become one insight built from
+    their text, with the sources muted under it. Memories deduplicated by exact content only
+    (conversation turns, handoffs, progress, imports) are left alone, as on write."""
+    where = SearchFilter(
+        scopes=[scope], states=(MemoryState.WORKING,), created_after=now - timedelta(days=policy.window_days)
+    )
+    candidates = [
+        m
+        for m in store.list_memories(where, _SLEEP_CANDIDATES)
+        if m.embedding is not None and resolves_by_meaning(m) and m.memory_type is not MemoryType.GOAL
+    ]
+    groups = (
+        clusters(candidates, _near(candidates, policy.threshold), threshold=policy.threshold, min_size=policy.min_size)
+        if len(candidates) >= policy.min_size
+        else []
+    )
+    plans = []
+    for group in groups:
+        insight = insight_from(group, memory_id=new_id(), now=now, author=SLEEP_AUTHOR)
+        insight.embedding = embedder.embed_passages([insight.embedding_text()])[0]
+        insight.embedding_model = embedder.model_id
+        plans.append(
+            consolidate(
+                insight,
+                group,
+                now,
+                author=SLEEP_AUTHOR,
+                reason=f"sleep: {len(group)} memories within cosine {policy.threshold} of each other",
+                created=True,
+            )
+        )
+    if not dry_run:
+        for plan in plans:
+            _apply(store, plan)
+        store.audit(
+            AuditEvent(
+                "sleep",
+                _sleep_marker(scope),
+                scope,
+                SLEEP_AUTHOR,
+                {"candidates": len(candidates), "insights": [p.parent.id for p in plans]},
+                now,
+            )
+        )
+    return SleepReport(scope, len(candidates), tuple(plans), dry_run)
+
+
+def sleep_due(
+    store: Store, embedder: Embedder, now: datetime, policy: SleepPolicy, interval: timedelta
+) -> list[SleepReport]:
+    """Sleep-consolidate every scope whose last pass is ``interval`` or more ago (or never ran)."""
+    reports = []
+    for scope in store.scopes():
+        last = last_sleep(store, scope)
+        if last is None or now - last >= interval:
+            reports.append(sleep_consolidate(store, embedder, scope, now, policy))
+    return reports
+
+
+def sleep_policy(settings: Settings) -> SleepPolicy:
+    """The sleep pass the settings ask for."""
+    return SleepPolicy(settings.sleep_threshold, settings.sleep_min_size, settings.sleep_window_days)
