@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -46,6 +46,8 @@ from hivemem.schemas import (
     MAX_QUERIES,
     Content,
     FilePath,
+    HandoffItems,
+    HandoffSave,
     LinkCreate,
     QueryText,
     RecallLimit,
@@ -150,9 +152,24 @@ FORGET = """Delete one memory for good (the deletion is audited). Only for memor
 harmful or stored by mistake. Don't forget things for being old: old memories fade from results on \
 their own and may still matter. Requires `confirm: true`; take the id from `remember`. {reads_from}"""
 
-_TEMPLATES = {"memorize": MEMORIZE, "remember": REMEMBER, "forget": FORGET, "job": JOB}
+HANDOFF = """Session handoff. `action: save` at the end of a session (or before the context runs out): \
+`summary` of where the work stands, and the lists `completed`, `in_progress`, `blocked`, `next_steps`. \
+`action: load` at the start of a session: the latest handoff of the project, or null. {reads_from}"""
+
+MEMORY_STATUS = """Where the project's memory stands: counts by type and state, open failures by component and \
+severity, features not done with their status and completion, when memories were last consolidated, and \
+jobs waiting. {reads_from}"""
+
+_TEMPLATES = {
+    "memorize": MEMORIZE,
+    "remember": REMEMBER,
+    "forget": FORGET,
+    "job": JOB,
+    "handoff": HANDOFF,
+    "memory_status": MEMORY_STATUS,
+}
 # The tools whose `scope` argument a locked session does not offer.
-_SCOPED_TOOLS = ("memorize", "remember", "forget", "knowledge")
+_SCOPED_TOOLS = ("memorize", "remember", "forget", "knowledge", "handoff", "memory_status")
 
 
 def _reporting_errors(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
@@ -299,6 +316,34 @@ def build_mcp(
         removed = service().forget(id, confirm=confirm, caller=caller(ctx), scope=scope)
         return {"forgotten": removed.id, "title": removed.title, "scope": removed.scope}
 
+    def handoff(
+        ctx: Context[Any, Any],
+        action: Annotated[Literal["save", "load"], Field(description="save a handoff, or load the latest.")],
+        summary: Annotated[Content | None, Field(description="save: where the work stands.")] = None,
+        completed: Annotated[HandoffItems | None, Field(description="save: what was finished.")] = None,
+        in_progress: Annotated[HandoffItems | None, Field(description="save: what is under way.")] = None,
+        blocked: Annotated[HandoffItems | None, Field(description="save: what waits, and on what.")] = None,
+        next_steps: Annotated[HandoffItems | None, Field(description="save: what to do next.")] = None,
+        scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
+    ) -> dict[str, Any]:
+        lists = {"completed": completed, "in_progress": in_progress, "blocked": blocked, "next_steps": next_steps}
+        if action == "load":
+            given = [name for name, value in (("summary", summary), *lists.items()) if value is not None]
+            if given:
+                raise ValidationError(f"`load` takes no {', '.join(given)}", field=given[0])
+            latest = service().load_handoff(caller(ctx), scope=scope)
+            return {"handoff": None if latest is None else latest.model_dump(mode="json")}
+        if summary is None:
+            raise ValidationError("`save` needs a `summary`", field="summary")
+        request = HandoffSave(summary=summary, scope=scope, **{k: v for k, v in lists.items() if v is not None})
+        return service().save_handoff(request, caller(ctx)).model_dump(mode="json")
+
+    def memory_status(
+        ctx: Context[Any, Any],
+        scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
+    ) -> dict[str, Any]:
+        return service().status(caller(ctx), scope=scope).model_dump(mode="json")
+
     def job(
         job_id: Annotated[StrictStr, Field(min_length=1, max_length=200, description="The job_id a memorize gave.")],
     ) -> dict[str, Any]:
@@ -333,6 +378,16 @@ def build_mcp(
             _reporting_errors(forget),
             description=FORGET,
             annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
+        ),
+        Tool.from_function(
+            _reporting_errors(handoff),
+            description=HANDOFF,
+            annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False),
+        ),
+        Tool.from_function(
+            _reporting_errors(memory_status),
+            description=MEMORY_STATUS,
+            annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
         ),
     ]
     knowledge = knowledge_tool(service, caller, over_stdio=session is not None)

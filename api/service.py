@@ -22,19 +22,35 @@ from hivemem.config import Settings
 from hivemem.consolidation import Consolidation
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
+from hivemem.engineering import handoff_content
 from hivemem.errors import AuditNotFoundError, ConfirmationRequired, MemoryNotFoundError, StoreError, ValidationError
 from hivemem.hashing import content_hash
-from hivemem.model import GLOBAL_SCOPE, AuditEvent, Link, Memory, RetrievalMode, new_memory_id, utcnow
+from hivemem.model import (
+    GLOBAL_SCOPE,
+    AuditEvent,
+    Link,
+    Memory,
+    MemoryState,
+    MemoryType,
+    RetrievalMode,
+    new_memory_id,
+    utcnow,
+)
 from hivemem.schemas import (
+    MAX_CONTENT_CHARS,
     AuditPublic,
     BulkMemorizeResult,
     ConsolidationPublic,
     DeadLetterPublic,
+    FeatureStatus,
+    HandoffPublic,
+    HandoffSave,
     JobPublic,
     MemorizeAccepted,
     MemorizeResult,
     MemoryCreate,
     MemoryPublic,
+    MemoryStatus,
     RecallRequest,
     RecallResponse,
     RecallResult,
@@ -50,7 +66,7 @@ from search.base import Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
-from workers.lifecycle import SleepPolicy, consolidate_goal, sleep_consolidate, sleep_policy
+from workers.lifecycle import SleepPolicy, consolidate_goal, last_sleep, sleep_consolidate, sleep_policy
 from workers.runner import InProcessRunner, Runner
 from workers.sleep_timer import SleepTimer
 
@@ -137,6 +153,9 @@ def _consolidation_public(plan: Consolidation, store: Store | None) -> Consolida
         source_ids=[m.id for m in plan.sources],
         audit_id=audit_id,
     )
+
+
+_STATUS_SCAN = 2000  # the newest failures and progress notes a status report reads
 
 
 class MemoryService:
@@ -371,6 +390,72 @@ class MemoryService:
             candidates=report.candidates,
             dry_run=report.dry_run,
             consolidations=[_consolidation_public(p, written) for p in report.consolidations],
+        )
+
+    def save_handoff(self, request: HandoffSave, caller: Caller = Caller()) -> MemorizeResult | MemorizeAccepted:
+        """Store a session handoff as a ``handoff`` memory of the scope; the latest is what ``load_handoff`` returns."""
+        details = request.details()
+        content = handoff_content(details)
+        if len(content) > MAX_CONTENT_CHARS:
+            raise ValidationError(
+                f"the handoff reads {len(content)} characters as a memory; at most {MAX_CONTENT_CHARS} fit",
+                field="summary",
+            )
+        first_line = request.summary.splitlines()[0].strip()
+        title = f"Handoff: {first_line}"
+        title = title if len(title) <= 200 else title[:199].rstrip() + "…"
+        memory = MemoryCreate(
+            title=title,
+            content=content,
+            scope=request.scope,
+            memory_type=MemoryType.HANDOFF,
+            importance=0.6,
+            details=details,
+        )
+        return self.memorize(memory, caller)
+
+    def load_handoff(self, caller: Caller = Caller(), *, scope: str | None = None) -> HandoffPublic | None:
+        """The latest handoff of the caller's scope (or ``scope``), or None."""
+        where = SearchFilter(scopes=[caller.scope_for(scope, write=False)], memory_types=(MemoryType.HANDOFF,))
+        latest = self.store.list_memories(where, 1)
+        return HandoffPublic.of(latest[0]) if latest else None
+
+    def status(self, caller: Caller = Caller(), *, scope: str | None = None) -> MemoryStatus:
+        """Where the caller's scope (or ``scope``) stands: counts by type and state, working failures by
+        component and severity, features not done (latest progress note each), last sleep, queues."""
+        name = caller.scope_for(scope, write=False)
+        by_type: dict[str, dict[str, int]] = {}
+        for (kind, state), count in sorted(self.store.tally([name]).items()):
+            by_type.setdefault(kind.value, {})[state.value] = count
+        failures: dict[str, dict[str, int]] = {}
+        working = SearchFilter(scopes=[name], states=(MemoryState.WORKING,), memory_types=(MemoryType.FAILURE,))
+        for failure in self.store.list_memories(working, _STATUS_SCAN):
+            component = str(failure.details.get("component", "unknown"))
+            severity = str(failure.details.get("severity", "unknown"))
+            failures.setdefault(component, {}).setdefault(severity, 0)
+            failures[component][severity] += 1
+        features: dict[str, FeatureStatus] = {}
+        progress = SearchFilter(scopes=[name], memory_types=(MemoryType.PROGRESS,))
+        for note in self.store.list_memories(progress, _STATUS_SCAN):  # newest first: the first per feature wins
+            feature = str(note.details.get("feature", note.title))
+            if feature in features:
+                continue
+            features[feature] = FeatureStatus(
+                feature=feature,
+                status=str(note.details.get("status", "unknown")),
+                completion=note.details.get("completion"),
+                blockers=list(note.details.get("blockers", [])),
+                memory_id=note.id,
+                updated_at=note.updated_at,
+            )
+        return MemoryStatus(
+            scope=name,
+            total=sum(sum(states.values()) for states in by_type.values()),
+            by_type=by_type,
+            failures_by_component=failures,
+            active_features=[f for f in features.values() if f.status != "done"],
+            last_consolidation=last_sleep(self.store, name),
+            queue_depth=self.runner.queue_depth(),
         )
 
     def start_sleep_timer(self) -> None:

@@ -1,11 +1,12 @@
-"""Engineering state: the structured ``details`` of failure and progress memories.
+"""Engineering state: the structured ``details`` of failure, progress and handoff memories.
 
 A failure or a progress note is a ``memorize`` like any other, so agents keep one small tool
 surface; what makes it state is a validated ``details`` object. A failure names its ``error``,
 ``component`` and ``severity`` (and may name ``root_cause``, ``fix``, ``related_test_ids``); a
 progress note names its ``feature`` and ``status`` (and may give ``completion`` in percent,
-``blockers``, ``notes``). Severity and status set the importance when the caller gives none, so a
-critical failure outranks a low one in recall.
+``blockers``, ``notes``); a session handoff gives its ``summary`` (and may list ``completed``,
+``in_progress``, ``blocked`` and ``next_steps``). Severity and status set the importance when the
+caller gives none, so a critical failure outranks a low one in recall.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "STATUS_IMPORTANCE",
     "details_json_schema",
     "details_shape_problem",
+    "handoff_content",
     "implied_importance",
 ]
 
@@ -38,7 +40,12 @@ _SHAPES: Mapping[MemoryType, tuple[Mapping[str, str], Mapping[str, str]]] = {
         {"feature": _TEXT, "status": "one of " + ", ".join(STATUS_IMPORTANCE)},
         {"completion": "a number from 0 to 100 (percent)", "blockers": _TEXTS, "notes": _TEXT},
     ),
+    MemoryType.HANDOFF: (
+        {"summary": _TEXT},
+        {"completed": _TEXTS, "in_progress": _TEXTS, "blocked": _TEXTS, "next_steps": _TEXTS},
+    ),
 }
+_LISTS = frozenset({"related_test_ids", "blockers", "completed", "in_progress", "blocked", "next_steps"})
 
 
 def _fits(name: str, value: Any, memory_type: MemoryType) -> bool:
@@ -48,7 +55,7 @@ def _fits(name: str, value: Any, memory_type: MemoryType) -> bool:
         return value in STATUS_IMPORTANCE
     if name == "completion":
         return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 100
-    if name in ("related_test_ids", "blockers"):
+    if name in _LISTS:
         return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
     return isinstance(value, str) and bool(value.strip())
 
@@ -90,7 +97,7 @@ _FIELD_SCHEMAS: Mapping[str, dict[str, Any]] = {
     "status": {"enum": list(STATUS_IMPORTANCE)},
     "completion": {"type": "number", "minimum": 0, "maximum": 100},
     "related_test_ids": {"type": "array", "items": _NON_BLANK},
-    "blockers": {"type": "array", "items": _NON_BLANK},
+    **{name: {"type": "array", "items": _NON_BLANK} for name in _LISTS},
 }
 
 
@@ -117,3 +124,18 @@ def details_json_schema() -> list[dict[str, Any]]:
             }
         )
     return clauses
+
+
+def handoff_content(details: Mapping[str, Any]) -> str:
+    """A handoff's details as the text a later session reads (and recall searches)."""
+    parts = [str(details["summary"]).strip()]
+    for name, heading in (
+        ("completed", "Completed"),
+        ("in_progress", "In progress"),
+        ("blocked", "Blocked"),
+        ("next_steps", "Next steps"),
+    ):
+        items = details.get(name) or []
+        if items:
+            parts.append(f"{heading}:\n" + "\n".join(f"- {item}" for item in items))
+    return "\n\n".join(parts)

@@ -52,6 +52,7 @@ from hivemem.scope import MAX_SCOPE_LENGTH, SCOPE_PATTERN, SCOPE_RULE, validate_
 
 __all__ = [
     "MAX_BULK_MEMORIES",
+    "MAX_CONTENT_CHARS",
     "MAX_QUERIES",
     "MAX_QUERY_LENGTH",
     "AuditPublic",
@@ -60,13 +61,17 @@ __all__ = [
     "ConsolidationPublic",
     "DeadLetterPublic",
     "ErrorBody",
+    "FeatureStatus",
     "FieldProblem",
+    "HandoffPublic",
+    "HandoffSave",
     "JobPublic",
     "LinkCreate",
     "MemorizeAccepted",
     "MemorizeResult",
     "MemoryCreate",
     "MemoryPublic",
+    "MemoryStatus",
     "RecallLimit",
     "RecallRequest",
     "RecallResponse",
@@ -130,8 +135,11 @@ _TEXT_1, _TEXT_5, _TEXT_10 = _TextRule(1), _TextRule(5), _TextRule(10)
 Title = Annotated[
     StrictStr, Field(min_length=5, max_length=200, json_schema_extra=_TEXT_5.schema()), AfterValidator(_TEXT_5)
 ]
+MAX_CONTENT_CHARS = 10_000
 Content = Annotated[
-    StrictStr, Field(min_length=10, max_length=10_000, json_schema_extra=_TEXT_10.schema()), AfterValidator(_TEXT_10)
+    StrictStr,
+    Field(min_length=10, max_length=MAX_CONTENT_CHARS, json_schema_extra=_TEXT_10.schema()),
+    AfterValidator(_TEXT_10),
 ]
 Tag = Annotated[
     StrictStr, Field(min_length=1, max_length=64, json_schema_extra=_TEXT_1.schema()), AfterValidator(_TEXT_1)
@@ -494,6 +502,81 @@ class ConsolidationPublic(BaseModel):
     parent_title: str
     source_ids: list[str]
     audit_id: str | None = Field(default=None, description="None in a dry run: nothing was written.")
+
+
+HandoffItem = Annotated[
+    StrictStr, Field(min_length=1, max_length=300, json_schema_extra=_TEXT_1.schema()), AfterValidator(_TEXT_1)
+]
+HandoffItems = Annotated[list[HandoffItem], Field(max_length=20)]
+
+
+class HandoffSave(BaseModel):
+    """A session handoff: where the work stands, for the next session (or agent) to load."""
+
+    model_config = _STRICT
+
+    summary: Content
+    completed: HandoffItems = Field(default_factory=list)
+    in_progress: HandoffItems = Field(default_factory=list)
+    blocked: HandoffItems = Field(default_factory=list)
+    next_steps: HandoffItems = Field(default_factory=list)
+    scope: ScopeName | None = None
+
+    def details(self) -> dict[str, Any]:
+        """The handoff memory's details: the summary and every list that has items."""
+        lists = self.model_dump(include={"completed", "in_progress", "blocked", "next_steps"})
+        return {"summary": self.summary} | {k: v for k, v in lists.items() if v}
+
+
+class HandoffPublic(BaseModel):
+    """The latest handoff of a scope."""
+
+    id: str
+    scope: str
+    author: str
+    created_at: datetime
+    summary: str
+    completed: list[str]
+    in_progress: list[str]
+    blocked: list[str]
+    next_steps: list[str]
+
+    @classmethod
+    def of(cls, memory: Memory) -> HandoffPublic:
+        d = memory.details
+        return cls(
+            id=memory.id,
+            scope=memory.scope,
+            author=memory.author,
+            created_at=memory.created_at,
+            summary=str(d.get("summary", memory.content)),
+            **{k: list(d.get(k, [])) for k in ("completed", "in_progress", "blocked", "next_steps")},
+        )
+
+
+class FeatureStatus(BaseModel):
+    """A feature's latest progress note."""
+
+    feature: str
+    status: str
+    completion: float | None
+    blockers: list[str]
+    memory_id: str
+    updated_at: datetime
+
+
+class MemoryStatus(BaseModel):
+    """Where a scope's memory stands: counts, open failures, features, consolidation, queues."""
+
+    scope: str
+    total: int
+    by_type: dict[str, dict[str, int]] = Field(description="memory_type -> state -> count")
+    failures_by_component: dict[str, dict[str, int]] = Field(
+        description="Working failures: component -> severity -> count."
+    )
+    active_features: list[FeatureStatus] = Field(description="Latest progress per feature, not done, newest first.")
+    last_consolidation: datetime | None = Field(description="When the scope last slept (None: never).")
+    queue_depth: dict[str, int] = Field(description="Jobs waiting, by queue.")
 
 
 class SleepRequest(BaseModel):

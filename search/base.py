@@ -132,6 +132,10 @@ class MemoryStore(Protocol):
         """Every scope that holds a memory, sorted."""
         ...
 
+    def tally(self, scopes: Sequence[str]) -> dict[tuple[MemoryType, MemoryState], int]:
+        """How many memories of ``scopes`` there are of each type and state (absent pairs: none)."""
+        ...
+
     def keyword_search(self, text: str, where: SearchFilter, limit: int) -> list[Candidate]:
         """BM25 over title, content and tags, best first, at most ``limit``; a text with no
         searchable word returns []. Scores are the engine's BM25, higher is better."""

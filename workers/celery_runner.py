@@ -25,7 +25,7 @@ from workers.batcher import MicroBatcher
 from workers.celery_app import build_celery
 from workers.dispatch import queue_job_work, send_job_task
 from workers.job_board import JobBoard, JobItem, RedisJobBoard
-from workers.queues import Task
+from workers.queues import QUEUES, Task
 
 __all__ = ["CeleryRunner", "job_item"]
 
@@ -138,6 +138,13 @@ class CeleryRunner:
             except Exception:
                 log.warning("pinging the workers failed", exc_info=True)
         return {"broker": broker, "workers": workers}
+
+    def queue_depth(self) -> dict[str, int]:
+        """Messages waiting in each Celery queue; empty when the broker does not answer."""
+        try:
+            return self._board.queue_lengths(QUEUES)
+        except BrokerUnavailableError:
+            return {}
 
     def warnings(self) -> list[str]:
         """A warning when the broker keeps nothing across its own restart."""

@@ -454,6 +454,17 @@ class RedisJobBoard:
         except BrokerUnavailableError:
             return False
 
+    def queue_lengths(self, queues: Sequence[str]) -> dict[str, int]:
+        """Messages waiting in each Celery queue on this Redis (every priority lane counted)."""
+        # kombu keeps a queue's priority lanes under the queue's name plus "\x06\x16" and the lane.
+        keys = {q: [q, *(f"{q}\x06\x16{lane}" for lane in range(10))] for q in queues}
+        pipe = self._redis.pipeline()
+        for names in keys.values():
+            for key in names:
+                pipe.llen(key)
+        lengths = iter(self._call(pipe.execute))
+        return {q: sum(int(next(lengths)) for _ in names) for q, names in keys.items()}
+
     def persistence_warning(self) -> str | None:
         """A warning when this board's Redis keeps nothing across a restart (see :mod:`workers.broker_persistence`)."""
         return persistence_warning(self._redis)

@@ -12,10 +12,10 @@ from datetime import datetime
 
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
-from hivemem.model import DuplicatePolicy, Memory
+from hivemem.model import DuplicatePolicy, Memory, MemoryType
 from hivemem.resolution import EXACT_ONLY, Resolution, ResolutionPolicy, resolve
 from search.base import ResolvesByMeaning, Store
-from workers.lifecycle import apply_links
+from workers.lifecycle import apply_links, supersede_earlier_progress
 
 __all__ = ["embed_new", "embedded", "memorize", "memorize_many", "record_access", "resolution_policy", "write_all"]
 
@@ -107,6 +107,8 @@ def write_all(
     if any(m.requested_links for m in memories):
         # After the unit: an edge's far end may be any memory, and closing a goal writes several.
         apply_links(store, memories, resolutions, now)
+    if any(m.memory_type is MemoryType.PROGRESS for m in memories):
+        supersede_earlier_progress(store, memories, resolutions, now)
     return resolutions
 
 

@@ -27,6 +27,7 @@ from hivemem.model import (
     MemoryType,
     Relation,
     RelationType,
+    WriteOutcome,
     new_memory_id,
 )
 from hivemem.resolution import Resolution, resolves_by_meaning, snapshot
@@ -42,6 +43,7 @@ __all__ = [
     "sleep_consolidate",
     "sleep_due",
     "sleep_policy",
+    "supersede_earlier_progress",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,7 +83,14 @@ def apply_links(store: Store, incoming: Sequence[Memory], resolutions: Sequence[
                 consolidate_goal(store, target.id, now, author=memory.author, parent_id=source.id)
 
 
-def _supersede(store: Store, newer: Memory, older: Memory, now: datetime, author: str) -> None:
+def _supersede(
+    store: Store,
+    newer: Memory,
+    older: Memory,
+    now: datetime,
+    author: str,
+    reason: str = "a supersedes edge asked for on memorize",
+) -> None:
     if older.valid_to is not None:
         return
     store.put(replace(older, valid_to=now, updated_at=now), DuplicatePolicy.OVERWRITE)
@@ -91,10 +100,32 @@ def _supersede(store: Store, newer: Memory, older: Memory, now: datetime, author
             newer.id,
             newer.scope,
             author,
-            {"superseded": older.id, "reason": "a supersedes edge asked for on memorize", "before": snapshot(older)},
+            {"superseded": older.id, "reason": reason, "before": snapshot(older)},
             now,
         )
     )
+
+
+_PROGRESS_SCAN = 500  # the newest progress notes of a scope a new one is compared with
+
+
+def supersede_earlier_progress(
+    store: Store, incoming: Sequence[Memory], resolutions: Sequence[Resolution], now: datetime
+) -> None:
+    """A progress note stored for a feature supersedes the feature's earlier notes still valid:
+    ``supersedes`` edges, ``valid_to`` set, audited and undoable like any supersede."""
+    for memory, resolution in zip(incoming, resolutions, strict=True):
+        if memory.memory_type is not MemoryType.PROGRESS or resolution.outcome is not WriteOutcome.STORED:
+            continue
+        feature = memory.details.get("feature")
+        where = SearchFilter(scopes=[memory.scope], memory_types=(MemoryType.PROGRESS,), exclude_ids=(memory.id,))
+        for earlier in store.list_memories(where, _PROGRESS_SCAN):
+            if earlier.details.get("feature") != feature or earlier.valid_to is not None:
+                continue
+            if earlier.created_at > memory.created_at:
+                continue  # a note written later (a delayed job): it is the newer one
+            store.add_relation(Relation(memory.id, earlier.id, RelationType.SUPERSEDES, 1.0, memory.author, now))
+            _supersede(store, memory, earlier, now, memory.author, f"a newer progress note on {feature}")
 
 
 def _apply(store: Store, plan: Consolidation) -> None:

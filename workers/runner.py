@@ -9,6 +9,7 @@ functions on Celery workers and waits a short while for them. Both record every 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
@@ -58,6 +59,10 @@ class Runner(Protocol):
         """Readiness of what the runner depends on (broker, workers), by name."""
         ...
 
+    def queue_depth(self) -> dict[str, int]:
+        """Jobs waiting, by queue (``ingest`` in this process; each Celery queue with a broker)."""
+        ...
+
     def warnings(self) -> list[str]:
         """Setups of what the runner depends on that work but can lose jobs (a broker that keeps nothing)."""
         ...
@@ -97,6 +102,8 @@ class InProcessRunner:
         # Ingest jobs run here, one at a time: a bulk ingest uses one core and the embedder's batches,
         # and the server keeps answering (queries go first in the embedder's queue).
         self._ingests = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-ingest")
+        self._waiting_lock = threading.Lock()
+        self._waiting_ingests = 0
         self._writes: Coalescer[None, Sequence[Memory], list[Resolution]] = Coalescer(self._write_group)
 
     @property
@@ -150,10 +157,14 @@ class InProcessRunner:
     def ingest(self, job: Job, items: Sequence[JobItem]) -> Ticket:
         """Run an ingest job on the background ingest thread; the ticket is queued."""
         self._board.create(job, items)
+        with self._waiting_lock:
+            self._waiting_ingests += 1
         self._ingests.submit(self._run_ingest, job.id, list(items))
         return Ticket(job.id, JobState.QUEUED)
 
     def _run_ingest(self, job_id: str, items: list[JobItem]) -> None:
+        with self._waiting_lock:
+            self._waiting_ingests -= 1
         self._board.start(job_id)
         try:
             for item, outcome, seconds in run_document_items(self._store, self._embedder, self._settings, items):
@@ -165,6 +176,11 @@ class InProcessRunner:
     def ready(self) -> dict[str, bool]:
         """Nothing beyond the store and the embedder, which the service checks itself."""
         return {}
+
+    def queue_depth(self) -> dict[str, int]:
+        """Ingest jobs queued behind the one running; memorize runs in the caller's thread."""
+        with self._waiting_lock:
+            return {"ingest": self._waiting_ingests}
 
     def warnings(self) -> list[str]:
         """None: jobs run in the caller's thread and are done when memorize answers."""

@@ -16,10 +16,13 @@ from hivemem.schemas import (
     BulkMemorizeRequest,
     BulkMemorizeResult,
     ConsolidationPublic,
+    HandoffPublic,
+    HandoffSave,
     MemorizeAccepted,
     MemorizeResult,
     MemoryCreate,
     MemoryPublic,
+    MemoryStatus,
     RecallRequest,
     RecallResponse,
     RequestSchemas,
@@ -132,6 +135,26 @@ def build_router(schemas: RequestSchemas) -> APIRouter:
         x 0.2) with `derived_from` edges from the parent; undoable by the audit record. `null` when
         no finding is left. 404 for an unknown goal; 422 for a memory that is not a goal."""
         return service.consolidate_goal(str(memory_id), caller, scope=scope)
+
+    @router.post("/handoff", status_code=201, response_model=MemorizeResult | MemorizeAccepted)
+    def save_handoff(body: HandoffSave, service: ServiceDep, caller: CallerDep, response: Response) -> object:
+        """Save a session handoff (summary, completed, in_progress, blocked, next_steps) as a `handoff`
+        memory of the scope; 202 with its job when workers have not finished it in time."""
+        result = service.save_handoff(body, caller)
+        if isinstance(result, MemorizeAccepted):
+            response.status_code = 202
+        return result
+
+    @router.get("/handoff", response_model=HandoffPublic | None)
+    def load_handoff(service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> HandoffPublic | None:
+        """The latest handoff of the scope (or the caller's), or `null`."""
+        return service.load_handoff(caller, scope=scope)
+
+    @router.get("/status", response_model=MemoryStatus)
+    def memory_status(service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> MemoryStatus:
+        """Where the scope's memory stands: counts by type and state, working failures by component and
+        severity, features not done, the last sleep, and the jobs waiting by queue."""
+        return service.status(caller, scope=scope)
 
     @router.post("/sleep", response_model=SleepResult)
     def sleep(body: SleepRequest, service: ServiceDep, caller: CallerDep) -> SleepResult:

@@ -29,7 +29,16 @@ from typing import Any
 from hivemem.config import Settings
 from hivemem.errors import AuditNotFoundError, ConfigError, EmbeddingMismatchError, MemoryNotFoundError, StoreError
 from hivemem.fusion import Candidate
-from hivemem.model import GLOBAL_SCOPE, AuditEvent, DuplicatePolicy, FusionMethod, Memory, Relation
+from hivemem.model import (
+    GLOBAL_SCOPE,
+    AuditEvent,
+    DuplicatePolicy,
+    FusionMethod,
+    Memory,
+    MemoryState,
+    MemoryType,
+    Relation,
+)
 from hivemem.resolution import Resolution
 from search.base import LegQuery, Legs, SearchFilter
 from search.knowledge_delegate import DelegatesKnowledge
@@ -212,20 +221,28 @@ class OpenSearchStore(DelegatesKnowledge):
         return found
 
     def scopes(self) -> list[str]:
-        # A composite aggregation pages through every scope, however many there are.
-        names: list[str] = []
+        return sorted(str(key["scope"]) for key, _ in self._composite({"match_all": {}}, ["scope"], "listing scopes"))
+
+    def tally(self, scopes: Sequence[str]) -> dict[tuple[MemoryType, MemoryState], int]:
+        if not scopes:
+            return {}
+        buckets = self._composite({"terms": {"scope": list(scopes)}}, ["memory_type", "state"], "counting memories")
+        return {(MemoryType(k["memory_type"]), MemoryState(k["state"])): n for k, n in buckets}
+
+    def _composite(self, query: Json, fields: list[str], action: str) -> list[tuple[Json, int]]:
+        """Every bucket of a composite aggregation over ``fields``, page by page, with its count."""
+        found: list[tuple[Json, int]] = []
         after: Json | None = None
         while True:
-            composite: Json = {"size": 500, "sources": [{"scope": {"terms": {"field": "scope"}}}]}
+            composite: Json = {"size": 500, "sources": [{f: {"terms": {"field": f}}} for f in fields]}
             if after is not None:
                 composite["after"] = after
-            body: Json = {"size": 0, "aggs": {"scopes": {"composite": composite}}}
-            response = self._cluster.call("listing scopes", self._search_memories(body))
-            agg = response["aggregations"]["scopes"]
-            names += [str(b["key"]["scope"]) for b in agg["buckets"]]
+            body: Json = {"size": 0, "query": query, "aggs": {"groups": {"composite": composite}}}
+            agg = self._cluster.call(action, self._search_memories(body))["aggregations"]["groups"]
+            found += [(b["key"], int(b["doc_count"])) for b in agg["buckets"]]
             after = agg.get("after_key")
             if not agg["buckets"] or after is None:
-                return sorted(names)
+                return found
 
     def _search_memories(self, body: Json) -> Callable[[], Any]:
         return lambda: self._client.search(index=self._names.memories, body=body)

@@ -44,6 +44,7 @@ from hivemem.model import (
     DuplicatePolicy,
     Memory,
     MemoryState,
+    MemoryType,
     Relation,
 )
 from hivemem.resolution import Neighbour, Resolution
@@ -514,6 +515,17 @@ class SQLiteStore(DelegatesKnowledge):
                 (*params, limit),
             ).fetchall()
         return [memory_from_row(r) for r in rows]
+
+    def tally(self, scopes: Sequence[str]) -> dict[tuple[MemoryType, MemoryState], int]:
+        if not scopes:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT memory_type, state, COUNT(*) FROM memories WHERE scope IN ({marks(scopes)}) "
+                "GROUP BY memory_type, state",
+                tuple(scopes),
+            ).fetchall()
+        return {(MemoryType(t), MemoryState(s)): int(n) for t, s, n in rows}
 
     def scopes(self) -> list[str]:
         with self._read() as conn:

@@ -61,7 +61,7 @@ def test_tools_are_listed_with_descriptions_and_annotations(service: MemoryServi
         seen.update({tool.name: tool for tool in (await client.list_tools()).tools})
 
     run_with_client(service, body)
-    assert set(seen) == {"memorize", "remember", "job", "forget", "knowledge"}
+    assert set(seen) == {"memorize", "remember", "job", "forget", "knowledge", "handoff", "memory_status"}
     for tool in seen.values():
         assert tool.description and len(tool.description) > 50
         assert tool.annotations is not None
@@ -74,6 +74,8 @@ def test_tools_are_listed_with_descriptions_and_annotations(service: MemoryServi
     assert "global" in seen["memorize"].input_schema["properties"]
     assert {"title", "content"} <= set(seen["memorize"].input_schema["required"])
     assert "confirm" in seen["forget"].input_schema["properties"]
+    assert seen["memory_status"].annotations.read_only_hint is True
+    assert seen["handoff"].input_schema["properties"]["action"]["enum"] == ["save", "load"]
 
 
 def test_memorize_defaults_to_the_session_scope(service: MemoryService) -> None:
@@ -405,3 +407,30 @@ def test_memorize_links_to_existing_memories_and_refuses_unknown_ones(service: M
     edges = service.store.relations(out["goal"])
     assert [(e.source_id, e.type.value) for e in edges] == [(out["finding"], "achieves")]
     assert "related_to names memory 00000000-0000-4000-8000-000000000000" in out["refused"]
+
+
+def test_handoff_saves_and_loads_and_memory_status_reports(service: MemoryService) -> None:
+    out: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        out["empty"] = structured(await client.call_tool("handoff", {"action": "load"}))
+        out["saved"] = structured(
+            await client.call_tool(
+                "handoff",
+                {"action": "save", "summary": "Ported the parser; writer next.", "next_steps": ["port the writer"]},
+            )
+        )
+        out["loaded"] = structured(await client.call_tool("handoff", {"action": "load"}))
+        out["no_summary"] = error_text(await client.call_tool("handoff", {"action": "save"}))
+        out["load_with_fields"] = error_text(
+            await client.call_tool("handoff", {"action": "load", "summary": "Not for loading."})
+        )
+        out["status"] = structured(await client.call_tool("memory_status", {}))
+
+    run_with_client(service, body)
+    assert out["empty"] == {"handoff": None}
+    assert out["saved"]["outcome"] == "stored"
+    assert out["loaded"]["handoff"]["id"] == out["saved"]["id"]
+    assert out["loaded"]["handoff"]["next_steps"] == ["port the writer"]
+    assert "needs a `summary`" in out["no_summary"] and "takes no summary" in out["load_with_fields"]
+    assert out["status"]["scope"] == SCOPE and out["status"]["by_type"] == {"handoff": {"working": 1}}

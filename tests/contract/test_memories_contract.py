@@ -397,3 +397,18 @@ def test_scopes_lists_each_scope_holding_a_memory_once(store: Store, embedder: H
     for scope in ("team/b", "global", "team/a", "team/b"):
         store.put(make(embedder, f"a memory of {scope} {new_memory_id()}", scope=scope))
     assert store.scopes() == ["global", "team/a", "team/b"]
+
+
+def test_tally_counts_each_type_and_state_of_the_scopes(store: Store, embedder: HashEmbedder) -> None:
+    assert store.tally(["p"]) == {}
+    store.put(make(embedder, "a fact of p"))
+    store.put(make(embedder, "another fact of p"))
+    store.put(make(embedder, "a decision of p", memory_type=MemoryType.DECISION))
+    store.put(make(embedder, "an archived fact of p", state=MemoryState.ARCHIVED))
+    store.put(make(embedder, "a fact of q", scope="q"))
+    assert store.tally(["p"]) == {
+        (MemoryType.FACT, MemoryState.WORKING): 2,
+        (MemoryType.DECISION, MemoryState.WORKING): 1,
+        (MemoryType.FACT, MemoryState.ARCHIVED): 1,
+    }
+    assert sum(store.tally(["p", "q"]).values()) == 5
