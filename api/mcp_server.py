@@ -40,7 +40,7 @@ from api.shutdown import sigterm_as_sigint
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
 from hivemem.limits import DEFAULT_LIMITS, Limits
-from hivemem.model import GLOBAL_SCOPE, MemoryType, Source
+from hivemem.model import GLOBAL_SCOPE, MemoryState, MemoryType, Source
 from hivemem.schemas import (
     MAX_LINKS,
     MAX_QUERIES,
@@ -294,12 +294,17 @@ def build_mcp(
         tags: Annotated[TagList | None, Field(description="Only memories with one of these tags.")] = None,
         created_after: Annotated[Timestamp | None, Field(description="Created at or after.")] = None,
         created_before: Annotated[Timestamp | None, Field(description="Created before.")] = None,
+        states: Annotated[
+            list[MemoryState] | None,
+            Field(min_length=1, max_length=3, description="Default working and consolidated; `archived`: faded ones."),
+        ] = None,
         scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
     ) -> dict[str, Any]:
         request = schemas.recall(
             query=query,
             limit=limit,
             memory_types=memory_types,
+            states=states,
             tags=tags,
             created_after=created_after,
             created_before=created_before,

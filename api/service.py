@@ -62,7 +62,7 @@ from hivemem.schemas import (
 from hivemem.scope import recall_scopes
 from hivemem.tickets import Ticket
 from search import SearchFilter, Store, open_store
-from search.base import Warms
+from search.base import DEFAULT_STATES, Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
@@ -284,6 +284,7 @@ class MemoryService:
         where = SearchFilter(
             scopes=scopes,
             memory_types=tuple(request.memory_types or ()),
+            states=tuple(dict.fromkeys(request.states)) if request.states else DEFAULT_STATES,
             tags=tuple(request.tags or ()),
             created_after=request.created_after,
             created_before=request.created_before,

@@ -23,7 +23,7 @@ from workers.jobs import embedded
 
 __all__ = ["UNDOABLE", "undo"]
 
-UNDOABLE = ("merge", "supersede", "consolidate")
+UNDOABLE = ("merge", "supersede", "consolidate", "archive")
 
 
 def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> list[str]:
@@ -33,8 +33,8 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
     """
     if event.action not in UNDOABLE:
         raise UndoRefused(
-            f"audit record {event.id} records a {event.action}: only a merge, a supersede or a consolidation "
-            "can be undone"
+            f"audit record {event.id} records a {event.action}: only a merge, a supersede, a consolidation "
+            "or an archiving can be undone"
         )
     if any(e.action == "undo" and e.detail.get("undid") == event.id for e in store.audit_log(event.memory_id)):
         raise UndoRefused(f"audit record {event.id} was already undone")
@@ -42,6 +42,9 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
     detail = event.detail
     if event.action == "consolidate":
         ids = _unconsolidate(store, event, now)
+    elif event.action == "archive":
+        store.put(restored(store.get(event.memory_id), detail["before"], now), DuplicatePolicy.OVERWRITE)
+        ids = [event.memory_id]
     elif event.action == "supersede":
         old = store.get(str(detail["superseded"]))
         store.put(restored(old, detail["before"], now), DuplicatePolicy.OVERWRITE)

@@ -13,7 +13,17 @@ from datetime import datetime
 
 from hivemem.model import Memory, MemoryType, Source
 
-__all__ = ["HALF_LIFE_FACTORS", "STRENGTH_FLOOR", "half_life_days", "rescore", "strength", "trust_factor"]
+__all__ = [
+    "ARCHIVE_IDLE_DAYS",
+    "HALF_LIFE_FACTORS",
+    "STRENGTH_FLOOR",
+    "archivable",
+    "half_life_days",
+    "raw_strength",
+    "rescore",
+    "strength",
+    "trust_factor",
+]
 
 STRENGTH_FLOOR = 0.05
 
@@ -40,13 +50,31 @@ def half_life_days(memory_type: MemoryType, base_days: float) -> float:
     return base_days * HALF_LIFE_FACTORS.get(memory_type, 1.0)
 
 
+ARCHIVE_IDLE_DAYS = 7.0
+
+
+def _idle_days(memory: Memory, now: datetime) -> float:
+    reference = memory.last_accessed_at or memory.created_at
+    return max(0.0, (now - reference).total_seconds() / 86400.0)
+
+
+def raw_strength(memory: Memory, now: datetime, *, base_half_life_days: float, access_boost: float) -> float:
+    """The strength formula before the floor and the cap: below ``STRENGTH_FLOOR``, a memory has faded."""
+    decayed = math.pow(0.5, _idle_days(memory, now) / half_life_days(memory.memory_type, base_half_life_days))
+    return memory.importance * decayed * (1.0 + access_boost * math.log1p(memory.access_count))
+
+
 def strength(memory: Memory, now: datetime, *, base_half_life_days: float, access_boost: float) -> float:
     """How alive a memory is now, in [0.05, 1]."""
-    reference = memory.last_accessed_at or memory.created_at
-    age_days = max(0.0, (now - reference).total_seconds() / 86400.0)
-    decayed = math.pow(0.5, age_days / half_life_days(memory.memory_type, base_half_life_days))
-    boosted = memory.importance * decayed * (1.0 + access_boost * math.log1p(memory.access_count))
+    boosted = raw_strength(memory, now, base_half_life_days=base_half_life_days, access_boost=access_boost)
     return min(1.0, max(STRENGTH_FLOOR, boosted))
+
+
+def archivable(memory: Memory, now: datetime, *, base_half_life_days: float, access_boost: float) -> bool:
+    """Faded below the floor and untouched for ``ARCHIVE_IDLE_DAYS``: a candidate for ``archived``
+    (the caller still checks its neighbours: a memory linked to a strong one is kept)."""
+    faded = raw_strength(memory, now, base_half_life_days=base_half_life_days, access_boost=access_boost)
+    return faded < STRENGTH_FLOOR and _idle_days(memory, now) >= ARCHIVE_IDLE_DAYS
 
 
 def trust_factor(source: Source, *, agent_inferred: float, imported: float) -> float:

@@ -42,6 +42,7 @@ from hivemem.model import (
     Hit,
     Link,
     Memory,
+    MemoryState,
     MemoryType,
     Relation,
     RelationType,
@@ -304,6 +305,11 @@ class RecallRequest(BaseModel):
     scope: ScopeName | None = None
     limit: RecallLimit | None = None
     memory_types: list[MemoryType] | None = None
+    states: Annotated[list[MemoryState], Field(min_length=1, max_length=3)] | None = Field(
+        default=None,
+        description="Which lifecycle states to search: default working and consolidated; "
+        "name `archived` to find memories that faded out of default recall.",
+    )
     tags: Annotated[list[Tag], Field(max_length=DEFAULT_LIMITS.max_tags)] | None = None
     created_after: Timestamp | None = None
     created_before: Timestamp | None = None
@@ -676,6 +682,7 @@ class RecallResult(BaseModel):
     score: float
     created_at: datetime
     tags: list[str]
+    state: MemoryState = Field(description="working, consolidated (held by a parent) or archived (faded).")
     valid_to: datetime | None = Field(default=None, description="Set when a newer memory superseded this one.")
     label: str = Field(description="`[CONFIRMED]` when a user vouched for it, else `[INFERRED]`: verify those.")
     explain: dict[str, float | int | None] | None = None

@@ -17,6 +17,7 @@ import numpy as np
 
 from hivemem.config import Settings
 from hivemem.consolidation import Consolidation, clusters, consolidate, insight_from
+from hivemem.decay import ARCHIVE_IDLE_DAYS, archivable, raw_strength, strength
 from hivemem.embedding import Embedder
 from hivemem.errors import MemoryNotFoundError, ValidationError
 from hivemem.model import (
@@ -38,6 +39,7 @@ __all__ = [
     "SleepPolicy",
     "SleepReport",
     "apply_links",
+    "archive_faded",
     "consolidate_goal",
     "last_sleep",
     "sleep_consolidate",
@@ -162,11 +164,15 @@ def consolidate_goal(
 
 @dataclass(frozen=True, slots=True)
 class SleepPolicy:
-    """Which memories a sleep pass consolidates (settings ``sleep_*``)."""
+    """Which memories a sleep pass consolidates (settings ``sleep_*``), and how strength decays
+    for the archiving that follows it (settings ``decay_half_life_days``, ``access_boost``)."""
 
     threshold: float = 0.85
     min_size: int = 3
     window_days: float = 7.0
+    base_half_life_days: float = 90.0
+    access_boost: float = 0.1
+    protect_at: float = 0.3  # a neighbour this strong keeps a faded memory out of the archive
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +183,7 @@ class SleepReport:
     candidates: int
     consolidations: tuple[Consolidation, ...]
     dry_run: bool
+    archived: tuple[str, ...] = ()
 
 
 def _sleep_marker(scope: str) -> str:
@@ -266,6 +273,45 @@ def sleep_consolidate(
     return SleepReport(scope, len(candidates), tuple(plans), dry_run)
 
 
+_ARCHIVE_SCAN = 20_000  # the memories of a scope one archiving pass looks at (newest first)
+
+
+def archive_faded(store: Store, scope: str, now: datetime, policy: SleepPolicy = SleepPolicy()) -> list[str]:
+    """Archive the memories of ``scope`` that have faded (strength under the floor, idle for a week)
+    unless an edge ties them to a memory still strong (chain protection); the ids archived.
+
+    Archived memories leave default recall and stay stored, found with ``states: [archived]``;
+    each move is audited (``archive``) and undone like a merge.
+    """
+    where = SearchFilter(
+        scopes=[scope],
+        states=(MemoryState.WORKING, MemoryState.CONSOLIDATED),
+        created_before=now - timedelta(days=ARCHIVE_IDLE_DAYS),
+    )
+    decay = {"base_half_life_days": policy.base_half_life_days, "access_boost": policy.access_boost}
+    archived = []
+    for memory in store.list_memories(where, _ARCHIVE_SCAN):
+        if not archivable(memory, now, **decay):
+            continue
+        ends = store.get_many([r.other_end(memory.id) for r in store.relations(memory.id)])
+        if any(e.state is not MemoryState.ARCHIVED and strength(e, now, **decay) >= policy.protect_at for e in ends):
+            continue
+        store.put(replace(memory, state=MemoryState.ARCHIVED, updated_at=now), DuplicatePolicy.OVERWRITE)
+        faded = raw_strength(memory, now, **decay)
+        store.audit(
+            AuditEvent(
+                "archive",
+                memory.id,
+                memory.scope,
+                SLEEP_AUTHOR,
+                {"reason": f"faded to strength {faded:.4f}", "before": snapshot(memory)},
+                now,
+            )
+        )
+        archived.append(memory.id)
+    return archived
+
+
 def sleep_due(
     store: Store, embedder: Embedder, now: datetime, policy: SleepPolicy, interval: timedelta
 ) -> list[SleepReport]:
@@ -274,10 +320,17 @@ def sleep_due(
     for scope in store.scopes():
         last = last_sleep(store, scope)
         if last is None or now - last >= interval:
-            reports.append(sleep_consolidate(store, embedder, scope, now, policy))
+            report = sleep_consolidate(store, embedder, scope, now, policy)
+            reports.append(replace(report, archived=tuple(archive_faded(store, scope, now, policy))))
     return reports
 
 
 def sleep_policy(settings: Settings) -> SleepPolicy:
     """The sleep pass the settings ask for."""
-    return SleepPolicy(settings.sleep_threshold, settings.sleep_min_size, settings.sleep_window_days)
+    return SleepPolicy(
+        settings.sleep_threshold,
+        settings.sleep_min_size,
+        settings.sleep_window_days,
+        settings.decay_half_life_days,
+        settings.access_boost,
+    )

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from hivemem.model import DuplicatePolicy, MemoryState
 from tests.api.helpers import stored_count
 
 SCOPE = "github.com/acme/api"
@@ -178,3 +180,18 @@ def test_the_cli_links_on_memorize_consolidates_a_goal_and_sleeps(
         main(["memorize", "--title", "A title here", "--content", "Some content for it.", "--related-to", "achieves"])
     assert usage.value.code == 2
     assert "TYPE:ID" in capsys.readouterr().err
+
+
+def test_recall_finds_archived_memories_only_when_asked(client: TestClient) -> None:
+    memory_id = _memorize(client, "The legacy queue was drained by the cron job nightly.")
+    service = client.app.state.service  # type: ignore[attr-defined]
+    stored = service.store.get(memory_id)
+    service.store.put(replace(stored, state=MemoryState.ARCHIVED), DuplicatePolicy.OVERWRITE)
+    query = {"query": "legacy queue cron", "scope": SCOPE}
+    assert [r["id"] for r in client.post("/v1/remember", json=query).json()["results"]] == []
+    found = client.post("/v1/remember", json=query | {"states": ["archived"]}).json()["results"]
+    assert [(r["id"], r["state"]) for r in found] == [(memory_id, "archived")]
+    both = client.post("/v1/remember", json=query | {"states": ["working", "archived"]}).json()["results"]
+    assert [r["id"] for r in both] == [memory_id]
+    for bad in ([], ["deleted"], "archived"):
+        assert client.post("/v1/remember", json=query | {"states": bad}).status_code == 422

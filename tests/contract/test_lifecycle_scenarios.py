@@ -14,11 +14,11 @@ from datetime import UTC, datetime, timedelta
 from api.undo import undo
 from hivemem.embedding import HashEmbedder
 from hivemem.hashing import content_hash
-from hivemem.model import Link, Memory, MemoryState, MemoryType, RelationType, new_memory_id
+from hivemem.model import Link, Memory, MemoryState, MemoryType, Relation, RelationType, new_memory_id
 from search import SearchFilter, Store
 from search.recall import Recaller, RecallParams, RetrievalMode
 from workers import jobs
-from workers.lifecycle import SleepPolicy, consolidate_goal, last_sleep, sleep_consolidate
+from workers.lifecycle import SleepPolicy, archive_faded, consolidate_goal, last_sleep, sleep_consolidate
 
 START = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 EVERY_STATE = (MemoryState.WORKING, MemoryState.CONSOLIDATED, MemoryState.ARCHIVED)
@@ -202,3 +202,31 @@ def test_nothing_is_deleted_except_by_forget(store: Store, embedder: HashEmbedde
     assert len(store.get_many(ids)) == 5
     store.delete(ids[0])
     assert store.count(["team/api"]) == 5
+
+
+def test_a_faded_memory_is_archived_unless_tied_to_a_strong_one_and_found_on_request(
+    store: Store, embedder: HashEmbedder
+) -> None:
+    with_background(store, embedder)
+    faded = memorize(store, embedder, note("The old build server was called hamster.", importance=0.2))
+    tied = memorize(store, embedder, note("The old build agent ran on hamster too.", importance=0.2))
+    keeper = memorize(store, embedder, note("Builds run on the shared CI runners.", importance=0.9))
+    store.add_relation(Relation(tied, keeper, RelationType.RELATED_TO))
+    year_later = START + timedelta(days=365)
+    store.record_access([keeper], year_later - timedelta(days=1))  # the keeper is in use
+
+    archived = archive_faded(store, "team/api", year_later)
+    assert faded in archived and tied not in archived and keeper not in archived
+    assert store.get(faded).state is MemoryState.ARCHIVED
+    assert faded not in [m.id for m in recall(store, embedder, "old build server hamster", year_later)]
+    recaller = Recaller(store, embedder, RecallParams(mode=RetrievalMode.BM25))
+    on_request = recaller.recall(
+        ["old build server hamster"], SearchFilter(scopes=["team/api"], states=EVERY_STATE), limit=10, now=year_later
+    )
+    assert faded in [h.memory.id for h in on_request]
+    assert archive_faded(store, "team/api", year_later) == []  # already archived: nothing new
+
+    record = next(e for e in store.audit_log(faded) if e.action == "archive")
+    undo(store, embedder, record, "alice")
+    assert store.get(faded).state is MemoryState.WORKING
+    assert len(everything(store)) == 9  # archived or not, nothing was deleted
