@@ -299,9 +299,21 @@ class MemoryService:
         if reinforce:
             self.runner.record_access([h.memory.id for h in hits])
         linked = graph_neighbours(self.store, hits, where, limit=GRAPH_NEIGHBOURS, hops=request.graph_hops)
+        origin = {h.memory.id: round(h.score, 6) for h in hits}
         return RecallResponse(
             results=[RecallResult.of(h, explain=request.explain) for h in hits],
-            related=[RelatedResult.reached(g.memory, g.score, g.linked_from, g.relation) for g in linked],
+            related=[
+                RelatedResult.reached(
+                    g.memory,
+                    g.score,
+                    g.linked_from,
+                    g.relation,
+                    explain={"graph_hops": g.hops, "from_score": origin[g.linked_from], "graph": g.score}
+                    if request.explain
+                    else None,
+                )
+                for g in linked
+            ],
             scopes=scopes,
         )
 

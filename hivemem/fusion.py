@@ -12,7 +12,7 @@ Ties are broken by id so rankings are stable across backends.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["Candidate", "Fused", "minmax_fuse", "minmax_normalise", "rrf_fuse"]
 
@@ -30,11 +30,13 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Fused:
-    """One fused result: the combined score and, per leg, the 1-based rank it had there."""
+    """One fused result: the combined score and, per leg, the 1-based rank and the raw score it
+    had there (the engine's BM25, the cosine)."""
 
     id: str
     score: float
     ranks: Mapping[str, int]
+    leg_scores: Mapping[str, float] = field(default_factory=dict)
 
 
 def minmax_normalise(candidates: Sequence[Candidate]) -> dict[str, float]:
@@ -60,9 +62,20 @@ def _ranks(legs: Mapping[str, Sequence[Candidate]]) -> dict[str, dict[str, int]]
     return ranks
 
 
-def _ordered(scores: dict[str, float], ranks: dict[str, dict[str, int]]) -> list[Fused]:
+def _leg_scores(legs: Mapping[str, Sequence[Candidate]]) -> dict[str, dict[str, float]]:
+    scores: dict[str, dict[str, float]] = {}
+    for leg, candidates in legs.items():
+        for candidate in candidates:
+            scores.setdefault(candidate.id, {}).setdefault(leg, candidate.score)
+    return scores
+
+
+def _ordered(
+    scores: dict[str, float], ranks: dict[str, dict[str, int]], legs: Mapping[str, Sequence[Candidate]]
+) -> list[Fused]:
     ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-    return [Fused(id=doc_id, score=score, ranks=ranks[doc_id]) for doc_id, score in ordered]
+    raw = _leg_scores(legs)
+    return [Fused(id=doc_id, score=score, ranks=ranks[doc_id], leg_scores=raw[doc_id]) for doc_id, score in ordered]
 
 
 def _check_weights(legs: Mapping[str, Sequence[Candidate]], weights: Mapping[str, float]) -> None:
@@ -85,7 +98,7 @@ def minmax_fuse(legs: Mapping[str, Sequence[Candidate]], weights: Mapping[str, f
     for leg, candidates in legs.items():
         for doc_id, value in minmax_normalise(candidates).items():
             scores[doc_id] = scores.get(doc_id, 0.0) + weights[leg] * value
-    return _ordered({k: v / total_weight for k, v in scores.items()}, _ranks(legs))
+    return _ordered({k: v / total_weight for k, v in scores.items()}, _ranks(legs), legs)
 
 
 def rrf_fuse(legs: Mapping[str, Sequence[Candidate]], weights: Mapping[str, float], k: int = 60) -> list[Fused]:
@@ -97,4 +110,4 @@ def rrf_fuse(legs: Mapping[str, Sequence[Candidate]], weights: Mapping[str, floa
     scores = {
         doc_id: sum(weights[leg] / (k + rank) for leg, rank in by_leg.items()) for doc_id, by_leg in ranks.items()
     }
-    return _ordered(scores, ranks)
+    return _ordered(scores, ranks, legs)

@@ -707,10 +707,18 @@ class RelatedResult(RecallResult):
     relation: RelationType
 
     @classmethod
-    def reached(cls, memory: Memory, score: float, linked_from: str, relation: RelationType) -> RelatedResult:
-        """The public view of a memory reached through an edge."""
+    def reached(
+        cls,
+        memory: Memory,
+        score: float,
+        linked_from: str,
+        relation: RelationType,
+        *,
+        explain: dict[str, float | int | None] | None = None,
+    ) -> RelatedResult:
+        """The public view of a memory reached through an edge; ``explain``: how it scored (graph part)."""
         shown = RecallResult.of(Hit(memory=memory, score=score)).model_dump(exclude={"explain"})
-        return cls(**shown, linked_from=linked_from, relation=relation)
+        return cls(**shown, linked_from=linked_from, relation=relation, explain=explain)
 
 
 class RecallResponse(BaseModel):

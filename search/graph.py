@@ -19,12 +19,14 @@ __all__ = ["GraphHit", "graph_neighbours"]
 
 @dataclass(frozen=True, slots=True)
 class GraphHit:
-    """A memory reached through an edge: from which result, by which relation, and its score."""
+    """A memory reached through an edge: from which result, by which relation, how many edges
+    away, and its score."""
 
     memory: Memory
     linked_from: str
     relation: RelationType
     score: float
+    hops: int = 1
 
 
 def _admitted(memory: Memory, where: SearchFilter) -> bool:
@@ -45,8 +47,9 @@ def graph_neighbours(
     seen = {h.memory.id for h in hits}
     frontier = {h.memory.id: (h.score, h.memory.id) for h in hits}  # id -> (score, the result it came from)
     reached: dict[str, tuple[float, str, RelationType]] = {}
+    distance: dict[str, int] = {}
     memories: dict[str, Memory] = {}
-    for _ in range(hops):
+    for hop in range(1, hops + 1):
         step: dict[str, tuple[float, str, RelationType]] = {}
         for memory_id, (score, origin) in frontier.items():
             for edge in store.relations(memory_id):
@@ -60,7 +63,10 @@ def graph_neighbours(
         for memory_id, found in step.items():
             if memory_id in admitted and (memory_id not in reached or reached[memory_id][0] < found[0]):
                 reached[memory_id] = found
+                distance[memory_id] = hop
         seen |= set(step)
         frontier = {i: (step[i][0], step[i][1]) for i in admitted}
     ranked = sorted(reached.items(), key=lambda item: (-item[1][0], item[0]))[:limit]
-    return [GraphHit(memories[i], origin, relation, round(score, 6)) for i, (score, origin, relation) in ranked]
+    return [
+        GraphHit(memories[i], origin, relation, round(score, 6), distance[i]) for i, (score, origin, relation) in ranked
+    ]

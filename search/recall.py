@@ -76,6 +76,10 @@ class RecallParams:
         )
 
 
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
 def leg_weights(params: RecallParams, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
     """The fusion weight of each leg (``bm25``, ``dense``): ``bm25_weight`` and its complement in
     hybrid mode, equal weights otherwise."""
@@ -102,7 +106,7 @@ class Recaller:
             fused = rrf_fuse(legs, weights, k=self.params.rrf_k)
             # Scale RRF into (0, 1] by its best possible score, so min_relevance means the same.
             ceiling = sum(weights[leg] for leg in legs) / (self.params.rrf_k + 1)
-            return [Fused(f.id, f.score / ceiling, f.ranks) for f in fused]
+            return [Fused(f.id, f.score / ceiling, f.ranks, f.leg_scores) for f in fused]
         return minmax_fuse(legs, weights)
 
     def _weights(self, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
@@ -183,6 +187,7 @@ class Recaller:
         shortlist = fused[: max(limit * 3, 30)]
         memories = {m.id: m for m in self._store.get_many([f.id for f in shortlist])}
         leg_ranks = {f.id: f.ranks for f in per_query[0]} if len(per_query) == 1 else {}
+        leg_scores = {f.id: f.leg_scores for f in per_query[0]} if len(per_query) == 1 else {}
         hits: list[Hit] = []
         p = self.params
         for f in shortlist:
@@ -202,11 +207,13 @@ class Recaller:
                 score *= p.consolidated_factor
             if score < min_relevance:
                 continue
-            ranks = leg_ranks.get(f.id, {})
+            ranks, raw = leg_ranks.get(f.id, {}), leg_scores.get(f.id, {})
             explain: dict[str, float | int | None] = {
                 "relevance": round(f.score, 6),
                 "bm25_rank": ranks.get(_BM25),
+                "bm25_score": _rounded(raw.get(_BM25)),
                 "knn_rank": ranks.get(_DENSE),
+                "knn_score": _rounded(raw.get(_DENSE)),
                 "strength": round(alive, 6),
                 "trust": trust,
                 "superseded": p.superseded_factor if superseded else 1.0,

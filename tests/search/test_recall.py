@@ -10,7 +10,16 @@ import pytest
 
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
-from hivemem.model import DuplicatePolicy, FusionMethod, MemoryType, RetrievalMode, Source, utcnow
+from hivemem.model import (
+    DuplicatePolicy,
+    FusionMethod,
+    MemoryType,
+    Relation,
+    RelationType,
+    RetrievalMode,
+    Source,
+    utcnow,
+)
 from hivemem.schemas import MemoryCreate, RecallRequest
 
 SCOPE = "github.com/acme/api"
@@ -133,3 +142,26 @@ def test_recall_does_not_write_but_remember_reinforces_in_background(service: Me
     service.remember(RecallRequest(query="api port"), CALLER)
     service.runner.drain()
     assert service.store.get(memory_id).access_count == 1
+
+
+def test_explain_decomposes_each_score_and_the_graph_part(service: MemoryService) -> None:
+    hit = add(service, "Cache eviction", "Cache entries are evicted least recently used first.")
+    linked = add(service, "Eviction incident", "The March outage came from a full disk, not the LRU.")
+    service.store.add_relation(Relation(hit, linked, RelationType.RELATED_TO, 0.5))
+    response = service.remember(
+        RecallRequest(query="cache entries evicted least recently used", explain=True, limit=1), CALLER, reinforce=False
+    )
+    top = response.results[0]
+    assert top.id == hit and top.explain is not None
+    parts = top.explain
+    assert {"relevance", "bm25_rank", "bm25_score", "knn_rank", "knn_score", "strength", "trust"} <= set(parts)
+    assert parts["bm25_rank"] == 1 and parts["bm25_score"] is not None and parts["bm25_score"] > 0
+    assert parts["knn_score"] is not None and -1 <= parts["knn_score"] <= 1
+    assert (parts["superseded"], parts["consolidated"]) == (1.0, 1.0)
+    (related,) = [r for r in response.related if r.id == linked]
+    assert related.explain == {"graph_hops": 1, "from_score": round(top.score, 6), "graph": related.score}
+    assert related.score == pytest.approx(top.score * 0.5, abs=1e-6)
+    quiet = service.remember(
+        RecallRequest(query="cache entries evicted least recently used", limit=1), CALLER, reinforce=False
+    )
+    assert quiet.results[0].explain is None and all(r.explain is None for r in quiet.related)
