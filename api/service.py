@@ -221,7 +221,7 @@ class MemoryService:
 
     def _checked_links(self, request: MemoryCreate, scope: str) -> tuple[Link, ...]:
         """The edges ``request`` asks for, each to a memory readable from ``scope``; else a
-        ``ValidationError`` naming the first that is not, before anything is written."""
+        ``MemoryNotFoundError`` naming the first that is not, before anything is written."""
         if not request.related_to:
             return ()
         readable = recall_scopes(scope)
@@ -230,9 +230,8 @@ class MemoryService:
             target = found.get(asked.target_id)
             # A memory of a scope the caller cannot read gets the same answer as none: its id says nothing.
             if target is None or target.scope not in readable:
-                raise ValidationError(
-                    f"related_to names memory {asked.target_id}, which does not exist in scope {scope} or global",
-                    field=f"related_to[{i}].target_id",
+                raise MemoryNotFoundError(
+                    f"related_to[{i}].target_id: no memory with id {asked.target_id} in scope {scope} or global"
                 )
         return tuple(dict.fromkeys(k.link() for k in request.related_to))
 
@@ -381,7 +380,7 @@ class MemoryService:
     ) -> ConsolidationPublic | None:
         """Consolidate a goal's working findings under its closing note (or the goal itself); None
         when none is left. Raises ``MemoryNotFoundError`` (also outside the caller's scopes) and
-        ``ValidationError`` for a memory that is not a goal."""
+        ``NotAGoalError`` for a memory that is not a goal."""
         goal = self._visible(goal_id, caller, scope)
         caller.scope_for(goal.scope, write=True)
         plan = consolidate_goal(self.store, goal.id, utcnow(), author=caller.principal)

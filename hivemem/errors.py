@@ -91,6 +91,10 @@ class UndoRefused(HivememError):
     """The audit record names something that cannot be undone (not a merge or a supersede), or was undone already."""
 
 
+class NotAGoalError(HivememError):
+    """A goal's operation (consolidate) was asked of a memory of another type."""
+
+
 class EmbeddingError(HivememError):
     """The embedding model could not be loaded or failed to encode."""
 

@@ -19,6 +19,7 @@ __all__ = [
     "FusionMethod",
     "Hit",
     "Link",
+    "LinkType",
     "Memory",
     "MemoryState",
     "MemoryType",
@@ -126,8 +127,19 @@ class WriteOutcome(StrEnum):
     SUPERSEDED = "superseded"
 
 
-# Edges a caller may ask for on memorize; ``derived_from`` is consolidation's own.
-REQUESTABLE_RELATIONS = frozenset(RelationType) - {RelationType.DERIVED_FROM}
+class LinkType(StrEnum):
+    """The edges a caller may ask for on memorize: every :class:`RelationType` but
+    ``derived_from``, which consolidation makes."""
+
+    RELATED_TO = "related_to"
+    DEPENDS_ON = "depends_on"
+    SUPERSEDES = "supersedes"
+    SIMILAR = "similar"
+    CONFLICTS = "conflicts"
+    IMPLEMENTS = "implements"
+    EXTENDS = "extends"
+    ACHIEVES = "achieves"
+    CLOSES = "closes"
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,10 +37,10 @@ from hivemem.errors import ValidationError as HivememValidationError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
 from hivemem.limits import DEFAULT_LIMITS, Limits, details_problem, text_pattern
 from hivemem.model import (
-    REQUESTABLE_RELATIONS,
     AuditEvent,
     Hit,
     Link,
+    LinkType,
     Memory,
     MemoryState,
     MemoryType,
@@ -228,22 +228,15 @@ class LinkCreate(BaseModel):
     model_config = _STRICT
 
     target_id: Annotated[str, Field(min_length=1, max_length=64, description="The id of an existing memory.")]
-    relationship_type: RelationType = Field(
+    relationship_type: LinkType = Field(
         description="related_to, depends_on, supersedes, similar, conflicts, implements, extends, achieves "
         "(a finding towards a goal) or closes (the note that closes a goal: its findings are consolidated under it)."
     )
     strength: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 1.0
 
-    @field_validator("relationship_type")
-    @classmethod
-    def _requestable(cls, value: RelationType) -> RelationType:
-        if value not in REQUESTABLE_RELATIONS:
-            raise ValueError(f"{value.value} edges are made by consolidation, not asked for")
-        return value
-
     def link(self) -> Link:
         """The core's form of this edge."""
-        return Link(self.target_id, self.relationship_type, self.strength)
+        return Link(self.target_id, RelationType(self.relationship_type.value), self.strength)
 
 
 class MemoryCreate(BaseModel):
@@ -592,7 +585,7 @@ class SleepRequest(BaseModel):
 
     scope: ScopeName | None = None
     threshold: Annotated[StrictFloat, Field(ge=0.5, le=1.0)] | None = None
-    min_size: Annotated[StrictInt, Field(ge=2, le=100)] | None = None
+    min_size: Annotated[StrictInt, Field(ge=2, le=100), BeforeValidator(_whole_number)] | None = None
     dry_run: StrictBool = False
 
 

@@ -19,7 +19,7 @@ from hivemem.config import Settings
 from hivemem.consolidation import Consolidation, clusters, consolidate, insight_from
 from hivemem.decay import ARCHIVE_IDLE_DAYS, archivable, raw_strength, strength
 from hivemem.embedding import Embedder
-from hivemem.errors import MemoryNotFoundError, ValidationError
+from hivemem.errors import MemoryNotFoundError, NotAGoalError
 from hivemem.model import (
     AuditEvent,
     DuplicatePolicy,
@@ -143,11 +143,11 @@ def consolidate_goal(
 ) -> Consolidation | None:
     """Consolidate the working findings that ``achieves`` goal ``goal_id`` under ``parent_id``, or
     else under the newest memory that ``closes`` it, or else under the goal itself. None when no
-    finding is left to consolidate. Raises ``MemoryNotFoundError``, or ``ValidationError`` when
+    finding is left to consolidate. Raises ``MemoryNotFoundError``, or ``NotAGoalError`` when
     ``goal_id`` is not a goal."""
     goal = store.get(goal_id)
     if goal.memory_type is not MemoryType.GOAL:
-        raise ValidationError(f"memory {goal_id} is a {goal.memory_type.value}, not a goal", field="goal_id")
+        raise NotAGoalError(f"memory {goal_id} is a {goal.memory_type.value}, not a goal")
     edges = [r for r in store.relations(goal.id) if r.target_id == goal.id]
     if parent_id is None:
         closers = sorted((r for r in edges if r.type is RelationType.CLOSES), key=lambda r: r.created_at)

@@ -39,7 +39,7 @@ def test_memorize_adds_the_edges_it_asks_for(client: TestClient) -> None:
     assert _edges(client, decision) == [(runbook, decision, "implements")]
 
 
-def test_an_edge_to_an_unknown_or_unreadable_memory_is_refused_and_nothing_is_written(client: TestClient) -> None:
+def test_an_edge_to_an_unknown_or_unreadable_memory_is_not_found_and_nothing_is_written(client: TestClient) -> None:
     hidden = _memorize(client, "Team B keeps its deploy keys in a hardware token.", scope=OTHER)
     before = stored_count(client)
     for target in ("00000000-0000-4000-8000-000000000000", hidden):
@@ -52,9 +52,12 @@ def test_an_edge_to_an_unknown_or_unreadable_memory_is_refused_and_nothing_is_wr
                 "related_to": [{"target_id": target, "relationship_type": "related_to"}],
             },
         )
-        assert answer.status_code == 422, answer.text
-        assert answer.json()["field"] == "related_to[0].target_id"
-        assert target in answer.json()["message"]
+        # The same answer for both: an id of a scope the caller cannot read says nothing.
+        assert answer.status_code == 404, answer.text
+        assert (
+            answer.json()["message"]
+            == f"related_to[0].target_id: no memory with id {target} in scope {SCOPE} or global"
+        )
     assert stored_count(client) == before
 
 
@@ -119,7 +122,7 @@ def test_consolidating_by_hand_uses_the_goal_when_no_note_closed_it(client: Test
     assert answer.json()["parent_id"] == goal and answer.json()["source_ids"] == [finding]
     assert answer.json()["audit_id"]
     not_a_goal = client.post(f"/v1/memories/{finding}/consolidate", headers={"X-Hivemem-Scope": SCOPE})
-    assert not_a_goal.status_code == 422
+    assert not_a_goal.status_code == 409 and not_a_goal.json()["error"] == "not_a_goal"
     unknown = client.post(
         "/v1/memories/00000000-0000-4000-8000-000000000000/consolidate", headers={"X-Hivemem-Scope": SCOPE}
     )

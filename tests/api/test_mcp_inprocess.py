@@ -406,7 +406,7 @@ def test_memorize_links_to_existing_memories_and_refuses_unknown_ones(service: M
     run_with_client(service, body)
     edges = service.store.relations(out["goal"])
     assert [(e.source_id, e.type.value) for e in edges] == [(out["finding"], "achieves")]
-    assert "related_to names memory 00000000-0000-4000-8000-000000000000" in out["refused"]
+    assert "related_to[0].target_id: no memory with id 00000000-0000-4000-8000-000000000000" in out["refused"]
 
 
 def test_handoff_saves_and_loads_and_memory_status_reports(service: MemoryService) -> None:

@@ -85,12 +85,12 @@ def test_undoing_a_merge_gives_both_memories_their_own_text_back(client: TestCli
     assert folded_in in [r["id"] for r in found]
 
 
-def test_only_merges_and_supersedes_can_be_undone_and_unknown_records_are_404(client: TestClient) -> None:
+def test_a_forget_cannot_be_undone_and_unknown_records_are_404(client: TestClient) -> None:
     memory_id = _memorize(client, "A note that will be forgotten.")
     assert client.delete(f"/v1/memories/{memory_id}", params={"confirm": "true"}, headers=HEADERS).status_code == 200
     (record,) = _audit(client, memory_id)
     refused = client.post(f"/v1/audit/{record['id']}/undo", headers=HEADERS)
-    assert refused.status_code == 409 and "only a merge or a supersede" in refused.text
+    assert refused.status_code == 409 and "only a merge, a supersede, a consolidation or an archiving" in refused.text
     missing = client.post("/v1/audit/999999/undo", headers=HEADERS)
     assert missing.status_code == 404 and missing.json()["error"] == "audit_not_found"
     assert client.post("/v1/audit/not-a-number/undo", headers=HEADERS).status_code == 404

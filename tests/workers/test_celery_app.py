@@ -32,7 +32,8 @@ def test_delivery_is_at_least_once_json_only_and_routed_by_queue() -> None:
     for name in (Task.EMBED, Task.RESOLVE, Task.MEMORIZE_BULK, Task.RECORD_ACCESS, Task.PRUNE_DEAD_LETTERS):
         task = app.tasks[name]
         assert task.max_retries == 7 and task.acks_late is True
-    assert {s["task"] for s in conf.beat_schedule.values()} == {Task.PRUNE_DEAD_LETTERS, Task.RECONCILE}
+    assert {s["task"] for s in conf.beat_schedule.values()} == {Task.PRUNE_DEAD_LETTERS, Task.RECONCILE, Task.SLEEP}
+    assert TASK_QUEUE[Task.SLEEP] == "consolidate"
 
 
 def test_the_app_needs_a_broker() -> None:
