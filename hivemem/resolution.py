@@ -155,6 +155,11 @@ def _mean_direction(a: Sequence[float] | None, b: Sequence[float] | None) -> lis
     return list(a) if norm == 0.0 else [v / norm for v in summed]
 
 
+def _holds_several_facts(memory: Memory) -> bool:
+    """A memory that merges gave more paragraphs (each merge appends the incoming text as one)."""
+    return len([p for p in memory.content.split("\n\n") if p.strip()]) > 1
+
+
 def merge(existing: Memory, incoming: Memory, now: datetime) -> Memory:
     """One memory holding both facts: the existing one with the incoming content appended (unless
     it already says it), the union of tags and files, the higher importance, the stronger source."""
@@ -285,6 +290,13 @@ def resolve(
     if best.cosine < policy.contradiction_at:
         return _stored(incoming, neighbours, policy, now)
     verdict = judge(old.content, incoming.content)
+    if verdict.relation is Judged.CONTRADICTS and _holds_several_facts(old):
+        # A merged memory holds other facts besides the one contradicted: superseding it would
+        # rank them all x0.1. The new memory is stored with a `conflicts` edge to it instead.
+        clash = Relation(incoming.id, old.id, RelationType.CONFLICTS, 1.0, incoming.author, now)
+        stored = _stored(incoming, neighbours, policy, now)
+        others = tuple(r for r in stored.relations if r.target_id != old.id)
+        return replace(stored, relations=(clash, *others), reason=verdict.reason)
     if verdict.relation is Judged.CONTRADICTS:
         link = Relation(incoming.id, old.id, RelationType.SUPERSEDES, 1.0, incoming.author, now)
         record = AuditEvent(

@@ -91,6 +91,20 @@ def test_a_contradiction_in_the_band_supersedes_and_keeps_the_old_memory_reachab
     assert record.detail["before"]["content"] == old.content and "typescript" in record.detail["reason"]
 
 
+def test_a_contradiction_of_one_fact_of_a_merged_memory_is_a_conflict_not_a_supersede() -> None:
+    # Superseding the merged memory would rank every other fact it holds x0.1 (LoCoMo as facts:
+    # hit@5 0.650 with that, 0.747 with this).
+    old = _said("old", "The user prefers TypeScript for new services.\n\nThe API gateway runs on Kubernetes.")
+    incoming = _said("new", "We decided to drop TypeScript for Go in new services.")
+    resolution = resolve(incoming, None, utcnow(), [Neighbour(old, 0.72)], POLICY)
+    assert resolution.outcome is WriteOutcome.STORED and resolution.memory is incoming
+    assert resolution.updates == () and resolution.audit == ()
+    assert [(r.source_id, r.target_id, r.type) for r in resolution.relations] == [
+        ("new", "old", RelationType.CONFLICTS)
+    ]
+    assert "typescript" in resolution.reason
+
+
 def test_a_compatible_fact_in_the_band_is_merged_into_the_old_memory() -> None:
     old = _said("old", "We use Redis for the session cache.", tags=["cache"], importance=0.4)
     incoming = _said("new", "The Redis session cache has a TTL of 24 hours.", tags=["ttl"], importance=0.7)
