@@ -260,7 +260,7 @@ def build_mcp(
             list[LinkCreate] | None,
             Field(
                 max_length=MAX_LINKS,
-                description="Edges to existing memories: {target_id, relationship_type, strength?}; "
+                description="Edges to existing memories: {target_id, relationship_type, strength?, description?}; "
                 "`achieves` a goal, `closes` a goal (consolidates its findings), `supersedes` an old fact.",
             ),
         ] = None,

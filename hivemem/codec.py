@@ -40,7 +40,8 @@ def memory_to_json(memory: Memory, format_date: Callable[[datetime], str] = date
     }
     if memory.requested_links:
         out["requested_links"] = [
-            {"target_id": k.target_id, "type": k.type.value, "strength": k.strength} for k in memory.requested_links
+            {"target_id": k.target_id, "type": k.type.value, "strength": k.strength, "description": k.description}
+            for k in memory.requested_links
         ]
     for name in _DATES:
         value: datetime | None = getattr(memory, name)
@@ -76,7 +77,7 @@ def memory_from_json(data: dict[str, Any]) -> Memory:
             valid_from=dates["valid_from"],
             valid_to=dates["valid_to"],
             requested_links=tuple(
-                Link(str(k["target_id"]), RelationType(k["type"]), float(k["strength"]))
+                Link(str(k["target_id"]), RelationType(k["type"]), float(k["strength"]), str(k.get("description", "")))
                 for k in data.get("requested_links", ())
             ),
         )

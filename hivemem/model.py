@@ -149,6 +149,7 @@ class Link:
     target_id: str
     type: RelationType
     strength: float = 1.0
+    description: str = ""
 
 
 def embedding_text(title: str, content: str) -> str:
@@ -201,6 +202,7 @@ class Relation:
     strength: float = 1.0
     author: str = ""
     created_at: datetime = field(default_factory=utcnow)
+    description: str = ""  # why the edge is there, in the words of whoever asked for it
 
     def other_end(self, memory_id: str) -> str:
         """The memory at the far end of this edge from ``memory_id``."""

@@ -233,10 +233,11 @@ class LinkCreate(BaseModel):
         "(a finding towards a goal) or closes (the note that closes a goal: its findings are consolidated under it)."
     )
     strength: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 1.0
+    description: Annotated[StrictStr, Field(max_length=500, description="Why the edge is there.")] = ""
 
     def link(self) -> Link:
         """The core's form of this edge."""
-        return Link(self.target_id, RelationType(self.relationship_type.value), self.strength)
+        return Link(self.target_id, RelationType(self.relationship_type.value), self.strength, self.description.strip())
 
 
 class MemoryCreate(BaseModel):
@@ -605,12 +606,17 @@ class RelationPublic(BaseModel):
     target_id: str
     type: RelationType
     strength: float
+    description: str = ""
 
     @classmethod
     def of(cls, relation: Relation) -> RelationPublic:
         """The public view of a stored relation."""
         return cls(
-            source_id=relation.source_id, target_id=relation.target_id, type=relation.type, strength=relation.strength
+            source_id=relation.source_id,
+            target_id=relation.target_id,
+            type=relation.type,
+            strength=relation.strength,
+            description=relation.description,
         )
 
 

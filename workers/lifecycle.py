@@ -70,7 +70,8 @@ def apply_links(store: Store, incoming: Sequence[Memory], resolutions: Sequence[
                 continue
             try:
                 target = store.get(link.target_id)
-                store.add_relation(Relation(source.id, target.id, link.type, link.strength, memory.author, now))
+                edge = Relation(source.id, target.id, link.type, link.strength, memory.author, now, link.description)
+                store.add_relation(edge)
             except MemoryNotFoundError:
                 log.warning(
                     "memory %s: its %s edge to %s was not added, the target is gone",

@@ -242,6 +242,10 @@ def memory_template(names: IndexNames, options: IndexOptions, *, embedding_model
     return index_template(names, names.memories, searchable_index_settings(options), mappings)
 
 
+# Fields the relations mapping gained after release: put on an existing index as well (additive).
+ADDED_RELATION_FIELDS: Json = {"description": {"type": "text", "index": False}}
+
+
 def relations_template(names: IndexNames, options: IndexOptions) -> Json:
     """The index template of the relations index (one document per source, target and type)."""
     keyword = {"type": "keyword"}
@@ -252,6 +256,7 @@ def relations_template(names: IndexNames, options: IndexOptions) -> Json:
         "strength": {"type": "double"},
         "author": keyword,
         "created_at": {"type": "date_nanos"},
+        **ADDED_RELATION_FIELDS,
     }
     return index_template(
         names, names.relations, index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}

@@ -81,6 +81,7 @@ def relation_doc(r: Relation) -> Json:
         "strength": float(r.strength),
         "author": r.author,
         "created_at": to_iso(r.created_at),
+        "description": r.description,
     }
 
 
@@ -93,6 +94,7 @@ def relation_from_doc(doc: Json) -> Relation:
         strength=float(doc["strength"]),
         author=doc.get("author", ""),
         created_at=from_iso(doc["created_at"]),
+        description=doc.get("description", ""),
     )
 
 

@@ -101,6 +101,16 @@ def _attempt(report: SetupReport, kind: str, name: str, outcome: str, call: Call
     return True
 
 
+def _add_relation_fields(client: Any, target: ClusterTarget, alias: str, report: SetupReport) -> None:
+    """Put the relation fields added since the index was made on it (mappings only grow; idempotent)."""
+
+    def put() -> None:
+        with translate_errors(target.display, f"updating the mapping of {alias}"):
+            client.indices.put_mapping(index=alias, body={"properties": bodies.ADDED_RELATION_FIELDS})
+
+    _attempt(report, "mapping", alias, "fields added", put)
+
+
 def ensure(
     client: Any,
     target: ClusterTarget,
@@ -137,6 +147,8 @@ def ensure(
             alias_exists = bool(client.indices.exists_alias(name=alias))
         if alias_exists:
             report.add("alias", alias, "exists")
+            if alias == names.relations:
+                _add_relation_fields(client, target, alias, report)
             continue
         index = names.index(alias)
         body = {**template["template"], "aliases": {alias: {"is_write_index": True}}}

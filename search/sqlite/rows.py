@@ -92,6 +92,7 @@ def relation_from_row(row: sqlite3.Row) -> Relation:
         strength=row["strength"],
         author=row["author"],
         created_at=_required_timestamp(row["created_at"]),
+        description=row["description"],
     )
 
 

@@ -95,6 +95,7 @@ CREATE TABLE IF NOT EXISTS relations (
     strength REAL NOT NULL,
     author TEXT NOT NULL DEFAULT '',
     created_at TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (source_id, target_id, type)
 );
 CREATE INDEX IF NOT EXISTS relations_target ON relations(target_id);
@@ -163,3 +164,7 @@ MEMORY_COLUMNS = (
     "state, author, created_at, updated_at, last_accessed_at, access_count, valid_from, valid_to, "
     "details, embedding, embedding_model"
 )
+
+# Columns added to tables after they were first released: (table, column, type and default).
+# A database written before gets them on open (search.sqlite.store), with the default for old rows.
+ADDED_COLUMNS = (("relations", "description", "TEXT NOT NULL DEFAULT ''"),)

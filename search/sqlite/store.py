@@ -61,7 +61,7 @@ from search.sqlite.rows import (
     relation_from_row,
     to_timestamp,
 )
-from search.sqlite.schema import KNOWLEDGE_SCHEMA, MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
+from search.sqlite.schema import ADDED_COLUMNS, KNOWLEDGE_SCHEMA, MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
 from search.sqlite.sql import fts_query, marks
 
 __all__ = ["SQLiteStore"]
@@ -272,6 +272,19 @@ class SQLiteStore(DelegatesKnowledge):
                 "open it with the hivemem release that wrote it, or start a new database"
             )
 
+    def _add_missing_columns(self) -> None:
+        """Columns newer than a database's tables, added in place (each with a default, so rows
+        written before read as they did)."""
+        for table, column, ddl in ADDED_COLUMNS:
+            present = {r[1] for r in self._writer.execute(f"PRAGMA table_info({table})")}
+            if column in present:
+                continue
+            try:
+                self._writer.execute(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}")
+            except sqlite3.OperationalError as exc:
+                if "duplicate column" not in str(exc):  # another process added it first
+                    raise
+
     def _init_schema(self, embedding_model: str, dimension: int) -> None:
         try:
             with self._write_lock:
@@ -279,6 +292,7 @@ class SQLiteStore(DelegatesKnowledge):
                 # executescript commits on its own, so it runs outside a unit of work; every
                 # statement is IF NOT EXISTS, so racing processes converge on one schema.
                 self._writer.executescript(SCHEMA + KNOWLEDGE_SCHEMA)
+                self._add_missing_columns()
             with self._write() as conn:
                 rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
                 if not rows:
@@ -442,10 +456,10 @@ class SQLiteStore(DelegatesKnowledge):
     @staticmethod
     def _insert_relation(conn: sqlite3.Connection, relation: Relation) -> None:
         conn.execute(
-            "INSERT OR IGNORE INTO relations(source_id, target_id, type, strength, author, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO relations(source_id, target_id, type, strength, author, created_at, description) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (relation.source_id, relation.target_id, relation.type.value, relation.strength,
-             relation.author, to_timestamp(relation.created_at)),
+             relation.author, to_timestamp(relation.created_at), relation.description),
         )  # fmt: skip
 
     def audit(self, event: AuditEvent) -> None:

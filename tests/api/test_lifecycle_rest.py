@@ -33,9 +33,13 @@ def test_memorize_adds_the_edges_it_asks_for(client: TestClient) -> None:
     runbook = _memorize(
         client,
         "The deploy runbook: drain the blue pool, switch, watch errors for ten minutes.",
-        related_to=[{"target_id": decision, "relationship_type": "implements", "strength": 0.9}],
+        related_to=[
+            {"target_id": decision, "relationship_type": "implements", "strength": 0.9, "description": "its steps"}
+        ],
     )
     assert _edges(client, runbook) == [(runbook, decision, "implements")]
+    shown = client.get(f"/v1/memories/{runbook}", params={"scope": SCOPE}).json()["relations"]
+    assert [(r["strength"], r["description"]) for r in shown] == [(0.9, "its steps")]
     assert _edges(client, decision) == [(runbook, decision, "implements")]
 
 

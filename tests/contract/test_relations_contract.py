@@ -55,3 +55,14 @@ def test_a_relation_is_removed_by_its_ends_and_type(store: Store, embedder: Hash
     assert store.remove_relation(Relation(b.id, a.id, RelationType.SUPERSEDES)) is True
     assert [r.type for r in store.relations(a.id)] == [RelationType.RELATED_TO]
     assert store.remove_relation(Relation(b.id, a.id, RelationType.SUPERSEDES)) is False
+
+
+def test_a_relation_keeps_its_description(store: Store, embedder: HashEmbedder) -> None:
+    a, b = make(embedder, "the runbook of the deploy"), make(embedder, "the decision to deploy blue-green")
+    store.put(a)
+    store.put(b)
+    store.add_relation(Relation(a.id, b.id, RelationType.IMPLEMENTS, 0.8, "alice", description="step 3 of it"))
+    store.add_relation(Relation(b.id, a.id, RelationType.RELATED_TO))
+    by_type = {r.type: r for r in store.relations(a.id)}
+    assert by_type[RelationType.IMPLEMENTS].description == "step 3 of it"
+    assert by_type[RelationType.RELATED_TO].description == ""

@@ -87,3 +87,26 @@ def test_vectors_written_by_another_process_are_seen(tmp_path: Path, embedder: H
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_database_from_before_relation_descriptions_gains_the_column(tmp_path: Path, embedder: HashEmbedder) -> None:
+    from hivemem.model import Relation, RelationType
+
+    path = tmp_path / "hive.db"
+    url = f"sqlite:///{path}"
+    store = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    a, b = make(embedder, "an older memory"), make(embedder, "another older memory")
+    store.put(a)
+    store.put(b)
+    store.add_relation(Relation(a.id, b.id, RelationType.RELATED_TO))
+    store.close()
+    with sqlite3.connect(path) as conn:  # the table as the release before wrote it
+        conn.execute("ALTER TABLE relations DROP COLUMN description")
+    reopened = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    try:
+        (edge,) = reopened.relations(a.id)
+        assert (edge.target_id, edge.description) == (b.id, "")
+        reopened.add_relation(Relation(b.id, a.id, RelationType.EXTENDS, description="newer"))
+        assert {r.description for r in reopened.relations(a.id)} == {"", "newer"}
+    finally:
+        reopened.close()
