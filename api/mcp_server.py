@@ -48,6 +48,7 @@ from hivemem.schemas import (
     FilePath,
     HandoffItems,
     HandoffSave,
+    HandoffSummary,
     LinkCreate,
     QueryText,
     RecallLimit,
@@ -324,7 +325,7 @@ def build_mcp(
     def handoff(
         ctx: Context[Any, Any],
         action: Annotated[Literal["save", "load"], Field(description="save a handoff, or load the latest.")],
-        summary: Annotated[Content | None, Field(description="save: where the work stands.")] = None,
+        summary: Annotated[HandoffSummary | None, Field(description="save: where the work stands.")] = None,
         completed: Annotated[HandoffItems | None, Field(description="save: what was finished.")] = None,
         in_progress: Annotated[HandoffItems | None, Field(description="save: what is under way.")] = None,
         blocked: Annotated[HandoffItems | None, Field(description="save: what waits, and on what.")] = None,

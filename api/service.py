@@ -33,6 +33,7 @@ from hivemem.model import (
     MemoryState,
     MemoryType,
     RetrievalMode,
+    Source,
     new_memory_id,
     utcnow,
 )
@@ -416,13 +417,19 @@ class MemoryService:
         first_line = request.summary.splitlines()[0].strip()
         title = f"Handoff: {first_line}"
         title = title if len(title) <= 200 else title[:199].rstrip() + "…"
-        memory = MemoryCreate(
+        # Built, not validated again: HandoffSave bounded every field, and its details are a
+        # handoff's shape by construction (they may pass the size cap of caller-written details).
+        memory = MemoryCreate.model_construct(
             title=title,
             content=content,
             scope=request.scope,
             memory_type=MemoryType.HANDOFF,
             importance=0.6,
+            source=Source.AGENT_INFERRED,
+            tags=[],
+            related_files=[],
             details=details,
+            related_to=[],
         )
         return self.memorize(memory, caller)
 

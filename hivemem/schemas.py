@@ -504,10 +504,15 @@ class ConsolidationPublic(BaseModel):
     audit_id: str | None = Field(default=None, description="None in a dry run: nothing was written.")
 
 
+# Bounded so that every handoff the schema admits fits one memory: a summary of up to 2,000
+# characters and four lists of up to 10 items of up to 190 read as at most 9,800 characters.
 HandoffItem = Annotated[
-    StrictStr, Field(min_length=1, max_length=300, json_schema_extra=_TEXT_1.schema()), AfterValidator(_TEXT_1)
+    StrictStr, Field(min_length=1, max_length=190, json_schema_extra=_TEXT_1.schema()), AfterValidator(_TEXT_1)
 ]
-HandoffItems = Annotated[list[HandoffItem], Field(max_length=20)]
+HandoffItems = Annotated[list[HandoffItem], Field(max_length=10)]
+HandoffSummary = Annotated[
+    StrictStr, Field(min_length=10, max_length=2000, json_schema_extra=_TEXT_10.schema()), AfterValidator(_TEXT_10)
+]
 
 
 class HandoffSave(BaseModel):
@@ -515,7 +520,7 @@ class HandoffSave(BaseModel):
 
     model_config = _STRICT
 
-    summary: Content
+    summary: HandoffSummary
     completed: HandoffItems = Field(default_factory=list)
     in_progress: HandoffItems = Field(default_factory=list)
     blocked: HandoffItems = Field(default_factory=list)

@@ -49,15 +49,24 @@ def test_a_saved_handoff_is_what_the_next_session_loads(client: TestClient) -> N
     assert client.get("/v1/handoff", headers={"X-Hivemem-Scope": "github.com/acme/web"}).json() is None
 
 
+def test_the_largest_handoff_the_schema_admits_is_stored(client: TestClient) -> None:
+    lists = {name: ["\U0001f600" * 190] * 10 for name in ("completed", "in_progress", "blocked", "next_steps")}
+    answer = client.post("/v1/handoff", json={"scope": SCOPE, "summary": "\U0001f600" * 2000} | lists)
+    assert answer.status_code == 201, answer.text
+    loaded = client.get("/v1/handoff", headers=HEADERS).json()
+    assert loaded["next_steps"] == lists["next_steps"]
+
+
 def test_a_bad_handoff_is_refused_and_nothing_is_written(client: TestClient) -> None:
     before = stored_count(client)
     for body in (
         {"summary": "short"},
         {"summary": "A fine summary here.", "completed": [""]},
         {"summary": "A fine summary here.", "completed": "not a list"},
-        {"summary": "A fine summary here.", "next_steps": ["x" * 301]},
+        {"summary": "A fine summary here.", "next_steps": ["x" * 191]},
+        {"summary": "A fine summary here.", "next_steps": ["item"] * 11},
+        {"summary": "x" * 2001},
         {"summary": "A fine summary here.", "surprise": 1},
-        {"summary": "A" * 9000, "completed": ["y" * 300] * 20},
     ):
         answer = client.post("/v1/handoff", json={"scope": SCOPE} | body)
         assert answer.status_code == 422, (body, answer.text)
