@@ -13,7 +13,7 @@ import functools
 import gc
 import logging
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -67,7 +67,7 @@ from search.base import DEFAULT_STATES, Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
-from workers.lifecycle import SleepPolicy, consolidate_goal, last_sleep, sleep_consolidate, sleep_policy
+from workers.lifecycle import consolidate_goal, last_sleep, sleep_consolidate, sleep_policy
 from workers.runner import InProcessRunner, Runner
 from workers.sleep_timer import SleepTimer
 
@@ -391,10 +391,10 @@ class MemoryService:
         """One sleep pass over the caller's scope (or ``request.scope``), now, whenever it last ran."""
         scope = caller.scope_for(request.scope, write=True)
         base = sleep_policy(self.settings)
-        policy = SleepPolicy(
-            request.threshold if request.threshold is not None else base.threshold,
-            request.min_size if request.min_size is not None else base.min_size,
-            base.window_days,
+        policy = replace(
+            base,
+            threshold=base.threshold if request.threshold is None else request.threshold,
+            min_size=base.min_size if request.min_size is None else request.min_size,
         )
         report = sleep_consolidate(self.store, self.embedder, scope, utcnow(), policy, dry_run=request.dry_run)
         written = None if report.dry_run else self.store

@@ -75,14 +75,16 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
 def _unconsolidate(store: Store, event: AuditEvent, now: datetime) -> list[str]:
     detail = event.detail
     parent = store.get(event.memory_id)
+    # One read for every source; one forgotten since has nothing to put back.
+    current = {m.id: m for m in store.get_many([str(before["id"]) for before in detail["sources"]])}
     ids = []
     for before in detail["sources"]:
-        source = store.get_many([str(before["id"])])
-        if not source:
-            continue  # forgotten since: nothing to put back
-        store.put(restored(source[0], before, now), DuplicatePolicy.OVERWRITE)
-        store.remove_relation(Relation(parent.id, source[0].id, RelationType.DERIVED_FROM))
-        ids.append(source[0].id)
+        source = current.get(str(before["id"]))
+        if source is None:
+            continue
+        store.put(restored(source, before, now), DuplicatePolicy.OVERWRITE)
+        store.remove_relation(Relation(parent.id, source.id, RelationType.DERIVED_FROM))
+        ids.append(source.id)
     if detail.get("created_parent"):
         store.put(replace(parent, state=MemoryState.ARCHIVED, updated_at=now), DuplicatePolicy.OVERWRITE)
     else:

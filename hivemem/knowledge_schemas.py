@@ -201,18 +201,8 @@ class SourcePublic(BaseModel):
 
     @classmethod
     def of(cls, source: KnowledgeSource) -> SourcePublic:
-        """The public view of a stored source."""
-        return cls(
-            uri=source.uri,
-            scope=source.scope,
-            title=source.title,
-            format=source.format,
-            size=source.size,
-            chunk_count=source.chunk_count,
-            fetched_at=source.fetched_at,
-            indexed_at=source.indexed_at,
-            last_error=source.last_error,
-        )
+        """The public view of a stored source (its fields are the source's own; the hash stays in)."""
+        return cls.model_validate(source, from_attributes=True)
 
 
 class IngestFailure(BaseModel):

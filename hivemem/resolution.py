@@ -46,6 +46,7 @@ __all__ = [
     "resolves_by_meaning",
     "restored",
     "snapshot",
+    "superseded",
     "unmerged",
 ]
 
@@ -192,6 +193,17 @@ def snapshot(memory: Memory) -> dict[str, Any]:
     }
 
 
+def superseded(
+    older: Memory, newer: Memory, now: datetime, *, author: str, reason: str, **facts: Any
+) -> tuple[Memory, AuditEvent]:
+    """``older`` marked no longer valid by ``newer`` as of ``now``, and the ``supersede`` audit
+    record that lets undo put it back (``facts``: what else the record should say, e.g. the cosine)."""
+    detail = {"superseded": older.id, **facts, "reason": reason, "before": snapshot(older)}
+    return replace(older, valid_to=now, updated_at=now), AuditEvent(
+        "supersede", newer.id, newer.scope, author, detail, now
+    )
+
+
 def restored(current: Memory, snapshot: dict[str, Any], now: datetime) -> Memory:
     """``current`` with what an audit snapshot kept of it put back (undoing a merge or a supersede).
     Its vector is left as it is: the caller embeds the restored text again."""
@@ -299,19 +311,14 @@ def resolve(
         return replace(stored, relations=(clash, *others), reason=verdict.reason)
     if verdict.relation is Judged.CONTRADICTS:
         link = Relation(incoming.id, old.id, RelationType.SUPERSEDES, 1.0, incoming.author, now)
-        record = AuditEvent(
-            "supersede",
-            incoming.id,
-            incoming.scope,
-            incoming.author,
-            {"superseded": old.id, "cosine": round(best.cosine, 4), "reason": verdict.reason, "before": snapshot(old)},
-            now,
+        no_longer_valid, record = superseded(
+            old, incoming, now, author=incoming.author, reason=verdict.reason, cosine=round(best.cosine, 4)
         )
         return Resolution(
             WriteOutcome.SUPERSEDED,
             incoming,
             old.id,
-            updates=(replace(old, valid_to=now, updated_at=now),),
+            updates=(no_longer_valid,),
             relations=(link, *(r for r in _similar_links(incoming, neighbours, policy, now) if r.target_id != old.id)),
             audit=(record,),
             reason=verdict.reason,

@@ -475,16 +475,8 @@ class AuditPublic(BaseModel):
 
     @classmethod
     def of(cls, event: AuditEvent) -> AuditPublic:
-        """The public view of an audit record."""
-        return cls(
-            id=event.id,
-            action=event.action,
-            memory_id=event.memory_id,
-            scope=event.scope,
-            author=event.author,
-            detail=event.detail,
-            at=event.at,
-        )
+        """The public view of an audit record (its fields are the record's own)."""
+        return cls.model_validate(event, from_attributes=True)
 
 
 class UndoResult(BaseModel):
@@ -615,14 +607,8 @@ class RelationPublic(BaseModel):
 
     @classmethod
     def of(cls, relation: Relation) -> RelationPublic:
-        """The public view of a stored relation."""
-        return cls(
-            source_id=relation.source_id,
-            target_id=relation.target_id,
-            type=relation.type,
-            strength=relation.strength,
-            description=relation.description,
-        )
+        """The public view of a stored relation (its fields are the relation's own)."""
+        return cls.model_validate(relation, from_attributes=True)
 
 
 class MemoryPublic(BaseModel):

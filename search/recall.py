@@ -186,8 +186,8 @@ class Recaller:
         # Rescoring can lift a candidate a few places, so look a little past the limit.
         shortlist = fused[: max(limit * 3, 30)]
         memories = {m.id: m for m in self._store.get_many([f.id for f in shortlist])}
-        leg_ranks = {f.id: f.ranks for f in per_query[0]} if len(per_query) == 1 else {}
-        leg_scores = {f.id: f.leg_scores for f in per_query[0]} if len(per_query) == 1 else {}
+        # Per-leg ranks and scores exist for one query; several are fused again from their fusions.
+        by_leg = {f.id: f for f in per_query[0]} if len(per_query) == 1 else {}
         hits: list[Hit] = []
         p = self.params
         for f in shortlist:
@@ -207,7 +207,8 @@ class Recaller:
                 score *= p.consolidated_factor
             if score < min_relevance:
                 continue
-            ranks, raw = leg_ranks.get(f.id, {}), leg_scores.get(f.id, {})
+            first = by_leg.get(f.id)
+            ranks, raw = (first.ranks, first.leg_scores) if first is not None else ({}, {})
             explain: dict[str, float | int | None] = {
                 "relevance": round(f.score, 6),
                 "bm25_rank": ranks.get(_BM25),

@@ -31,7 +31,7 @@ from hivemem.model import (
     WriteOutcome,
     new_memory_id,
 )
-from hivemem.resolution import Resolution, resolves_by_meaning, snapshot
+from hivemem.resolution import Resolution, resolves_by_meaning, snapshot, superseded
 from search.base import SearchFilter, Store
 
 __all__ = [
@@ -96,17 +96,9 @@ def _supersede(
 ) -> None:
     if older.valid_to is not None:
         return
-    store.put(replace(older, valid_to=now, updated_at=now), DuplicatePolicy.OVERWRITE)
-    store.audit(
-        AuditEvent(
-            "supersede",
-            newer.id,
-            newer.scope,
-            author,
-            {"superseded": older.id, "reason": reason, "before": snapshot(older)},
-            now,
-        )
-    )
+    no_longer_valid, record = superseded(older, newer, now, author=author, reason=reason)
+    store.put(no_longer_valid, DuplicatePolicy.OVERWRITE)
+    store.audit(record)
 
 
 _PROGRESS_SCAN = 500  # the newest progress notes of a scope a new one is compared with
