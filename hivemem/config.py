@@ -183,7 +183,8 @@ class Settings(BaseSettings):
     resolve_lock_timeout_s: int = Field(
         default=60,
         ge=1,
-        description="Lifetime of a scope's resolve lock: a worker killed while holding it blocks its scope no longer.",
+        description="Lifetime of a scope's resolve lock (Redis) and of its OpenSearch lease for planned writes: a "
+        "worker killed while holding one blocks its scope no longer. Also how long a writer waits for either.",
     )
     embed_batch_window_ms: int = Field(
         default=5,
@@ -261,7 +262,8 @@ class Settings(BaseSettings):
         ge=0,
         le=50,
         description="Nearest memories of its scope a new memory is resolved against (reinforce, merge, "
-        "supersede); 0 resolves exact duplicates only. SQLite stores only, for now.",
+        "supersede); 0 resolves exact duplicates only. On OpenSearch they come from the k-NN query, under a "
+        "per-scope lease.",
     )
     resolution_reinforce_cosine: float = Field(
         default=0.85, ge=0.0, le=1.0, description="Cosine at which a new memory reinforces its nearest one."

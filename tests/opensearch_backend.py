@@ -19,6 +19,7 @@ import pytest
 
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
+from tests.opensearch_knn_standin import exact_knn_connection
 from tests.opensearch_spec import SPEC_DIR, SpecValidator, checked_connection
 
 __all__ = ["OpenSearchBackend", "opensearch_backend", "spec_validator", "start_osmem"]
@@ -47,17 +48,30 @@ class OpenSearchBackend:
         return f"{self.url}/?index={prefix or 'test_' + uuid.uuid4().hex[:16]}"
 
     def open(
-        self, embedder: HashEmbedder, settings: Settings, validator: SpecValidator | None, prefix: str | None = None
+        self,
+        embedder: HashEmbedder,
+        settings: Settings,
+        validator: SpecValidator | None,
+        prefix: str | None = None,
+        *,
+        exact_knn: bool = False,
     ) -> Any:
-        """An :class:`search.opensearch.OpenSearchStore` on a fresh prefix, requests validated when possible."""
+        """An :class:`search.opensearch.OpenSearchStore` on a fresh prefix, requests validated when possible.
+
+        ``exact_knn`` on a server without k-NN answers k-NN searches with the exact stand-in
+        (tests/opensearch_knn_standin.py); a real cluster always answers them itself.
+        """
         from search.opensearch import OpenSearchStore
 
+        connection: type[Any] | None = None if validator is None else checked_connection(validator)
+        if exact_knn and not self.has_knn:
+            connection = exact_knn_connection(validator)
         return OpenSearchStore(
             self.url_for(prefix),
             embedding_model=embedder.model_id,
             dimension=embedder.dimension,
             settings=settings,
-            connection_class=None if validator is None else checked_connection(validator),
+            connection_class=connection,
         )
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "relation_doc",
     "relation_from_doc",
     "relation_id",
+    "scope_lease_id",
     "to_iso",
 ]
 
@@ -44,6 +45,11 @@ def _digest(*parts: str) -> str:
 def claim_id(scope: str, content_hash: str) -> str:
     """The id of the claim document on ``(scope, content_hash)``."""
     return _digest("claim", scope, content_hash)
+
+
+def scope_lease_id(scope: str) -> str:
+    """The id of the lease document that serializes planned writes into ``scope`` (in the claims index)."""
+    return _digest("scope-lease", scope)
 
 
 def relation_id(relation: Relation) -> str:

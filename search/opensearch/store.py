@@ -8,12 +8,15 @@ Filters sit inside the BM25 bool and inside ``knn.filter``. Request bodies come 
 :mod:`search.opensearch.bodies`; templates and pipelines from :mod:`search.opensearch.setup`.
 
 Writes to the memories index go through :class:`search.opensearch.writes.MemoryWriter`, the
-lock-free write protocol (claims + conditional writes); every request goes through one
+lock-free write protocol (claims + conditional writes), and resolution by meaning through
+:class:`search.opensearch.planned.PlannedWriter`, which holds per-scope leases
+(:mod:`search.opensearch.scope_lease`) while it decides; every request goes through one
 :class:`search.opensearch.cluster.Cluster`, the error boundary.
 
 Refresh policy: a single write waits for the refresh (``wait_for``) so what ``memorize`` stored
 is recallable when it returns; bulk imports (:meth:`OpenSearchStore.put_many`) do not wait and
-refresh once at the end; claims and access counters are read by realtime GET and never wait.
+refresh once at the end; claims and access counters are read by realtime GET and never wait; a
+planned write refreshes (``refresh=true``) so the next one's k-NN search sees it.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from hivemem.model import (
     Relation,
 )
 from hivemem.resolution import Resolution
-from search.base import LegQuery, Legs, SearchFilter
+from search.base import LegQuery, Legs, PlanDecision, SearchFilter
 from search.knowledge_delegate import DelegatesKnowledge
 from search.opensearch import bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
@@ -56,6 +59,8 @@ from search.opensearch.docs import (
 )
 from search.opensearch.errors import translate_errors
 from search.opensearch.knowledge import KnowledgeIndices
+from search.opensearch.planned import PlannedWriter
+from search.opensearch.scope_lease import ScopeLeases
 from search.opensearch.setup import ensure
 from search.opensearch.writes import MemoryWriter
 
@@ -69,7 +74,8 @@ _PREFIX = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,150}$")
 class OpenSearchStore(DelegatesKnowledge):
     """A :class:`search.base.Store` on an OpenSearch cluster.
 
-    ``write_resolved`` is atomic across processes without locks (see :mod:`search.opensearch.writes`).
+    ``write_resolved`` is atomic across processes without locks (see :mod:`search.opensearch.writes`);
+    ``write_planned`` serializes the writers of a scope with a lease (:mod:`search.opensearch.planned`).
     Opening creates the templates, indices and aliases that are missing and refuses an index built
     for another embedding model or dimension (``EmbeddingMismatchError``).
     """
@@ -103,6 +109,13 @@ class OpenSearchStore(DelegatesKnowledge):
         self._client: Any = make_client(self._target, settings, connection_class=connection_class)
         self._cluster = Cluster(self._client, self._target)
         self._writer = MemoryWriter(self._cluster, self._names, dimension)
+        leases = ScopeLeases(
+            self._cluster,
+            self._names,
+            lease_s=settings.resolve_lock_timeout_s,
+            wait_s=settings.resolve_lock_timeout_s,
+        )
+        self._planned = PlannedWriter(self._cluster, self._names, self._options, dimension, self._writer, leases)
         self._knowledge = KnowledgeIndices(self._cluster, self._names, self._options, dimension)
         try:
             ensure(
@@ -159,6 +172,10 @@ class OpenSearchStore(DelegatesKnowledge):
         self, incoming: Sequence[Memory], decide: Callable[[Memory, Memory | None], Resolution]
     ) -> list[Resolution]:
         return self._writer.write_resolved_many(incoming, decide)
+
+    def write_planned(self, incoming: Sequence[Memory], decide: PlanDecision, *, neighbours: int) -> list[Resolution]:
+        """Resolution by meaning under per-scope leases; see :mod:`search.opensearch.planned`."""
+        return self._planned.write_planned(incoming, decide, neighbours=neighbours)
 
     def delete(self, memory_id: str) -> Memory:
         old = self._writer.delete(memory_id)

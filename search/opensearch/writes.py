@@ -27,7 +27,7 @@ from search.opensearch.cluster import Cluster
 from search.opensearch.docs import claim_id, from_iso, memory_doc, memory_from_doc, to_iso
 from search.opensearch.errors import Conflict
 
-__all__ = ["MemoryWriter", "Versioned"]
+__all__ = ["MemoryWriter", "Versioned", "claim_body"]
 
 Json = dict[str, Any]
 
@@ -61,7 +61,8 @@ def _backoff(attempt: int) -> None:
     time.sleep(min(0.2, 0.002 * (2 ** min(attempt, 7))) * random.random())
 
 
-def _claim_body(memory: Memory) -> Json:
+def claim_body(memory: Memory) -> Json:
+    """The claim document naming ``memory`` the holder of its (scope, content hash), taken now."""
     return {
         "memory_id": memory.id,
         "scope": memory.scope,
@@ -110,13 +111,13 @@ class MemoryWriter:
 
     # -- claims: one memory per (scope, content hash) --------------------------------------------
 
-    def _claim(self, memory: Memory) -> bool:
+    def claim(self, memory: Memory) -> bool:
         """Make ``memory`` the holder of its (scope, content hash). Returns True if the claim is new.
 
         Raises ``DuplicateMemoryError`` when another live memory holds it.
         """
         cid = claim_id(memory.scope, memory.content_hash)
-        claim = _claim_body(memory)
+        claim = claim_body(memory)
         client = self._cluster.client
         for attempt in range(_MAX_ATTEMPTS):
             try:
@@ -163,7 +164,7 @@ class MemoryWriter:
                 pass
         raise StoreUnavailableError(f"could not claim content {memory.content_hash[:12]} in {memory.scope!r}")
 
-    def _release(self, scope: str, content_hash: str, memory_id: str) -> None:
+    def release(self, scope: str, content_hash: str, memory_id: str) -> None:
         """Drop the claim on (scope, content hash) if ``memory_id`` still holds it."""
         cid = claim_id(scope, content_hash)
         held = self._cluster.get_doc(self._names.claims, cid)
@@ -201,7 +202,7 @@ class MemoryWriter:
                 raise DuplicateMemoryError(f"memory {memory.id} already exists")
             if current is not None and policy is DuplicatePolicy.SKIP:
                 return False
-            self._claim(memory)
+            self.claim(memory)
             action: Json = {"_index": self._names.memories, "_id": memory.id}
             if current is None:
                 line: Json = {"create": action}
@@ -219,7 +220,7 @@ class MemoryWriter:
             if current is not None:
                 old = current.memory
                 if (old.scope, old.content_hash) != (memory.scope, memory.content_hash):
-                    self._release(old.scope, old.content_hash, memory.id)
+                    self.release(old.scope, old.content_hash, memory.id)
             return True
         raise StoreUnavailableError(f"memory {memory.id}: too many concurrent writers, giving up")
 
@@ -235,7 +236,7 @@ class MemoryWriter:
                     duplicates.append(memory.id)
                 continue
             try:
-                self._claim(memory)
+                self.claim(memory)
             except DuplicateMemoryError:
                 duplicates.append(memory.id)
                 continue
@@ -297,7 +298,7 @@ class MemoryWriter:
             claims.append(
                 {"create": {"_index": self._names.claims, "_id": claim_id(memory.scope, memory.content_hash)}}
             )
-            claims.append(_claim_body(memory))
+            claims.append(claim_body(memory))
         claimed = self._cluster.bulk(claims, refresh="false")
         resolutions: list[Resolution | None] = [None] * len(incoming)
         lines: list[Json] = []
@@ -308,7 +309,7 @@ class MemoryWriter:
             resolution = decide(memory, None)
             target = resolution.memory
             if (target.id, target.scope, target.content_hash) != (memory.id, memory.scope, memory.content_hash):
-                self._release(memory.scope, memory.content_hash, memory.id)
+                self.release(memory.scope, memory.content_hash, memory.id)
                 continue  # a decision that writes something else goes the careful way below
             lines += [
                 {"create": {"_index": self._names.memories, "_id": target.id}},
@@ -319,7 +320,7 @@ class MemoryWriter:
         if lines:
             for i, item in zip(placed, self._cluster.bulk(lines, refresh="false"), strict=True):
                 if int(item.get("status", 200)) >= 300:  # the id exists already: resolve it one by one
-                    self._release(incoming[i].scope, incoming[i].content_hash, incoming[i].id)
+                    self.release(incoming[i].scope, incoming[i].content_hash, incoming[i].id)
                     resolutions[i] = None
             client = self._cluster.client
             self._cluster.call("refreshing after a batch", lambda: client.indices.refresh(index=self._names.memories))
@@ -353,7 +354,7 @@ class MemoryWriter:
             if status == 404:
                 raise MemoryNotFoundError(f"no memory with id {memory_id}")
             old = current.memory
-            self._release(old.scope, old.content_hash, memory_id)
+            self.release(old.scope, old.content_hash, memory_id)
             return old
         raise StoreUnavailableError(f"memory {memory_id}: too many concurrent writers, giving up")
 

@@ -26,8 +26,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from hivemem.coalescer import Coalescer
 from hivemem.errors import (
     AuditNotFoundError,
@@ -50,6 +48,7 @@ from hivemem.model import (
 from hivemem.resolution import Neighbour, Resolution
 from search.base import PlanDecision, SearchFilter
 from search.knowledge_delegate import DelegatesKnowledge
+from search.neighbours import nearest
 from search.query_terms import query_terms
 from search.sqlite.knowledge import KnowledgeTables
 from search.sqlite.memory_index import MemoryIndex
@@ -410,19 +409,12 @@ class SQLiteStore(DelegatesKnowledge):
         """The ``limit`` memories of ``memory``'s scope nearest to it, this batch's writes included."""
         if memory.embedding is None:
             return []
-        vector = np.asarray(memory.embedding, dtype=np.float32)
         # On this thread, not through the coalescer: this thread holds the writer. The index was
         # synced when the unit began (write_planned).
         anything = SearchFilter(scopes=[memory.scope], states=tuple(MemoryState))
         found = {c.id: c.score for c in self._index.vector_search([memory.embedding], anything, limit)[0]}
         held = {m.id: m for m in self.get_many([i for i in found if i not in written])}
-        same_scope = [m for m in written.values() if m.scope == memory.scope and m.embedding is not None]
-        if same_scope:
-            # One product over this unit's writes: a bulk unit holds up to thousands of them.
-            scores = np.asarray([m.embedding for m in same_scope], dtype=np.float32) @ vector
-            found.update((m.id, float(score)) for m, score in zip(same_scope, scores, strict=True))
-        near = [Neighbour(written.get(i) or held[i], score) for i, score in found.items() if i in written or i in held]
-        return sorted(near, key=lambda n: n.cosine, reverse=True)[:limit]
+        return nearest(memory, found, held, written, limit)
 
     def delete(self, memory_id: str) -> Memory:
         with self._write() as conn:

@@ -2,9 +2,9 @@
 
 Each story goes through the same job functions the runners call (``workers.jobs``,
 ``workers.lifecycle``) and reads the outcome back through recall and the Store contract. Recall
-runs its BM25 leg here (osmem-server has no k-NN); resolution by meaning on write is the SQLite
-store's and has its own tests (tests/contract/test_planned_writes_contract.py,
-tests/workers/test_resolution_model.py): these stories need only what every store has.
+runs its BM25 leg here (osmem-server has no k-NN); resolution by meaning on write needs each store's
+vector index and has its own tests (tests/contract/test_planned_writes_contract.py,
+tests/workers/test_resolution_model.py): these stories need only what osmem-server has.
 """
 
 from __future__ import annotations

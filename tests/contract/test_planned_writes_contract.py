@@ -1,13 +1,19 @@
 """The ``ResolvesByMeaning`` clause of the Store contract (search/base.py), on every backend that has it.
 
-Vectors are written by hand so the cosines a decision sees are known exactly. OpenSearch does not
-resolve by meaning yet (its writes are lock-free claims on the content hash): these tests skip there.
+Vectors are written by hand so the cosines a decision sees are known exactly. The neighbours come
+from each store's vector index: on OpenSearch that is the k-NN query, which osmem-server lacks, so
+the tests that ask for neighbours are ``needs_knn``: a real cluster answers them itself, and on
+osmem-server an exact stand-in for the plugin does (``knn_standin``, tests/opensearch_knn_standin.py),
+so what the store does with the plugin's answer is tested on every backend.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
@@ -17,6 +23,8 @@ from hivemem.model import AuditEvent, Memory, MemoryState, Relation, RelationTyp
 from hivemem.resolution import Neighbour, Resolution
 from search import SearchFilter, Store
 from search.base import ResolvesByMeaning
+
+pytestmark = pytest.mark.knn_standin
 
 
 @pytest.fixture
@@ -45,6 +53,7 @@ def _memory(content: str, vector: list[float], *, scope: str = "p", state: Memor
     )
 
 
+@pytest.mark.needs_knn
 def test_a_decision_sees_the_nearest_memories_of_its_scope_with_their_cosines(
     store: Store, planner: ResolvesByMeaning
 ) -> None:
@@ -71,6 +80,7 @@ def test_a_decision_sees_the_nearest_memories_of_its_scope_with_their_cosines(
     assert seen[0][1].memory.state is MemoryState.ARCHIVED
 
 
+@pytest.mark.needs_knn
 def test_a_plan_is_written_whole_and_later_memories_of_the_batch_see_it(
     store: Store, planner: ResolvesByMeaning
 ) -> None:
@@ -106,7 +116,10 @@ def test_a_plan_is_written_whole_and_later_memories_of_the_batch_see_it(
     assert store.count(["p"]) == 3
 
 
-def test_a_failed_decision_writes_nothing_of_the_batch(store: Store, planner: ResolvesByMeaning) -> None:
+@pytest.mark.parametrize("neighbours", [pytest.param(3, marks=pytest.mark.needs_knn), 0])
+def test_a_failed_decision_writes_nothing_of_the_batch(
+    store: Store, planner: ResolvesByMeaning, neighbours: int
+) -> None:
     d = store.dimension
     batch = [_memory("One fact.", _unit(1.0, dimension=d)), _memory("Another fact.", _unit(0.0, 1.0, dimension=d))]
 
@@ -116,6 +129,78 @@ def test_a_failed_decision_writes_nothing_of_the_batch(store: Store, planner: Re
         return Resolution(WriteOutcome.STORED, memory)
 
     with pytest.raises(RuntimeError):
-        planner.write_planned(batch, decide, neighbours=3)
+        planner.write_planned(batch, decide, neighbours=neighbours)
     assert store.count(["p"]) == 0
-    assert store.vector_search(batch[0].embedding or [], SearchFilter(scopes=["p"]), 5) == []
+    assert store.find_by_hash("p", batch[0].content_hash) is None
+    assert store.keyword_search("fact", SearchFilter(scopes=["p"]), 5) == []
+    assert store.audit_log() == []
+
+
+def _reinforcing(memory: Memory, held: Memory | None, neighbours: Sequence[Neighbour]) -> Resolution:
+    if held is None:
+        return Resolution(WriteOutcome.STORED, memory)
+    return Resolution(WriteOutcome.REINFORCED, replace(held, access_count=held.access_count + 1), held.id)
+
+
+def test_a_later_memory_of_the_batch_finds_an_earlier_one_holding_its_content(
+    store: Store, planner: ResolvesByMeaning
+) -> None:
+    d = store.dimension
+    first = _memory("Releases are tagged from main.", _unit(1.0, dimension=d))
+    copy = replace(_memory("Releases are tagged from main.", _unit(1.0, dimension=d)))
+    outcomes = planner.write_planned([first, copy], _reinforcing, neighbours=0)
+    assert [r.outcome for r in outcomes] == [WriteOutcome.STORED, WriteOutcome.REINFORCED]
+    assert outcomes[1].memory.id == first.id
+    assert store.get(first.id).access_count == 1
+    assert store.count(["p"]) == 1
+
+
+def test_a_plan_that_rewrites_its_holder_moves_the_content_with_it(store: Store, planner: ResolvesByMeaning) -> None:
+    d = store.dimension
+    old = _memory("The cache holds sessions.", _unit(1.0, dimension=d))
+    store.put(old)
+    merged_text = "The cache holds sessions and rate-limit counters."
+    incoming = _memory("The cache holds sessions.", _unit(1.0, dimension=d))
+
+    def merge(memory: Memory, held: Memory | None, neighbours: Sequence[Neighbour]) -> Resolution:
+        assert held is not None and held.id == old.id
+        rewritten = replace(held, content=merged_text, content_hash=content_hash(merged_text))
+        audit = AuditEvent("merge", held.id, held.scope, "", {"merged": memory.id})
+        return Resolution(WriteOutcome.MERGED, rewritten, held.id, audit=(audit,))
+
+    planner.write_planned([incoming], merge, neighbours=0)
+    assert store.get(old.id).content == merged_text
+    assert store.find_by_hash("p", content_hash(merged_text)) == store.get(old.id)
+    # The old wording is nobody's now: writing it again stores a new memory.
+    assert store.find_by_hash("p", old.content_hash) is None
+    again = _memory("The cache holds sessions.", _unit(1.0, dimension=d))
+    assert planner.write_planned([again], _reinforcing, neighbours=0)[0].outcome is WriteOutcome.STORED
+    assert [e.action for e in store.audit_log(old.id)] == ["merge"]
+
+
+def test_planned_writers_into_one_scope_take_turns(store: Store, planner: ResolvesByMeaning) -> None:
+    d = store.dimension
+    inside = 0
+    overlaps: list[int] = []
+    guard = threading.Lock()
+
+    def watched(memory: Memory, held: Memory | None, neighbours: Sequence[Neighbour]) -> Resolution:
+        nonlocal inside
+        with guard:
+            inside += 1
+            overlaps.append(inside)
+        # Widens the window another writer would have to slip in; it cannot, so nothing waits on it.
+        time.sleep(0.01)
+        with guard:
+            inside -= 1
+        return _reinforcing(memory, held, neighbours)
+
+    def write(n: int) -> None:
+        memory = _memory("Every writer says the same thing.", _unit(1.0, float(n), dimension=d))
+        planner.write_planned([memory], watched, neighbours=0)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(8)))
+    assert max(overlaps) == 1 and len(overlaps) == 8
+    (held,) = store.list_memories(SearchFilter(scopes=["p"]), 10)
+    assert held.access_count == 7  # one stored, seven reinforced: the one-writer result

@@ -14,7 +14,7 @@ import pytest
 
 from api.cli_opensearch import DEFAULT_DIMENSION, DEFAULT_MODEL_ID
 from hivemem.config import Settings
-from hivemem.model import FusionMethod, MemoryType
+from hivemem.model import FusionMethod, MemoryState, MemoryType
 from search.base import ChunkFilter, SearchFilter
 from search.opensearch import bodies, knowledge_bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
@@ -90,6 +90,16 @@ def test_knn_keyword_hybrid_and_msearch_bodies_are_valid(validator: SpecValidato
     assert clause["filter"]["bool"]["filter"] == bodies.search_filter(WHERE)
     assert keyword["query"]["bool"]["filter"] == bodies.search_filter(WHERE)
     assert "post_filter" not in knn and "post_filter" not in keyword
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=["lucene-cosine", "faiss-innerproduct"])
+def test_the_neighbour_search_of_a_planned_write_is_valid(validator: SpecValidator, options: IndexOptions) -> None:
+    body = bodies.neighbour_search([0.5] * DIM, "github.com/acme/api", 5, options)
+    validator.validate_request("POST", f"/{NAMES.memories}/_search", json.dumps(body))
+    # One scope, every state: a write resolves against archived and consolidated memories too.
+    where = body["query"]["knn"]["embedding"]["filter"]["bool"]["filter"]
+    assert {"terms": {"scope": ["github.com/acme/api"]}} in where
+    assert {"terms": {"state": [s.value for s in MemoryState]}} in where
 
 
 @pytest.mark.parametrize("text", ["zorblaxite coolant pump", "the of and"])

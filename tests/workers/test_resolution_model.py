@@ -9,8 +9,13 @@ import pytest
 
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
+from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.model import RelationType, WriteOutcome
 from hivemem.schemas import MemorizeResult, MemoryCreate, RecallRequest
+from tests.opensearch_backend import OpenSearchBackend, opensearch_backend, spec_validator
+from workers.embed import load_embedder
+
+__all__ = ["opensearch_backend", "spec_validator"]  # fixtures, imported for pytest
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
 pytestmark = pytest.mark.model
@@ -19,8 +24,8 @@ SCOPE = "github.com/acme/api"
 CALLER = Caller(principal="alice", default_scope=SCOPE)
 
 
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[MemoryService]:
+@pytest.fixture(params=["sqlite", pytest.param("opensearch", marks=pytest.mark.opensearch)])
+def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryService]:
     settings = Settings(
         store_url=f"sqlite:///{tmp_path / 'hive.db'}",
         data_dir=str(tmp_path),
@@ -29,9 +34,21 @@ def service(tmp_path: Path) -> Iterator[MemoryService]:
         # all-MiniLM puts "prefers TypeScript" and "dropped TypeScript for Go" at 0.63 (Engram's band
         # starts at 0.65, for its own model): the band is the model's to calibrate.
         resolution_contradiction_cosine=0.6,
+        opensearch_replicas=0,
     )
-    memory_service = MemoryService.from_settings(settings)
+    if request.param == "sqlite":
+        memory_service = MemoryService.from_settings(settings)
+    else:
+        # osmem-server has no k-NN: the exact stand-in answers the store's k-NN searches (a real
+        # cluster, HIVEMEM_TEST_OPENSEARCH_URL, answers them itself).
+        backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
+        embedder = QueuedEmbedder(load_embedder(settings), max_batch=settings.embed_batch_size)
+        validator = request.getfixturevalue("spec_validator")
+        store = backend.open(embedder, settings, validator, exact_knn=True)  # type: ignore[arg-type]
+        memory_service = MemoryService(settings, store, embedder)
     yield memory_service
+    if request.param == "opensearch":
+        memory_service.store.drop()
     memory_service.close()
 
 

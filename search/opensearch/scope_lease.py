@@ -1,0 +1,137 @@
+"""Per-scope leases on OpenSearch: the serialization of planned writes (resolution by meaning).
+
+A planned write reads a scope's nearest memories, decides, then writes; two of them interleaving in
+one scope would each decide without the other's memory (two near-duplicates both stored). Content
+claims (:mod:`search.opensearch.writes`) keep one memory per exact content, but cannot order
+decisions by meaning, so a planned write holds its scopes' leases for the whole unit.
+
+Why a lease document and not the claim-and-``_seq_no`` protocol extended: a decision reads up to
+fifty neighbours, and a conditional write on each of them would still miss a neighbour written
+between the read and the write (it was not there to be versioned). A lease is one document per
+scope in the claims index (id :func:`search.opensearch.docs.scope_lease_id`), created with
+``op_type=create`` so of two writers exactly one holds it, and deleted on the version it was taken
+at. Its ``memory_id`` field names the holder (a token, not a memory), ``claimed_at`` when it was
+taken. A holder that died leaves it behind: once older than ``lease_s`` it is taken over on its
+version, so of several waiters one wins. This is the per-scope serialization of the distributed
+shape's Redis resolve lock (``workers.scope_lock``), kept by the store itself so every process that
+writes a cluster, with or without a broker, obeys it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from hivemem.errors import StoreUnavailableError
+from search.opensearch.bodies import IndexNames
+from search.opensearch.cluster import Cluster
+from search.opensearch.docs import from_iso, scope_lease_id, to_iso
+from search.opensearch.errors import Conflict
+
+__all__ = ["ScopeLeases"]
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A lease as taken: its document and the version that the release is conditioned on."""
+
+    doc_id: str
+    seq_no: int
+    primary_term: int
+
+
+class ScopeLeases:
+    """Takes and releases the lease documents of scopes in the claims index of ``names``."""
+
+    def __init__(self, cluster: Cluster, names: IndexNames, *, lease_s: float, wait_s: float) -> None:
+        self._cluster = cluster
+        self._names = names
+        self._lease_s = lease_s
+        self._wait_s = wait_s
+
+    @contextmanager
+    def held(self, scopes: Iterable[str]) -> Iterator[None]:
+        """Hold the lease of every scope in ``scopes`` for the block.
+
+        Taken in sorted order, so two units that write the same scopes cannot deadlock. Raises
+        ``StoreUnavailableError`` when a lease stays held by a live writer for ``wait_s``.
+        """
+        with ExitStack() as stack:
+            for scope in sorted(set(scopes)):
+                taken = self._take(scope)
+                stack.callback(self._release, taken)
+            yield
+
+    def _body(self, scope: str, token: str) -> Json:
+        return {"memory_id": token, "scope": scope, "content_hash": "", "claimed_at": to_iso(datetime.now(UTC))}
+
+    def _take(self, scope: str) -> _Held:
+        doc_id = scope_lease_id(scope)
+        body = self._body(scope, uuid.uuid4().hex)
+        client = self._cluster.client
+        deadline = time.monotonic() + self._wait_s
+        attempt = 0
+        while True:
+            try:
+                created = self._cluster.call(
+                    "taking a scope lease",
+                    partial(client.index, index=self._names.claims, id=doc_id, body=body, op_type="create"),
+                )
+                return _Held(doc_id, int(created["_seq_no"]), int(created["_primary_term"]))
+            except Conflict:
+                pass
+            current = self._cluster.get_doc(self._names.claims, doc_id)
+            if current is not None and current.get("found", False):
+                age = (datetime.now(UTC) - from_iso(current["_source"]["claimed_at"])).total_seconds()
+                if age >= self._lease_s:
+                    taken = self._take_over(doc_id, body, current)
+                    if taken is not None:
+                        return taken
+            if time.monotonic() >= deadline:
+                raise StoreUnavailableError(
+                    f"scope {scope!r} stayed leased by another writer for {self._wait_s:.0f}s; try again"
+                )
+            attempt += 1
+            # A unit holds a lease for tens of milliseconds: poll often at first, then less.
+            time.sleep(min(0.05, 0.002 * attempt) * (0.5 + random.random()))
+
+    def _take_over(self, doc_id: str, body: Json, stale: Json) -> _Held | None:
+        """Replace a dead holder's lease on the version read; None when another waiter won it."""
+        client = self._cluster.client
+        try:
+            replaced = self._cluster.call(
+                "taking over a stale scope lease",
+                partial(
+                    client.index,
+                    index=self._names.claims,
+                    id=doc_id,
+                    body=body,
+                    if_seq_no=stale["_seq_no"],
+                    if_primary_term=stale["_primary_term"],
+                ),
+            )
+        except Conflict:
+            return None
+        return _Held(doc_id, int(replaced["_seq_no"]), int(replaced["_primary_term"]))
+
+    def _release(self, held: _Held) -> None:
+        # On the version taken: a lease that expired under a slow holder and was taken over is the
+        # new holder's, and this delete then finds a newer version (409) and leaves it.
+        line = {
+            "delete": {
+                "_index": self._names.claims,
+                "_id": held.doc_id,
+                "if_seq_no": held.seq_no,
+                "if_primary_term": held.primary_term,
+            }
+        }
+        self._cluster.bulk([line], refresh="false")
