@@ -37,6 +37,7 @@ from hivemem.model import (
     new_memory_id,
     utcnow,
 )
+from hivemem.rerank import Reranker
 from hivemem.schemas import (
     MAX_CONTENT_CHARS,
     AuditPublic,
@@ -68,6 +69,7 @@ from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
 from workers.lifecycle import consolidate_goal, last_sleep, sleep_consolidate, sleep_policy
+from workers.rerankers import load_reranker
 from workers.runner import InProcessRunner, Runner
 from workers.sleep_timer import SleepTimer
 
@@ -156,6 +158,15 @@ def _consolidation_public(plan: Consolidation, store: Store | None) -> Consolida
     )
 
 
+def make_reranker(settings: Settings) -> Reranker | None:
+    """The rerank stage's reranker: the pool's client (``HIVEMEM_RERANK_POOL``), the model itself, or None."""
+    if settings.rerank_pool:
+        from workers.rerank_pool import PoolReranker  # Celery is imported only by a gateway that uses it
+
+        return PoolReranker(settings)
+    return load_reranker(settings)
+
+
 _STATUS_SCAN = 2000  # the newest failures and progress notes a status report reads
 
 
@@ -167,7 +178,7 @@ class MemoryService:
         self.store = store
         self.embedder = embedder
         self.runner = runner or make_runner(settings, store, embedder)
-        self.recaller = Recaller(store, embedder, RecallParams.from_settings(settings))
+        self.recaller = Recaller(store, embedder, RecallParams.from_settings(settings), make_reranker(settings))
         self._sleep_timer: SleepTimer | None = None
 
     @classmethod
@@ -475,6 +486,7 @@ class MemoryService:
             active_features=[f for f in features.values() if f.status != "done"],
             last_consolidation=last_sleep(self.store, name),
             queue_depth=self.runner.queue_depth(),
+            rerank_fallbacks=dict(getattr(self.recaller.reranker, "fallbacks", {})),
         )
 
     def start_sleep_timer(self) -> None:

@@ -25,6 +25,7 @@ from pydantic_settings import (
 
 from hivemem.limits import DEFAULT_LIMITS
 from hivemem.model import FusionMethod
+from hivemem.rerank import RerankGate
 
 __all__ = [
     "BROKER_SCHEMES",
@@ -230,6 +231,47 @@ class Settings(BaseSettings):
     candidates_per_leg: int = Field(
         default=100, ge=1, le=1000, description="Candidates each leg (BM25, vector) brings to fusion."
     )
+    rerank_model: str = Field(
+        default="",
+        description="The rerank stage's model: `cross:PATH_OR_ID` (a cross-encoder), `bi:MODEL` (a second "
+        "embedder's cosine, e.g. `bi:e5-small`) or `e5-small`; empty turns the stage off.",
+    )
+    rerank_gate: RerankGate = Field(
+        default=RerankGate.ALWAYS,
+        description="When a configured reranker runs: `always`, `never`, or `margin` (only when the first "
+        "stage's best two candidates are within `HIVEMEM_RERANK_MARGIN`).",
+    )
+    rerank_top_n: int = Field(default=30, ge=2, le=200, description="First-stage candidates the reranker reads.")
+    rerank_margin: float = Field(
+        default=0.05,
+        ge=0.0,
+        le=1.0,
+        description="The `margin` gate: rerank when the best two fused scores differ by less.",
+    )
+    rerank_weight: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Weight of the reranker's (min-max normalised) score in the reranked order; the rest is the "
+        "first stage's.",
+    )
+    rerank_pool: bool = Field(
+        default=False,
+        description="Send reranking to the `rerank` queue (workers started with `--queues rerank`, on GPU with "
+        "`--device cuda`) instead of scoring in the serving process; needs `HIVEMEM_BROKER_URL`.",
+    )
+    rerank_deadline_ms: int = Field(
+        default=1500,
+        ge=1,
+        le=60_000,
+        description="How long recall waits for the rerank pool; later, it answers in first-stage order.",
+    )
+    rerank_pool_cooldown_s: float = Field(
+        default=30.0,
+        ge=0.0,
+        le=3600.0,
+        description="After the pool failed or was late, how long recall skips it (first-stage order at once).",
+    )
     decay_half_life_days: float = Field(
         default=90.0, gt=0, description="Base half-life of a memory's strength; scaled per memory type."
     )
@@ -403,6 +445,10 @@ class Settings(BaseSettings):
                     "use to reach this server (e.g. memory.example.com); requests naming any other host are "
                     "refused, so that no web page can reach the server through DNS rebinding"
                 )
+        if self.rerank_pool and not self.broker_url:
+            raise ValueError("rerank_pool: the rerank pool is reached through the broker; set HIVEMEM_BROKER_URL")
+        if self.rerank_pool and not self.rerank_model.strip():
+            raise ValueError("rerank_pool: no HIVEMEM_RERANK_MODEL to rerank with (the workers load the same one)")
         if self.resolution_contradiction_cosine > self.resolution_reinforce_cosine:
             raise ValueError(
                 f"resolution_contradiction_cosine ({self.resolution_contradiction_cosine}) must not be above "

@@ -39,6 +39,8 @@ __all__ = [
     "JobError",
     "JobNotFoundError",
     "MemoryNotFoundError",
+    "RerankLateError",
+    "RerankUnavailableError",
     "SourceNotFoundError",
     "StoreCorruptError",
     "StoreError",
@@ -109,6 +111,14 @@ class JobNotFoundError(JobError):
 
 class BrokerUnavailableError(JobError):
     """The job broker (Redis) cannot be reached, so no job could be queued or read."""
+
+
+class RerankUnavailableError(HivememError):
+    """The reranker failed or its pool cannot be reached; recall answers in first-stage order."""
+
+
+class RerankLateError(RerankUnavailableError):
+    """The rerank pool did not answer within its deadline; recall answers in first-stage order."""
 
 
 class StoreError(HivememError):

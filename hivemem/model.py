@@ -228,4 +228,4 @@ class Hit:
 
     memory: Memory
     score: float
-    explain: dict[str, float | int | None] = field(default_factory=dict)
+    explain: dict[str, float | int | str | None] = field(default_factory=dict)

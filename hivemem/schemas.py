@@ -574,6 +574,11 @@ class MemoryStatus(BaseModel):
     active_features: list[FeatureStatus] = Field(description="Latest progress per feature, not done, newest first.")
     last_consolidation: datetime | None = Field(description="When the scope last slept (None: never).")
     queue_depth: dict[str, int] = Field(description="Jobs waiting, by queue.")
+    rerank_fallbacks: dict[str, int] = Field(
+        default_factory=dict,
+        description="Recalls the rerank pool did not serve since this process started, by why: late, "
+        "unreachable, failed, cooling (skipped after one of those).",
+    )
 
 
 class SleepRequest(BaseModel):
@@ -675,7 +680,7 @@ class RecallResult(BaseModel):
     state: MemoryState = Field(description="working, consolidated (held by a parent) or archived (faded).")
     valid_to: datetime | None = Field(default=None, description="Set when a newer memory superseded this one.")
     label: str = Field(description="`[CONFIRMED]` when a user vouched for it, else `[INFERRED]`: verify those.")
-    explain: dict[str, float | int | None] | None = None
+    explain: dict[str, float | int | str | None] | None = None
 
     @classmethod
     def of(cls, hit: Hit, *, explain: bool = False) -> RecallResult:
@@ -704,7 +709,7 @@ class RelatedResult(RecallResult):
         linked_from: str,
         relation: RelationType,
         *,
-        explain: dict[str, float | int | None] | None = None,
+        explain: dict[str, float | int | str | None] | None = None,
     ) -> RelatedResult:
         """The public view of a memory reached through an edge; ``explain``: how it scored (graph part)."""
         shown = RecallResult.of(Hit(memory=memory, score=score)).model_dump(exclude={"explain"})

@@ -2,8 +2,11 @@
 
 For every query (1–5): BM25 top-N and vector top-N over the scope set, filters inside the
 store query; the legs are fused by :mod:`hivemem.fusion`; several queries are fused again.
-Then each candidate's relevance is moved by its decayed strength and scaled by trust
-(:mod:`hivemem.decay`), ``min_relevance`` drops weak results and ``limit`` cuts the list.
+An optional rerank stage reorders the head of the fused list (:mod:`hivemem.rerank`; a cross-encoder
+or a second model, in this process or on the rerank pool), against the first query; when it fails
+or is late, the first-stage order stands and ``explain`` says so. Then each candidate's relevance is
+moved by its decayed strength and scaled by trust (:mod:`hivemem.decay`), ``min_relevance`` drops
+weak results and ``limit`` cuts the list.
 Recall never writes: access reinforcement is the caller's background job.
 
 Two optional store capabilities (:mod:`search.base`), used when a store has them: :class:`SearchesLegsTogether` (every
@@ -14,20 +17,25 @@ pipeline does the same arithmetic, enabled by the store's own configuration).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from hivemem.config import Settings
 from hivemem.decay import rescore, strength, trust_factor
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
+from hivemem.errors import RerankLateError
 from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
-from hivemem.model import FusionMethod, Hit, MemoryState, RetrievalMode
+from hivemem.model import FusionMethod, Hit, Memory, MemoryState, RetrievalMode
+from hivemem.rerank import Reranked, Reranker, RerankOutcome, RerankPolicy, rerank_order, wanted
 from search.base import FusesNatively, LegQuery, SearchesLegsTogether, SearchFilter, Store
 
 __all__ = ["RecallParams", "Recaller", "leg_weights"]
+
+log = logging.getLogger(__name__)
 
 _BM25, _DENSE = "bm25", "dense"
 
@@ -56,6 +64,7 @@ class RecallParams:
     trust_imported: float = 0.95
     superseded_factor: float = 0.1
     consolidated_factor: float = 0.5
+    rerank: RerankPolicy = field(default_factory=RerankPolicy)
 
     @classmethod
     def from_settings(cls, settings: Settings, mode: RetrievalMode = RetrievalMode.HYBRID) -> RecallParams:
@@ -73,6 +82,12 @@ class RecallParams:
             trust_imported=settings.trust_imported,
             superseded_factor=settings.superseded_factor,
             consolidated_factor=settings.consolidated_factor,
+            rerank=RerankPolicy(
+                gate=settings.rerank_gate,
+                top_n=settings.rerank_top_n,
+                margin=settings.rerank_margin,
+                weight=settings.rerank_weight,
+            ),
         )
 
 
@@ -96,10 +111,39 @@ def leg_weights(params: RecallParams, legs: Mapping[str, Sequence[Candidate]]) -
 class Recaller:
     """Runs recall against one store with one embedder."""
 
-    def __init__(self, store: Store, embedder: Embedder, params: RecallParams) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, params: RecallParams, reranker: Reranker | None = None
+    ) -> None:
         self._store = store
         self._embedder = embedder
         self.params = params
+        self.reranker = reranker
+
+    def _rerank(
+        self, query: str, shortlist: list[Fused], memories: Mapping[str, Memory]
+    ) -> tuple[list[Fused], dict[str, Reranked], RerankOutcome]:
+        """The rerank stage over the head of ``shortlist``: the new order, each head candidate's
+        rerank score and rank, and what the stage did. Never raises: a failed or late reranker
+        leaves the first-stage order."""
+        policy = self.params.rerank
+        if self.reranker is None:
+            return shortlist, {}, RerankOutcome.OFF
+        present = [f for f in shortlist if f.id in memories]
+        if not wanted(policy, [f.score for f in present]):
+            return shortlist, {}, RerankOutcome.GATED
+        head = present[: policy.top_n]
+        try:
+            scores = self.reranker.score(query, [memories[f.id].embedding_text() for f in head])
+        except RerankLateError as exc:
+            log.warning("rerank skipped: %s", exc)
+            return shortlist, {}, RerankOutcome.LATE
+        except Exception as exc:  # any failure of the stage costs the caller its order, not an answer
+            log.warning("rerank skipped: %s", exc)
+            return shortlist, {}, RerankOutcome.UNAVAILABLE
+        reordered = rerank_order([(f.id, f.score) for f in present], scores, policy)
+        by_id = {f.id: f for f in present}
+        fused = [Fused(r.id, r.score, by_id[r.id].ranks, by_id[r.id].leg_scores) for r in reordered]
+        return fused, {r.id: r for r in reordered if r.rerank_rank is not None}, RerankOutcome.APPLIED
 
     def _fuse(self, legs: Mapping[str, Sequence[Candidate]], weights: dict[str, float]) -> list[Fused]:
         if self.params.fusion is FusionMethod.RRF:
@@ -184,8 +228,10 @@ class Recaller:
             lists = {f"q{i}": [Candidate(f.id, f.score) for f in fl] for i, fl in enumerate(per_query)}
             fused = self._fuse(lists, dict.fromkeys(lists, 1.0))
         # Rescoring can lift a candidate a few places, so look a little past the limit.
-        shortlist = fused[: max(limit * 3, 30)]
+        shortlist = fused[: max(limit * 3, 30, self.params.rerank.top_n if self.reranker else 0)]
         memories = {m.id: m for m in self._store.get_many([f.id for f in shortlist])}
+        first_rank = {f.id: rank for rank, f in enumerate(shortlist, start=1)}
+        shortlist, reranked, outcome = self._rerank(queries[0], shortlist, memories)
         # Per-leg ranks and scores exist for one query; several are fused again from their fusions.
         by_leg = {f.id: f for f in per_query[0]} if len(per_query) == 1 else {}
         hits: list[Hit] = []
@@ -209,12 +255,17 @@ class Recaller:
                 continue
             first = by_leg.get(f.id)
             ranks, raw = (first.ranks, first.leg_scores) if first is not None else ({}, {})
-            explain: dict[str, float | int | None] = {
+            stage = reranked.get(f.id)
+            explain: dict[str, float | int | str | None] = {
                 "relevance": round(f.score, 6),
+                "fused_rank": first_rank.get(f.id),
                 "bm25_rank": ranks.get(_BM25),
                 "bm25_score": _rounded(raw.get(_BM25)),
                 "knn_rank": ranks.get(_DENSE),
                 "knn_score": _rounded(raw.get(_DENSE)),
+                "rerank": outcome.value,
+                "rerank_rank": None if stage is None else stage.rerank_rank,
+                "rerank_score": None if stage is None else _rounded(stage.rerank_score),
                 "strength": round(alive, 6),
                 "trust": trust,
                 "superseded": p.superseded_factor if superseded else 1.0,

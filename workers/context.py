@@ -1,4 +1,4 @@
-"""What a worker process needs, opened lazily once per process: settings, store, embedder, job board.
+"""What a worker process needs, opened lazily once per process: settings, store, embedder, reranker, job board.
 
 Nothing loads in ``worker_process_init`` (Celery gives it 4 s): the first task of a process opens
 the store and, if it embeds, loads the model. The cache is keyed by process id, because prefork
@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING
 
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
+from hivemem.errors import ConfigError
+from hivemem.rerank import Reranker
 from search import Store, open_store
 from workers.embed import load_embedder
 from workers.job_board import RedisJobBoard
+from workers.rerankers import load_reranker
 
 if TYPE_CHECKING:
     import redis
@@ -48,6 +51,14 @@ class WorkerContext:
     def embedder(self) -> Embedder:
         """The embedder (its model loads on the first text it encodes)."""
         return load_embedder(self.settings)
+
+    @cached_property
+    def reranker(self) -> Reranker:
+        """The reranker ``HIVEMEM_RERANK_MODEL`` names (its model loads on the first pairs it scores)."""
+        reranker = load_reranker(self.settings)
+        if reranker is None:
+            raise ConfigError("this worker consumes the rerank queue but HIVEMEM_RERANK_MODEL is empty")
+        return reranker
 
     @cached_property
     def store(self) -> Store:

@@ -17,6 +17,7 @@ from hivemem.config import Settings
 from hivemem.embedding import Embedder, HashEmbedder
 from hivemem.errors import EmbeddingError
 from workers.e5_package import E5_MODEL_ID, E5_PASSAGE_PREFIX, E5_QUERY_PREFIX, e5_folder
+from workers.pretrained import load_pretrained, token_window
 
 __all__ = ["E5_NAMES", "PACKAGED_MODEL_ID", "TransformersEmbedder", "load_embedder", "packaged_model_path"]
 
@@ -90,35 +91,13 @@ class TransformersEmbedder:
             if self._model is not None:
                 return
             try:
-                import torch
-                from transformers import AutoModel, AutoTokenizer
-                from transformers.utils import logging as transformers_logging
-
-                # A progress bar on stderr is noise in server logs and stdio MCP sessions.
-                transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-                tokenizer = AutoTokenizer.from_pretrained(self._source)
-                # The load report lists unused heads (a pooler mean pooling never calls): noise.
-                verbosity = transformers_logging.get_verbosity()
-                transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-                try:
-                    model = AutoModel.from_pretrained(self._source).to(self._device)
-                finally:
-                    transformers_logging.set_verbosity(verbosity)
-                model.eval()
-                if self._device == "cuda":
-                    model = model.half()
-                torch.set_grad_enabled(False)
-                if self._threads:
-                    # Per process: several workers on one host must not each take every core.
-                    torch.set_num_threads(self._threads)
+                tokenizer, model = load_pretrained(self._source, "base", device=self._device, threads=self._threads)
             except Exception as exc:
                 raise EmbeddingError(f"cannot load embedding model {self._source}: {exc}") from exc
             self._tokenizer, self._model = tokenizer, model
             self._dimension = int(model.config.hidden_size)
-            # A window longer than the model's positions would fail inside the forward pass.
-            window = min(int(getattr(tokenizer, "model_max_length", 512) or 512), 100_000)
-            self._max_length = min(self._max_length, window)
-            self._document_max_length = min(self._document_max_length, window)
+            self._max_length = token_window(tokenizer, self._max_length)
+            self._document_max_length = token_window(tokenizer, self._document_max_length)
 
     def _encode(self, texts: Sequence[str], max_length: int | None = None) -> list[list[float]]:
         if not texts:

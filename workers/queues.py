@@ -26,6 +26,7 @@ class Task:
     PRUNE_DEAD_LETTERS = "hivemem.prune_dead_letters"
     RECONCILE = "hivemem.reconcile"
     SLEEP = "hivemem.sleep"
+    RERANK = "hivemem.rerank"
 
 
 TASK_QUEUE = {
@@ -37,6 +38,7 @@ TASK_QUEUE = {
     Task.PRUNE_DEAD_LETTERS: "maintenance",
     Task.RECONCILE: "maintenance",
     Task.SLEEP: "consolidate",
+    Task.RERANK: "rerank",
 }
 
 # The message header that names the jobs a task carries work for (a list of job ids), so that

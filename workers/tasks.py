@@ -204,6 +204,14 @@ def register_tasks(app: Celery, settings: Settings) -> None:
                 lock.release()
         return asdict(report)
 
+    # Not a JobTask: a rerank is a question with a deadline, not a job. The gateway has answered in
+    # first-stage order by the time a retry or a redelivery could run, so neither happens; a message
+    # older than its deadline expires unread (the gateway sets ``expires``).
+    @app.task(name=Task.RERANK, shared=False, acks_late=False, reject_on_worker_lost=False, max_retries=0)  # type: ignore[untyped-decorator]
+    def rerank(query: str, passages: list[str]) -> list[float]:
+        """Score each passage for ``query`` with this worker's reranker (``HIVEMEM_RERANK_MODEL``)."""
+        return current().reranker.score(query, passages)
+
     @app.task(name=Task.SLEEP, **options)  # type: ignore[untyped-decorator]
     def sleep(self: CeleryTask) -> dict[str, int]:
         """Sleep-consolidate each scope whose last pass is an interval old (scheduled by beat)."""

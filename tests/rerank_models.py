@@ -1,0 +1,37 @@
+"""A tiny, randomly initialised cross-encoder folder for the rerank tests.
+
+No cross-encoder weights can be had here, so the tests build one from a config: a two-layer BERT
+with a one-logit sequence-classification head and the packaged MiniLM's tokenizer. Its scores mean
+nothing, but they are a real model's logits, through the same code a trained cross-encoder runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["tiny_cross_encoder"]
+
+
+def tiny_cross_encoder(folder: Path) -> Path:
+    """Write the model into ``folder`` (once) and return it."""
+    if (folder / "config.json").exists():
+        return folder
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from workers.embed import packaged_model_path
+
+    tokenizer = AutoTokenizer.from_pretrained(str(packaged_model_path()))
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        num_labels=1,
+    )
+    torch.manual_seed(0)
+    BertForSequenceClassification(config).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    return folder
