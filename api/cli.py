@@ -176,6 +176,15 @@ def _parser() -> argparse.ArgumentParser:
         b.add_argument("--mode", choices=[m.value for m in RetrievalMode], default=RetrievalMode.HYBRID.value)
         b.add_argument("--fusion", choices=[f.value for f in FusionMethod], default=None, help="default: the setting")
         b.add_argument("--fresh", action="store_true", help="rebuild the bench database")
+        b.add_argument(
+            "--variant",
+            dest="variants",
+            action="append",
+            default=[],
+            metavar="NAME[:SETTING=VALUE,...]",
+            help="run the questions once more with these settings changed (e.g. e5:rerank_model=e5-small); "
+            "repeat it for a comparison table",
+        )
     sc = bench_sub.add_parser("scale", help="recall cost against store size: 10k to 1M memories, 1 and 100 scopes")
     sc.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl, queries.jsonl)")
     sc.add_argument("--sizes", type=_int_list, default=[10_000, 100_000, 1_000_000], help="comma list of sizes")
@@ -359,15 +368,27 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
     if args.bench == "locomo":
         from api.bench.harness import emit
         from api.bench.locomo import run_locomo
+        from api.bench.variants import parse_variant
 
-        report = run_locomo(args.data, settings, mode=mode, fusion=fusion, fresh=args.fresh, as_facts=args.as_facts)
+        variants = [parse_variant(spec) for spec in args.variants]
+        report = run_locomo(
+            args.data, settings, mode=mode, fusion=fusion, fresh=args.fresh, as_facts=args.as_facts, variants=variants
+        )
         emit(report, args.json_out)
+        if variants:
+            print(report["table"], file=sys.stderr)
     else:
         from api.bench.harness import emit
         from api.bench.scifact import run_scifact
+        from api.bench.variants import parse_variant
 
-        report = run_scifact(args.data, settings, qrels=args.qrels, mode=mode, fusion=fusion, fresh=args.fresh)
+        variants = [parse_variant(spec) for spec in args.variants]
+        report = run_scifact(
+            args.data, settings, qrels=args.qrels, mode=mode, fusion=fusion, fresh=args.fresh, variants=variants
+        )
         emit(report, args.json_out)
+        if variants:
+            print(report["table"], file=sys.stderr)
     return 0
 
 

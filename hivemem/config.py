@@ -231,6 +231,15 @@ class Settings(BaseSettings):
     candidates_per_leg: int = Field(
         default=100, ge=1, le=1000, description="Candidates each leg (BM25, vector) brings to fusion."
     )
+    query_expansion: Literal["off", "prf"] = Field(
+        default="off",
+        description="`prf`: pseudo-relevance feedback on the vector leg (the query vector plus the centroid of "
+        "the first pass's best `HIVEMEM_PRF_DOCS`, searched again); `off`: one pass.",
+    )
+    prf_docs: int = Field(default=3, ge=1, le=20, description="First-pass hits whose centroid expands the query.")
+    prf_weight: float = Field(
+        default=0.5, ge=0.0, le=2.0, description="Weight of that centroid next to the query vector (Rocchio's beta)."
+    )
     rerank_model: str = Field(
         default="",
         description="The rerank stage's model: `cross:PATH_OR_ID` (a cross-encoder), `bi:MODEL` (a second "

@@ -28,6 +28,7 @@ from hivemem.decay import rescore, strength, trust_factor
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import RerankLateError
+from hivemem.expansion import prf_vector
 from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
 from hivemem.model import FusionMethod, Hit, Memory, MemoryState, RetrievalMode
 from hivemem.rerank import Reranked, Reranker, RerankOutcome, RerankPolicy, rerank_order, wanted
@@ -65,6 +66,9 @@ class RecallParams:
     superseded_factor: float = 0.1
     consolidated_factor: float = 0.5
     rerank: RerankPolicy = field(default_factory=RerankPolicy)
+    expansion: str = "off"
+    prf_docs: int = 3
+    prf_weight: float = 0.5
 
     @classmethod
     def from_settings(cls, settings: Settings, mode: RetrievalMode = RetrievalMode.HYBRID) -> RecallParams:
@@ -82,6 +86,9 @@ class RecallParams:
             trust_imported=settings.trust_imported,
             superseded_factor=settings.superseded_factor,
             consolidated_factor=settings.consolidated_factor,
+            expansion=settings.query_expansion,
+            prf_docs=settings.prf_docs,
+            prf_weight=settings.prf_weight,
             rerank=RerankPolicy(
                 gate=settings.rerank_gate,
                 top_n=settings.rerank_top_n,
@@ -201,7 +208,29 @@ class Recaller:
             gathered = self._legs([queries[i] for i in rest], vectors, where)
             for i, legs in zip(rest, gathered, strict=True):
                 results[i] = self._fuse(legs, self._weights(legs)) if legs else []
+            if self.params.expansion == "prf":
+                resolved = _now(vectors)
+                for j, (i, legs) in enumerate(zip(rest, gathered, strict=True)):
+                    results[i] = self._expanded(resolved[j], legs, results[i] or [], where)
         return [r or [] for r in results]
+
+    def _expanded(
+        self,
+        vector: Sequence[float] | None,
+        legs: dict[str, Sequence[Candidate]],
+        fused: list[Fused],
+        where: SearchFilter,
+    ) -> list[Fused]:
+        """The fusion again, its vector leg searched with the query expanded by the first pass's best."""
+        if vector is None or _DENSE not in legs or not fused:
+            return fused
+        best = self._store.get_many([f.id for f in fused[: self.params.prf_docs]])
+        feedback = [m.embedding for m in best if m.embedding is not None]
+        if not feedback:
+            return fused
+        expanded = prf_vector(vector, feedback, self.params.prf_weight)
+        legs = {**legs, _DENSE: self._store.vector_search(expanded, where, self.params.candidates_per_leg)}
+        return self._fuse(legs, self._weights(legs))
 
     def recall(
         self,

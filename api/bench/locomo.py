@@ -1,15 +1,19 @@
 """LoCoMo, turn mode: every turn of a conversation is a memory in that conversation's scope; each
-question (categories 1–4) must bring back its evidence turns. Reports hit@1/5/10 and MRR."""
+question (categories 1–4) must bring back its evidence turns. Reports hit@1/5/10, MRR and the
+recall latency (p50, p95), once per ``--variant`` when given (api/bench/variants.py)."""
 
 from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from api.bench.harness import bench_service
-from api.service import Caller
+from api.bench.variants import Variant, latency_ms, table
+from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.metrics import hit_at, reciprocal_rank
 from hivemem.model import FusionMethod, MemoryType, RetrievalMode, Source
@@ -92,42 +96,71 @@ def run_locomo(
     fusion: FusionMethod,
     fresh: bool = False,
     as_facts: bool = False,
+    variants: Sequence[Variant] = (),
 ) -> dict[str, Any]:
-    """Run the benchmark and return the report (``as_facts``: see :func:`load_locomo`)."""
+    """Run the benchmark and return the report (``as_facts``: see :func:`load_locomo`).
+
+    With ``variants``, the questions are asked once per variant and the report holds each one's
+    figures (``variants``) and their Markdown table (``table``); the top-level figures are the first's.
+    """
     corpus, turn_index, questions = load_locomo(data, as_facts=as_facts)
-    service, ids = bench_service("locomo", corpus, settings, mode=mode, fusion=fusion, fresh=fresh)
+    rows = []
+    for variant in variants or [Variant("default")]:
+        run_settings = variant.settings(settings)
+        service, ids = bench_service("locomo", corpus, run_settings, mode=mode, fusion=fusion, fresh=fresh)
+        fresh = False  # one rebuild is enough for every variant
+        try:
+            rows.append(
+                {"variant": variant.name, "changes": variant.changes, **_ask(service, ids, turn_index, questions)}
+            )
+        finally:
+            service.close()
+    report: dict[str, Any] = {k: v for k, v in rows[0].items() if k not in ("variant", "changes")}
+    report["mode"], report["fusion"] = mode.value, fusion.value
+    report["turns_as"] = "facts" if as_facts else "conversation"
+    if variants:
+        report["variants"] = rows
+        report["table"] = table(rows, ["hit@1", "hit@5", "hit@10", "mrr"])
+    return report
+
+
+def _ask(
+    service: MemoryService,
+    ids: dict[tuple[str, int], str],
+    turn_index: dict[tuple[str, str], int],
+    questions: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    """Every question once: the figures overall and by category, and the recall latency."""
     totals: dict[str, float] = {"hit@1": 0.0, "hit@5": 0.0, "hit@10": 0.0, "mrr": 0.0}
     by_category: dict[int, dict[str, float]] = {}
-    try:
-        for q in questions:
-            relevant = {
-                ids[(q["scope"], turn_index[(q["scope"], d)])] for d in q["evidence"] if (q["scope"], d) in turn_index
-            }
-            response = service.remember(
-                RecallRequest(query=q["question"][:2000], limit=10),
-                Caller(principal="bench", default_scope=q["scope"]),
-                reinforce=False,
-            )
-            ranked = [r.id for r in response.results]
-            scores = {
-                "hit@1": hit_at(ranked, relevant, 1),
-                "hit@5": hit_at(ranked, relevant, 5),
-                "hit@10": hit_at(ranked, relevant, 10),
-                "mrr": reciprocal_rank(ranked, relevant),
-            }
-            bucket = by_category.setdefault(q["category"], {"questions": 0.0, **dict.fromkeys(totals, 0.0)})
-            bucket["questions"] += 1
-            for name, value in scores.items():
-                totals[name] += value
-                bucket[name] += value
-    finally:
-        service.close()
+    seconds: list[float] = []
+    for q in questions:
+        relevant = {
+            ids[(q["scope"], turn_index[(q["scope"], d)])] for d in q["evidence"] if (q["scope"], d) in turn_index
+        }
+        began = time.perf_counter()
+        response = service.remember(
+            RecallRequest(query=q["question"][:2000], limit=10),
+            Caller(principal="bench", default_scope=q["scope"]),
+            reinforce=False,
+        )
+        seconds.append(time.perf_counter() - began)
+        ranked = [r.id for r in response.results]
+        scores = {
+            "hit@1": hit_at(ranked, relevant, 1),
+            "hit@5": hit_at(ranked, relevant, 5),
+            "hit@10": hit_at(ranked, relevant, 10),
+            "mrr": reciprocal_rank(ranked, relevant),
+        }
+        bucket = by_category.setdefault(q["category"], {"questions": 0.0, **dict.fromkeys(totals, 0.0)})
+        bucket["questions"] += 1
+        for name, value in scores.items():
+            totals[name] += value
+            bucket[name] += value
     n = len(questions)
     report: dict[str, Any] = {"questions": n, **{k: round(v / n, 4) if n else 0.0 for k, v in totals.items()}}
     report["by_category"] = {
         str(c): {"questions": int(b["questions"]), **{k: round(b[k] / b["questions"], 4) for k in totals}}
         for c, b in sorted(by_category.items())
     }
-    report["mode"], report["fusion"] = mode.value, fusion.value
-    report["turns_as"] = "facts" if as_facts else "conversation"
-    return report
+    return {**report, **latency_ms(seconds)}

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import csv
 import json
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from api.bench.harness import bench_service
-from api.service import Caller
+from api.bench.variants import Variant, latency_ms, table
+from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.limits import printable
 from hivemem.metrics import ndcg_at, recall_at
@@ -71,32 +74,58 @@ def run_scifact(
     mode: RetrievalMode,
     fusion: FusionMethod,
     fresh: bool = False,
+    variants: Sequence[Variant] = (),
 ) -> dict[str, Any]:
-    """Run the benchmark and return the report."""
+    """Run the benchmark and return the report; with ``variants``, once per variant (see
+    :func:`api.bench.locomo.run_locomo`)."""
     corpus, doc_ids, queries, judgements = load_scifact(data, qrels)
-    service, ids = bench_service("scifact", corpus, settings, mode=mode, fusion=fusion, fresh=fresh)
-    docs_of: dict[str, list[str]] = {}
-    for index, doc_id in enumerate(doc_ids):
-        docs_of.setdefault(ids[(SCOPE, index)], []).append(doc_id)
-    ndcg = recall = 0.0
-    try:
-        for query_id, text in queries.items():
-            response = service.remember(
-                RecallRequest(query=text[:2000], limit=100),
-                Caller(principal="bench", default_scope=SCOPE),
-                reinforce=False,
+    rows = []
+    for variant in variants or [Variant("default")]:
+        service, ids = bench_service(
+            "scifact", corpus, variant.settings(settings), mode=mode, fusion=fusion, fresh=fresh
+        )
+        fresh = False
+        docs_of: dict[str, list[str]] = {}
+        for index, doc_id in enumerate(doc_ids):
+            docs_of.setdefault(ids[(SCOPE, index)], []).append(doc_id)
+        try:
+            rows.append(
+                {"variant": variant.name, "changes": variant.changes, **_ask(service, docs_of, queries, judgements)}
             )
-            ranked = [doc for r in response.results for doc in docs_of.get(r.id, [])]
-            grades = judgements[query_id]
-            ndcg += ndcg_at(ranked, grades, 10)
-            recall += recall_at(ranked, {d for d, g in grades.items() if g > 0}, 100)
-    finally:
-        service.close()
+        finally:
+            service.close()
+    report: dict[str, Any] = {k: v for k, v in rows[0].items() if k not in ("variant", "changes")}
+    report["mode"], report["fusion"] = mode.value, fusion.value
+    if variants:
+        report["variants"] = rows
+        report["table"] = table(rows, ["ndcg@10", "recall@100"])
+    return report
+
+
+def _ask(
+    service: MemoryService,
+    docs_of: dict[str, list[str]],
+    queries: dict[str, str],
+    judgements: dict[str, dict[str, float]],
+) -> dict[str, Any]:
+    ndcg = recall = 0.0
+    seconds: list[float] = []
+    for query_id, text in queries.items():
+        began = time.perf_counter()
+        response = service.remember(
+            RecallRequest(query=text[:2000], limit=100),
+            Caller(principal="bench", default_scope=SCOPE),
+            reinforce=False,
+        )
+        seconds.append(time.perf_counter() - began)
+        ranked = [doc for r in response.results for doc in docs_of.get(r.id, [])]
+        grades = judgements[query_id]
+        ndcg += ndcg_at(ranked, grades, 10)
+        recall += recall_at(ranked, {d for d, g in grades.items() if g > 0}, 100)
     n = len(queries)
     return {
         "queries": n,
         "ndcg@10": round(ndcg / n, 4) if n else 0.0,
         "recall@100": round(recall / n, 4) if n else 0.0,
-        "mode": mode.value,
-        "fusion": fusion.value,
+        **latency_ms(seconds),
     }

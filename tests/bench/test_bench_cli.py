@@ -92,7 +92,48 @@ def test_scifact_bench_reports_ndcg_and_recall(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
     assert main(["bench", "scifact", "--data", str(folder), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
+    latency = {k: report.pop(k) for k in ("p50_ms", "p95_ms")}
     assert report == {"queries": 1, "ndcg@10": 1.0, "recall@100": 1.0, "mode": "hybrid", "fusion": "minmax"}
+    assert 0 < latency["p50_ms"] <= latency["p95_ms"]
+
+
+def test_variants_run_the_same_questions_once_each_and_print_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps(LOCOMO))
+    out = tmp_path / "report.json"
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    variants = ["base", "prf:query_expansion=prf,prf_docs=2", "rerank:HIVEMEM_RERANK_MODEL=bi:hash:32"]
+    args = ["bench", "locomo", "--data", str(data), "--json", str(out)]
+    assert main([*args, *(f"--variant={v}" for v in variants)]) == 0
+    report = json.loads(out.read_text())
+    assert [(r["variant"], r["changes"]) for r in report["variants"]] == [
+        ("base", {}),
+        ("prf", {"query_expansion": "prf", "prf_docs": "2"}),
+        ("rerank", {"rerank_model": "bi:hash:32"}),
+    ]
+    assert all(r["questions"] == 3 and r["p50_ms"] > 0 for r in report["variants"])
+    assert report["hit@5"] == report["variants"][0]["hit@5"]
+    table = capsys.readouterr().err
+    assert "| variant | changes | hit@1 | hit@5 | hit@10 | mrr | p50 ms | p95 ms |" in table
+    assert "| rerank | rerank_model=bi:hash:32 |" in table and "| base | (defaults) |" in table
+
+
+@pytest.mark.parametrize(
+    ("variant", "message"),
+    [("x:no_such_setting=1", "unknown setting"), ("x:rerank_top_n=1", "rerank_top_n"), (":a=b", "needs a name")],
+)
+def test_a_bad_variant_is_refused_clearly(
+    variant: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps(LOCOMO))
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    assert main(["bench", "locomo", "--data", str(data), f"--variant={variant}"]) == 2
+    assert message in capsys.readouterr().err
 
 
 def test_bench_with_missing_data_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

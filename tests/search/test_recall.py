@@ -165,3 +165,30 @@ def test_explain_decomposes_each_score_and_the_graph_part(service: MemoryService
         RecallRequest(query="cache entries evicted least recently used", limit=1), CALLER, reinforce=False
     )
     assert quiet.results[0].explain is None and all(r.explain is None for r in quiet.related)
+
+
+def test_query_expansion_moves_the_vector_leg_toward_the_best_hits(settings: Settings) -> None:
+    def knn_scores(service: MemoryService) -> dict[str, float]:
+        service.with_mode(RetrievalMode.DENSE)
+        found = service.remember(RecallRequest(query="cache policy", explain=True), CALLER, reinforce=False).results
+        return {r.id: float((r.explain or {})["knn_score"] or 0.0) for r in found}
+
+    plain = MemoryService.from_settings(settings)
+    try:
+        best = add(plain, "Cache eviction", "cache eviction policy least recently used")
+        near = add(plain, "Eviction metrics", "eviction metrics dashboard panels")
+        add(plain, "Billing", "invoices monthly accounting ledger")
+        before = knn_scores(plain)
+    finally:
+        plain.close()
+    # The same store, read with the expansion on.
+    expanded = MemoryService.from_settings(
+        settings.model_copy(update={"query_expansion": "prf", "prf_docs": 1, "prf_weight": 1.0})
+    )
+    try:
+        after = knn_scores(expanded)
+    finally:
+        expanded.close()
+    # The best hit shares "eviction" with its neighbour: the expanded query finds that neighbour closer.
+    assert after[near] > before[near]
+    assert max(after, key=after.__getitem__) == best

@@ -1,0 +1,73 @@
+"""Stage combinations for the recall benchmarks: ``--variant NAME:SETTING=VALUE,...``, run on one store.
+
+Each variant is the run's settings with some changed (``rerank_model=e5-small``,
+``query_expansion=prf``, ``bm25_weight=0.4``): the same names as ``HIVEMEM_*`` without the prefix,
+validated as settings are. Recall-only changes reuse the bench database built for the corpus; a
+change that decides what the store holds (resolution) builds its own. The benchmark answers the
+same questions once per variant and reports each with its per-query latency, so one command gives
+the comparison table.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hivemem.config import Settings
+from hivemem.errors import ConfigError
+
+__all__ = ["Variant", "latency_ms", "parse_variant", "table"]
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A name and the settings it changes."""
+
+    name: str
+    changes: dict[str, str] = field(default_factory=dict)
+
+    def settings(self, base: Settings) -> Settings:
+        """``base`` with this variant's changes, validated; ``ConfigError`` names a bad one."""
+        unknown = [key for key in self.changes if key not in Settings.model_fields]
+        if unknown:
+            raise ConfigError(f"--variant {self.name}: unknown setting(s) {unknown}")
+        try:
+            return Settings.model_validate({**base.model_dump(), **self.changes})
+        except ValueError as exc:
+            raise ConfigError(f"--variant {self.name}: {exc}") from exc
+
+
+def parse_variant(spec: str) -> Variant:
+    """``NAME`` or ``NAME:key=value,key=value`` (setting names in lower case, without ``HIVEMEM_``)."""
+    name, _, rest = spec.partition(":")
+    changes: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--variant {spec!r}: expected NAME:key=value,key=value")
+        changes[key.strip().lower().removeprefix("hivemem_")] = value.strip()
+    if not name.strip():
+        raise ConfigError(f"--variant {spec!r}: the variant needs a name")
+    return Variant(name.strip(), changes)
+
+
+def latency_ms(seconds: Sequence[float]) -> dict[str, float]:
+    """p50 and p95 of per-query latencies, in milliseconds."""
+    if not seconds:
+        return {"p50_ms": 0.0, "p95_ms": 0.0}
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"p50_ms": round(statistics.median(ordered) * 1000, 1), "p95_ms": round(p95 * 1000, 1)}
+
+
+def table(rows: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
+    """A Markdown table of the variants: name, what it changes, each metric, p50 and p95."""
+    head = ["variant", "changes", *metrics, "p50 ms", "p95 ms"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for row in rows:
+        changes = ", ".join(f"{k}={v}" for k, v in row["changes"].items()) or "(defaults)"
+        cells = [row["variant"], changes, *(f"{row[m]:.3f}" for m in metrics), str(row["p50_ms"]), str(row["p95_ms"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
