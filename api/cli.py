@@ -98,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="TYPE:ID",
         help="an edge to an existing memory (repeatable): achieves:GOAL, closes:GOAL, supersedes:OLD, depends_on:ID",
     )
+    memorize.add_argument(
+        "--thread", default=None, help="the conversation or task this is one step of (recall reads its neighbours)"
+    )
 
     remember = sub.add_parser("remember", help="recall memories by meaning")
     remember.add_argument("queries", nargs="+", metavar="QUERY", help="1-5 queries, fused")
@@ -277,6 +280,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             source=Source(args.source),
             tags=args.tags,
             related_to=args.related_to,
+            thread=args.thread,
             # Left out unless given: a failure's severity or a progress note's status sets it.
             **({} if args.importance is None else {"importance": args.importance}),
             **({} if args.details is None else {"details": args.details}),

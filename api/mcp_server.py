@@ -54,6 +54,7 @@ from hivemem.schemas import (
     RecallLimit,
     ScopeName,
     Tag,
+    ThreadName,
     Timestamp,
     Title,
     request_schemas,
@@ -267,6 +268,13 @@ def build_mcp(
         ] = None,
         scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
         global_: Annotated[StrictBool, Field(alias="global", description="Store for every project.")] = False,
+        thread: Annotated[
+            ThreadName | None,
+            Field(
+                description="The conversation or task this is one step of (your id for it): recall reads "
+                "each memory with its neighbours in the thread."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         if global_ and scope is not None:
             raise ValidationError("pass either `scope` or `global: true`, not both", field="global")
@@ -281,6 +289,7 @@ def build_mcp(
             details=details or {},
             related_to=related_to or [],
             scope=GLOBAL_SCOPE if global_ else scope,
+            thread=thread,
         )
         return service().memorize(request, caller(ctx)).model_dump(mode="json")
 

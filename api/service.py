@@ -167,6 +167,18 @@ def make_reranker(settings: Settings) -> Reranker | None:
     return load_reranker(settings)
 
 
+def _in_order(memories: list[Memory]) -> list[Memory]:
+    """``memories`` with strictly increasing ``created_at``: a batch is in order, so the turns of a
+    thread it carries keep theirs (two memories of one microsecond would fall back to id order)."""
+    out: list[Memory] = []
+    for memory in memories:
+        if out and memory.created_at <= out[-1].created_at:
+            later = out[-1].created_at + timedelta(microseconds=1)
+            memory = replace(memory, created_at=later, updated_at=later)
+        out.append(memory)
+    return out
+
+
 _STATUS_SCAN = 2000  # the newest failures and progress notes a status report reads
 
 
@@ -229,6 +241,7 @@ class MemoryService:
             updated_at=now,
             details=request.details,
             requested_links=self._checked_links(request, scope),
+            thread=request.thread or "",
         )
 
     def _checked_links(self, request: MemoryCreate, scope: str) -> tuple[Link, ...]:
@@ -265,7 +278,7 @@ class MemoryService:
 
         ``wait_s`` defaults to ``memorize_wait_s``; None in ``memorize_many`` means until done.
         """
-        memories = [self._new_memory(r, caller) for r in requests]
+        memories = _in_order([self._new_memory(r, caller) for r in requests])
         wait = self.settings.memorize_wait_s if wait_s is None else wait_s
         ticket = self.runner.memorize_bulk(memories, wait_s=wait)
         ids = [m.id for m in memories]
@@ -274,7 +287,7 @@ class MemoryService:
 
     def memorize_many(self, requests: list[MemoryCreate], caller: Caller = Caller()) -> list[MemorizeResult]:
         """Bulk memorize with batched embedding, waiting until done; same outcomes as one call per memory."""
-        memories = [self._new_memory(r, caller) for r in requests]
+        memories = _in_order([self._new_memory(r, caller) for r in requests])
         return _results(self.runner.memorize_bulk(memories, wait_s=None), memories)
 
     def job(self, job_id: str) -> JobPublic:

@@ -37,6 +37,7 @@ def memory_to_json(memory: Memory, format_date: Callable[[datetime], str] = date
         "details": memory.details,
         "embedding": None if memory.embedding is None else list(memory.embedding),
         "embedding_model": memory.embedding_model,
+        "thread": memory.thread,
     }
     if memory.requested_links:
         out["requested_links"] = [
@@ -71,6 +72,7 @@ def memory_from_json(data: dict[str, Any]) -> Memory:
             details=dict(data["details"]),
             embedding=None if embedding is None else [float(x) for x in embedding],
             embedding_model=str(data["embedding_model"]),
+            thread=str(data.get("thread", "")),
             created_at=dates["created_at"] or _missing("created_at"),
             updated_at=dates["updated_at"] or _missing("updated_at"),
             last_accessed_at=dates["last_accessed_at"],

@@ -231,6 +231,26 @@ class Settings(BaseSettings):
     candidates_per_leg: int = Field(
         default=100, ge=1, le=1000, description="Candidates each leg (BM25, vector) brings to fusion."
     )
+    context_window: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Neighbours on each side of a memory in its thread that the context leg reads with it; 0 turns "
+        "the leg off. Memories in no thread are recalled as without it.",
+    )
+    context_weight: float = Field(
+        default=0.25,
+        ge=0.0,
+        le=1.0,
+        description="Fusion weight of the context leg when a candidate has thread neighbours; the other legs share "
+        "the rest as `HIVEMEM_BM25_WEIGHT` splits it.",
+    )
+    context_neighbour_weight: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=10.0,
+        description="In the context leg, the share of an adjacent turn's BM25 score a memory gets (halved per step).",
+    )
     query_expansion: Literal["off", "prf"] = Field(
         default="off",
         description="`prf`: pseudo-relevance feedback on the vector leg (the query vector plus the centroid of "

@@ -153,6 +153,17 @@ QueryText = Annotated[
     Field(min_length=1, max_length=MAX_QUERY_LENGTH, json_schema_extra=_TEXT_1.schema()),
     AfterValidator(_TEXT_1),
 ]
+ThreadName = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=200,
+        json_schema_extra=_TEXT_1.schema(),
+        description="The conversation or session this memory is one turn or step of (an id the client keeps): "
+        "recall then reads each memory with its neighbours in the thread.",
+    ),
+    AfterValidator(_TEXT_1),
+]
 ScopeName = Annotated[
     StrictStr,
     Field(
@@ -266,6 +277,7 @@ class MemoryCreate(BaseModel):
     related_to: Annotated[list[LinkCreate], Field(max_length=MAX_LINKS)] = Field(
         default_factory=list, description="Edges from this memory to existing ones; an unknown target is refused."
     )
+    thread: ThreadName | None = None
 
     @field_validator("details")
     @classmethod
@@ -637,6 +649,7 @@ class MemoryPublic(BaseModel):
     access_count: int
     details: dict[str, Any]
     valid_to: datetime | None = None
+    thread: str = Field(default="", description='The conversation or task it is one step of ("": none).')
     relations: list[RelationPublic] = Field(default_factory=list)
 
     @classmethod
@@ -660,6 +673,7 @@ class MemoryPublic(BaseModel):
             access_count=memory.access_count,
             details=memory.details,
             valid_to=memory.valid_to,
+            thread=memory.thread,
             relations=[RelationPublic.of(r) for r in relations],
         )
 

@@ -112,6 +112,14 @@ class MemoryStore(Protocol):
         """The memory in ``scope`` (any state) whose content hash is ``content_hash``, if any."""
         ...
 
+    def thread_neighbours(self, memory_ids: Sequence[str], window: int) -> dict[str, list[tuple[str, int]]]:
+        """For each of ``memory_ids`` in a thread, the memories up to ``window`` places before and
+        after it in that thread of its scope, each with its distance (1: adjacent), nearest first
+        on each side. A thread is ordered by ``created_at``, then id; every state counts. Ids that
+        are unknown or in no thread are left out.
+        """
+        ...
+
     def delete(self, memory_id: str) -> Memory:
         """Remove the memory and its relations for good; return what was removed.
 

@@ -32,13 +32,14 @@ from hivemem.expansion import prf_vector
 from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
 from hivemem.model import FusionMethod, Hit, Memory, MemoryState, RetrievalMode
 from hivemem.rerank import Reranked, Reranker, RerankOutcome, RerankPolicy, rerank_order, wanted
+from hivemem.thread_context import context_leg
 from search.base import FusesNatively, LegQuery, SearchesLegsTogether, SearchFilter, Store
 
 __all__ = ["RecallParams", "Recaller", "leg_weights"]
 
 log = logging.getLogger(__name__)
 
-_BM25, _DENSE = "bm25", "dense"
+_BM25, _DENSE, _CONTEXT = "bm25", "dense", "context"
 
 
 _Vectors = Sequence[Sequence[float] | None] | Future[list[list[float]]]
@@ -66,6 +67,9 @@ class RecallParams:
     superseded_factor: float = 0.1
     consolidated_factor: float = 0.5
     rerank: RerankPolicy = field(default_factory=RerankPolicy)
+    context_window: int = 2
+    context_weight: float = 0.25
+    context_neighbour_weight: float = 1.0
     expansion: str = "off"
     prf_docs: int = 3
     prf_weight: float = 0.5
@@ -86,6 +90,9 @@ class RecallParams:
             trust_imported=settings.trust_imported,
             superseded_factor=settings.superseded_factor,
             consolidated_factor=settings.consolidated_factor,
+            context_window=settings.context_window,
+            context_weight=settings.context_weight,
+            context_neighbour_weight=settings.context_neighbour_weight,
             expansion=settings.query_expansion,
             prf_docs=settings.prf_docs,
             prf_weight=settings.prf_weight,
@@ -104,14 +111,20 @@ def _rounded(value: float | None) -> float | None:
 
 def leg_weights(params: RecallParams, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
     """The fusion weight of each leg (``bm25``, ``dense``): ``bm25_weight`` and its complement in
-    hybrid mode, equal weights otherwise."""
+    hybrid mode, equal weights otherwise; a ``context`` leg takes ``context_weight`` and the others
+    share the rest in those proportions."""
     hybrid = params.mode is RetrievalMode.HYBRID
+    base = [leg for leg in legs if leg != _CONTEXT]
     weights = {
-        leg: (params.bm25_weight if leg == _BM25 else 1.0 - params.bm25_weight) if hybrid else 1.0 for leg in legs
+        leg: (params.bm25_weight if leg == _BM25 else 1.0 - params.bm25_weight) if hybrid else 1.0 for leg in base
     }
     if sum(weights.values()) <= 0:
         # A weight of 0 on the only useful leg would fuse nothing; fall back to equal weights.
-        weights = dict.fromkeys(legs, 1.0)
+        weights = dict.fromkeys(base, 1.0)
+    if _CONTEXT in legs:
+        total = sum(weights.values())
+        weights = {leg: w / total * (1.0 - params.context_weight) for leg, w in weights.items()}
+        weights[_CONTEXT] = params.context_weight
     return weights
 
 
@@ -205,7 +218,7 @@ class Recaller:
             if len(rest) < len(queries):
                 resolved = _now(vectors)
                 vectors = [resolved[i] for i in rest]
-            gathered = self._legs([queries[i] for i in rest], vectors, where)
+            gathered = [self._with_context(legs) for legs in self._legs([queries[i] for i in rest], vectors, where)]
             for i, legs in zip(rest, gathered, strict=True):
                 results[i] = self._fuse(legs, self._weights(legs)) if legs else []
             if self.params.expansion == "prf":
@@ -213,6 +226,18 @@ class Recaller:
                 for j, (i, legs) in enumerate(zip(rest, gathered, strict=True)):
                     results[i] = self._expanded(resolved[j], legs, results[i] or [], where)
         return [r or [] for r in results]
+
+    def _with_context(self, legs: dict[str, Sequence[Candidate]]) -> dict[str, Sequence[Candidate]]:
+        """``legs`` with the context leg (:mod:`hivemem.thread_context`) when a BM25 candidate has thread
+        neighbours; unchanged otherwise, so memories in no thread are recalled as without it."""
+        keyword = legs.get(_BM25)
+        if not keyword or self.params.context_window < 1 or self.params.context_weight <= 0:
+            return legs
+        neighbours = self._store.thread_neighbours([c.id for c in keyword], self.params.context_window)
+        if not any(neighbours.values()):
+            return legs
+        weight = self.params.context_neighbour_weight
+        return {**legs, _CONTEXT: context_leg(keyword, neighbours, weight, self.params.candidates_per_leg)}
 
     def _expanded(
         self,
@@ -292,6 +317,8 @@ class Recaller:
                 "bm25_score": _rounded(raw.get(_BM25)),
                 "knn_rank": ranks.get(_DENSE),
                 "knn_score": _rounded(raw.get(_DENSE)),
+                "context_rank": ranks.get(_CONTEXT),
+                "context_score": _rounded(raw.get(_CONTEXT)),
                 "rerank": outcome.value,
                 "rerank_rank": None if stage is None else stage.rerank_rank,
                 "rerank_score": None if stage is None else _rounded(stage.rerank_score),

@@ -70,6 +70,7 @@ def load_locomo(
                             content=f"[{date}] {speaker}: {text}"[:10_000],
                             memory_type=memory_type,
                             source=source,
+                            thread=f"session_{number}",
                         ),
                     )
                 )

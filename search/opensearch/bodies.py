@@ -199,6 +199,10 @@ def index_template(names: IndexNames, alias: str, settings: Json, mappings: Json
     }
 
 
+# Fields the memories mapping gained after release: put on an existing index as well (additive).
+ADDED_MEMORY_FIELDS: Json = {"thread": {"type": "keyword"}}
+
+
 def memory_template(names: IndexNames, options: IndexOptions, *, embedding_model: str, dimension: int) -> Json:
     """The index template of the memories index: BM25 text fields, keyword filters, an HNSW vector.
 
@@ -237,6 +241,7 @@ def memory_template(names: IndexNames, options: IndexOptions, *, embedding_model
             "details": {"type": "object", "enabled": False},
             "embedding_model": keyword,
             VECTOR_FIELD: vector_mapping(options, dimension),
+            **ADDED_MEMORY_FIELDS,
         },
     }
     return index_template(names, names.memories, searchable_index_settings(options), mappings)
@@ -428,6 +433,32 @@ def knn_search(vector: Sequence[float], where: SearchFilter, limit: int, options
 def neighbour_search(vector: Sequence[float], scope: str, limit: int, options: IndexOptions) -> Json:
     """The nearest memories of ``scope`` in any state: what a planned write resolves against."""
     return knn_search(vector, SearchFilter(scopes=[scope], states=tuple(MemoryState)), limit, options)
+
+
+def thread_side(scope: str, thread: str, created_at: datetime, memory_id: str, *, before: bool, limit: int) -> Json:
+    """The ``limit`` memories of a thread just before (or after) one, nearest first.
+
+    A thread is ordered by ``created_at``, then id, as on SQLite: "before" is an earlier time, or the
+    same time and a smaller id.
+    """
+    at = to_iso(created_at)
+    earlier, order = ("lt", "desc") if before else ("gt", "asc")
+    return {
+        "size": limit,
+        "_source": False,
+        "track_total_hits": False,
+        "query": {
+            "bool": {
+                "filter": [{"term": {"scope": scope}}, {"term": {"thread": thread}}],
+                "should": [
+                    {"range": {"created_at": {earlier: at}}},
+                    {"bool": {"filter": [{"term": {"created_at": at}}, {"range": {"id": {earlier: memory_id}}}]}},
+                ],
+                "minimum_should_match": 1,
+            }
+        },
+        "sort": [{"created_at": order}, {"id": order}],
+    }
 
 
 def hybrid_search(

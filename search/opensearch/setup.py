@@ -101,12 +101,12 @@ def _attempt(report: SetupReport, kind: str, name: str, outcome: str, call: Call
     return True
 
 
-def _add_relation_fields(client: Any, target: ClusterTarget, alias: str, report: SetupReport) -> None:
-    """Put the relation fields added since the index was made on it (mappings only grow; idempotent)."""
+def _add_fields(client: Any, target: ClusterTarget, alias: str, fields: Json, report: SetupReport) -> None:
+    """Put the fields added since the index was made on it (mappings only grow; idempotent)."""
 
     def put() -> None:
         with translate_errors(target.display, f"updating the mapping of {alias}"):
-            client.indices.put_mapping(index=alias, body={"properties": bodies.ADDED_RELATION_FIELDS})
+            client.indices.put_mapping(index=alias, body={"properties": fields})
 
     _attempt(report, "mapping", alias, "fields added", put)
 
@@ -147,8 +147,9 @@ def ensure(
             alias_exists = bool(client.indices.exists_alias(name=alias))
         if alias_exists:
             report.add("alias", alias, "exists")
-            if alias == names.relations:
-                _add_relation_fields(client, target, alias, report)
+            added = {names.relations: bodies.ADDED_RELATION_FIELDS, names.memories: bodies.ADDED_MEMORY_FIELDS}
+            if alias in added:
+                _add_fields(client, target, alias, added[alias], report)
             continue
         index = names.index(alias)
         body = {**template["template"], "aliases": {alias: {"is_write_index": True}}}

@@ -219,6 +219,31 @@ class OpenSearchStore(DelegatesKnowledge):
         current = self._writer.holder(scope, content_hash)
         return None if current is None else current.memory
 
+    def thread_neighbours(self, memory_ids: Sequence[str], window: int) -> dict[str, list[tuple[str, int]]]:
+        if window < 1:
+            return {}
+        threaded = [v.memory for v in self._writer.read_many(list(dict.fromkeys(memory_ids))) if v.memory.thread]
+        if not threaded:
+            return {}
+        searches = [
+            bodies.thread_side(m.scope, m.thread, m.created_at, m.id, before=before, limit=window)
+            for m in threaded
+            for before in (True, False)
+        ]
+        lines = bodies.msearch_lines(self._names.memories, searches)
+        response = self._cluster.call("reading threads (msearch)", lambda: self._client.msearch(body=lines))
+        answers = iter(response["responses"])
+        out: dict[str, list[tuple[str, int]]] = {}
+        for memory in threaded:
+            near: list[tuple[str, int]] = []
+            for _ in range(2):
+                item = next(answers)
+                if "error" in item:
+                    raise StoreError(f"OpenSearch thread search failed ({item.get('status')}): {item['error']}")
+                near += [(str(h["_id"]), d) for d, h in enumerate(item["hits"]["hits"], start=1)]
+            out[memory.id] = near
+        return out
+
     def count(self, scopes: Sequence[str] | None = None) -> int:
         query: Json = {"match_all": {}} if scopes is None else {"terms": {"scope": list(scopes)}}
         response = self._cluster.call(

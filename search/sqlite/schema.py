@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS memories (
     details TEXT NOT NULL DEFAULT '{}',
     embedding BLOB,
     embedding_model TEXT NOT NULL DEFAULT '',
-    vec_version INTEGER NOT NULL DEFAULT 0
+    vec_version INTEGER NOT NULL DEFAULT 0,
+    thread TEXT NOT NULL DEFAULT ''
 );
 
 -- One memory per content in a scope: the last line of defence of exact-duplicate resolution
@@ -162,9 +163,18 @@ END;
 MEMORY_COLUMNS = (
     "id, scope, title, content, tags, content_hash, memory_type, importance, source, related_files, "
     "state, author, created_at, updated_at, last_accessed_at, access_count, valid_from, valid_to, "
-    "details, embedding, embedding_model"
+    "details, embedding, embedding_model, thread"
 )
 
 # Columns added to tables after they were first released: (table, column, type and default).
 # A database written before gets them on open (search.sqlite.store), with the default for old rows.
-ADDED_COLUMNS = (("relations", "description", "TEXT NOT NULL DEFAULT ''"),)
+ADDED_COLUMNS = (
+    ("relations", "description", "TEXT NOT NULL DEFAULT ''"),
+    ("memories", "thread", "TEXT NOT NULL DEFAULT ''"),
+)
+
+# Indexes on added columns: created once the columns exist (after ADDED_COLUMNS).
+ADDED_INDEXES = (
+    # A memory's neighbours in its thread, in order; only memories that belong to a thread.
+    "CREATE INDEX IF NOT EXISTS memories_thread ON memories(scope, thread, created_at, id) WHERE thread != ''",
+)

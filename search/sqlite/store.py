@@ -60,7 +60,7 @@ from search.sqlite.rows import (
     relation_from_row,
     to_timestamp,
 )
-from search.sqlite.schema import ADDED_COLUMNS, KNOWLEDGE_SCHEMA, MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
+from search.sqlite.schema import ADDED_COLUMNS, ADDED_INDEXES, KNOWLEDGE_SCHEMA, MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
 from search.sqlite.sql import fts_query, marks
 
 __all__ = ["SQLiteStore"]
@@ -292,6 +292,8 @@ class SQLiteStore(DelegatesKnowledge):
                 # statement is IF NOT EXISTS, so racing processes converge on one schema.
                 self._writer.executescript(SCHEMA + KNOWLEDGE_SCHEMA)
                 self._add_missing_columns()
+                for ddl in ADDED_INDEXES:
+                    self._writer.execute(ddl)
             with self._write() as conn:
                 rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
                 if not rows:
@@ -499,6 +501,29 @@ class SQLiteStore(DelegatesKnowledge):
                 (scope, content_hash),
             ).fetchone()
         return None if row is None else memory_from_row(row)
+
+    def thread_neighbours(self, memory_ids: Sequence[str], window: int) -> dict[str, list[tuple[str, int]]]:
+        if not memory_ids or window < 1:
+            return {}
+        out: dict[str, list[tuple[str, int]]] = {}
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id, scope, thread, created_at FROM memories "
+                f"WHERE id IN ({marks(memory_ids)}) AND thread != ''",
+                tuple(memory_ids),
+            ).fetchall()
+            for memory_id, scope, thread, created_at in rows:
+                # Row values walk the (scope, thread, created_at, id) index from the memory outwards.
+                near = []
+                for side, order in (("<", "DESC"), (">", "ASC")):
+                    found = conn.execute(
+                        f"SELECT id FROM memories WHERE scope = ? AND thread = ? AND (created_at, id) {side} (?, ?) "
+                        f"ORDER BY created_at {order}, id {order} LIMIT ?",
+                        (scope, thread, created_at, memory_id, window),
+                    )
+                    near += [(row[0], distance) for distance, row in enumerate(found, start=1)]
+                out[memory_id] = near
+        return out
 
     def count(self, scopes: Sequence[str] | None = None) -> int:
         with self._read() as conn:

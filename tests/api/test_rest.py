@@ -240,6 +240,9 @@ GOOD_MEMORY: dict[str, Any] = {"title": "A valid title", "content": "Valid conte
         pytest.param({"scope": "s" * 201}, "scope", id="scope-too-long"),
         pytest.param({"tags": [""]}, "tags", id="empty-tag"),
         pytest.param({"title": None}, "title", id="title-null"),
+        pytest.param({"thread": ""}, "thread", id="thread-empty"),
+        pytest.param({"thread": "t" * 201}, "thread", id="thread-too-long"),
+        pytest.param({"thread": 7}, "thread", id="thread-wrong-type"),
     ],
 )
 def test_memorize_rejects_bad_input_and_writes_nothing(
@@ -465,3 +468,10 @@ def test_job_and_dead_letter_queries_check_their_input(client: TestClient) -> No
     assert client.get("/v1/dead-letters").json() == []
     for limit in ("0", "1001", "many"):
         assert client.get("/v1/dead-letters", params={"limit": limit}).status_code == 422, limit
+
+
+def test_a_memory_keeps_its_thread(client: TestClient) -> None:
+    created = client.post("/v1/memories", json=GOOD_MEMORY | {"thread": "chat-2026-12-01"})
+    assert created.status_code == 201, created.text
+    shown = client.get(f"/v1/memories/{created.json()['id']}").json()
+    assert shown["thread"] == "chat-2026-12-01"

@@ -110,3 +110,26 @@ def test_a_database_from_before_relation_descriptions_gains_the_column(tmp_path:
         assert {r.description for r in reopened.relations(a.id)} == {"", "newer"}
     finally:
         reopened.close()
+
+
+def test_a_database_from_before_threads_gains_the_column_and_its_index(tmp_path: Path, embedder: HashEmbedder) -> None:
+    path = tmp_path / "hive.db"
+    url = f"sqlite:///{path}"
+    store = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    older = make(embedder, "a memory from before threads")
+    store.put(older)
+    store.close()
+    with sqlite3.connect(path) as conn:  # the table as the release before wrote it
+        conn.execute("DROP INDEX memories_thread")
+        conn.execute("ALTER TABLE memories DROP COLUMN thread")
+    reopened = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)
+    try:
+        assert reopened.get(older.id).thread == ""
+        first, second = make(embedder, "first turn", thread="t"), make(embedder, "second turn", thread="t")
+        reopened.put(first)
+        reopened.put(second)
+        assert reopened.thread_neighbours([first.id, older.id], 1) == {first.id: [(second.id, 1)]}
+    finally:
+        reopened.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'memories_thread'").fetchone()

@@ -192,3 +192,55 @@ def test_query_expansion_moves_the_vector_leg_toward_the_best_hits(settings: Set
     # The best hit shares "eviction" with its neighbour: the expanded query finds that neighbour closer.
     assert after[near] > before[near]
     assert max(after, key=after.__getitem__) == best
+
+
+def _ranked(service: MemoryService, query: str) -> list[tuple[str, float]]:
+    found = service.remember(RecallRequest(query=query, explain=True), CALLER, reinforce=False).results
+    return [(r.id, r.score) for r in found]
+
+
+def test_the_context_leg_finds_the_reply_to_the_turn_that_matches(settings: Settings) -> None:
+    turns = [
+        "I went to see the doctor about my knee this morning.",
+        "Rest for two weeks, no running, then physiotherapy twice a week.",
+        "Anyway, how was your weekend trip to the lake?",
+    ]
+    query = "What did the doctor recommend for the knee?"
+    svc = MemoryService.from_settings(settings)
+    try:
+        requests = [MemoryCreate(title=t[:40], content=t, thread="visit") for t in turns]
+        ids = [r.id for r in svc.memorize_many(requests, CALLER)]
+        add(svc, "Plumbing", "The plumber fixed the kitchen sink on Tuesday.")
+        # The keyword legs alone, so the hash embedder's noise cannot decide the order.
+        svc.with_mode(RetrievalMode.BM25)
+        found = svc.remember(RecallRequest(query=query, explain=True), CALLER, reinforce=False).results
+        # The reply shares none of the question's words: found through its thread, right after the visit.
+        assert [r.id for r in found] == ids  # the lake is two steps away: found too, last
+        visit, reply = found[0].explain, found[1].explain
+        assert visit is not None and reply is not None and reply["bm25_rank"] is None
+        # All of its context score is the visit's: an adjacent turn's BM25 score, at weight 1.
+        assert reply["context_score"] == visit["bm25_score"]
+        assert svc.store.get(ids[1]).thread == "visit"
+    finally:
+        svc.close()
+    without = MemoryService.from_settings(settings.model_copy(update={"context_window": 0}))
+    try:
+        without.with_mode(RetrievalMode.BM25)
+        assert [i for i, _ in _ranked(without, query)] == [ids[0]]
+    finally:
+        without.close()
+
+
+def test_memories_in_no_thread_are_recalled_as_without_the_context_leg(settings: Settings) -> None:
+    svc = MemoryService.from_settings(settings)
+    try:
+        add(svc, "Retry policy", "HTTP clients retry three times with exponential backoff.")
+        add(svc, "Retry budget", "Retries stop once a request has spent its budget of ten seconds.")
+        on = _ranked(svc, "retry backoff budget")
+    finally:
+        svc.close()
+    off = MemoryService.from_settings(settings.model_copy(update={"context_window": 0}))
+    try:
+        assert _ranked(off, "retry backoff budget") == on
+    finally:
+        off.close()
