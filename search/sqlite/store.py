@@ -517,8 +517,9 @@ class SQLiteStore(DelegatesKnowledge):
                 near = []
                 for side, order in (("<", "DESC"), (">", "ASC")):
                     found = conn.execute(
-                        f"SELECT id FROM memories WHERE scope = ? AND thread = ? AND (created_at, id) {side} (?, ?) "
-                        f"ORDER BY created_at {order}, id {order} LIMIT ?",
+                        # "thread != ''" lets the planner use the partial index (a bound thread proves nothing).
+                        "SELECT id FROM memories WHERE scope = ? AND thread = ? AND thread != '' "
+                        f"AND (created_at, id) {side} (?, ?) ORDER BY created_at {order}, id {order} LIMIT ?",
                         (scope, thread, created_at, memory_id, window),
                     )
                     near += [(row[0], distance) for distance, row in enumerate(found, start=1)]
