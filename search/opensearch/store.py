@@ -52,6 +52,7 @@ from search.opensearch.cluster import Cluster
 from search.opensearch.docs import (
     audit_doc,
     audit_from_doc,
+    from_iso,
     memory_from_doc,
     relation_doc,
     relation_from_doc,
@@ -222,26 +223,41 @@ class OpenSearchStore(DelegatesKnowledge):
     def thread_neighbours(self, memory_ids: Sequence[str], window: int) -> dict[str, list[tuple[str, int]]]:
         if window < 1:
             return {}
-        threaded = [v.memory for v in self._writer.read_many(list(dict.fromkeys(memory_ids))) if v.memory.thread]
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return {}
+        # The fields the thread searches need, not the memories (their vectors are most of a document).
+        fields = ["scope", "thread", "created_at"]
+        found = self._cluster.call(
+            "reading threads",
+            lambda: self._client.mget(index=self._names.memories, body={"ids": ids}, _source_includes=fields),
+        )
+        threaded = [
+            (str(doc["_id"]), doc["_source"])
+            for doc in found["docs"]
+            if doc.get("found") and doc["_source"].get("thread")
+        ]
         if not threaded:
             return {}
         searches = [
-            bodies.thread_side(m.scope, m.thread, m.created_at, m.id, before=before, limit=window)
-            for m in threaded
+            bodies.thread_side(
+                src["scope"], src["thread"], from_iso(src["created_at"]), memory_id, before=before, limit=window
+            )
+            for memory_id, src in threaded
             for before in (True, False)
         ]
         lines = bodies.msearch_lines(self._names.memories, searches)
         response = self._cluster.call("reading threads (msearch)", lambda: self._client.msearch(body=lines))
         answers = iter(response["responses"])
         out: dict[str, list[tuple[str, int]]] = {}
-        for memory in threaded:
+        for memory_id, _ in threaded:
             near: list[tuple[str, int]] = []
             for _ in range(2):
                 item = next(answers)
                 if "error" in item:
                     raise StoreError(f"OpenSearch thread search failed ({item.get('status')}): {item['error']}")
                 near += [(str(h["_id"]), d) for d, h in enumerate(item["hits"]["hits"], start=1)]
-            out[memory.id] = near
+            out[memory_id] = near
         return out
 
     def count(self, scopes: Sequence[str] | None = None) -> int:
