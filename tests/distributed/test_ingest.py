@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.e2e.helpers import HivememServer, wait_for_job
+from api.bench.local_cluster import hivemem_command
+from tests.e2e.helpers import HivememServer, hivemem_env, wait_for_job
 from tests.services import CeleryWorker
 
 pytest.importorskip("pypdfium2", reason="the ingest extra is not installed")
@@ -23,6 +27,24 @@ def _documents(folder: Path, count: int) -> None:
     for n in range(count):
         body = "\n\n".join(f"## Rule {p}\n\n" + f"Handbook page {n} rule {p} about gizmo{n}. " * 25 for p in range(6))
         (folder / f"page{n:03d}.md").write_text(f"# Page {n}\n\n{body}\n", encoding="utf-8")
+
+
+@contextmanager
+def beat_running(broker_url: str, data_dir: Path, logs: Path, env: dict[str, str]) -> Iterator[None]:
+    """A ``hivemem beat`` that sends the reconciler every second, for the block."""
+    with (logs / "beat.log").open("ab") as out:
+        beat = subprocess.Popen(
+            [*hivemem_command(), "beat", "--loglevel=info"],
+            env=hivemem_env(data_dir, HIVEMEM_BROKER_URL=broker_url, HIVEMEM_RECONCILE_INTERVAL_S="1", **env),
+            cwd=data_dir,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            yield
+        finally:
+            beat.terminate()
+            beat.wait(timeout=30)
 
 
 def _chunk_ids(db: Path) -> dict[str, set[str]]:
@@ -62,8 +84,13 @@ def test_an_ingest_job_survives_a_worker_killed_mid_job(
             assert at_kill < 60, "the worker finished before it could be killed; give it more documents"
             assert http.get(f"/v1/jobs/{job_id}").json()["state"] == "running"
 
+            # The replacement worker gets back what kombu restores (a message the dead worker had
+            # recorded as unacknowledged). A message it had popped but not yet recorded is in no
+            # queue and no hash: beat's reconciler republishes it from the job board, as it does in
+            # a deployment (every HIVEMEM_RECONCILE_INTERVAL_S; every second here).
             worker.start(concurrency=1)
-            job = wait_for_job(http, job_id, timeout_s=180)
+            with beat_running(redis_url, data_dir, logs, env):
+                job = wait_for_job(http, job_id, timeout_s=180)
         assert job["state"] == "done", job
         assert (job["result"]["indexed"] + job["result"]["unchanged"], job["result"]["failed"]) == (60, 0)
         assert job["result"]["seconds_by_phase"]["embed"] > 0  # the workers' own time, per phase
