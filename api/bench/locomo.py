@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from api.bench.harness import bench_service
-from api.bench.variants import Variant, latency_ms, table
+from api.bench.variants import Variant, latency_ms, run_variants
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.metrics import hit_at, reciprocal_rank
@@ -105,23 +105,18 @@ def run_locomo(
     figures (``variants``) and their Markdown table (``table``); the top-level figures are the first's.
     """
     corpus, turn_index, questions = load_locomo(data, as_facts=as_facts)
-    rows = []
-    for variant in variants or [Variant("default")]:
+
+    def ask(variant: Variant, rebuild: bool) -> dict[str, Any]:
         run_settings = variant.settings(settings)
-        service, ids = bench_service("locomo", corpus, run_settings, mode=mode, fusion=fusion, fresh=fresh)
-        fresh = False  # one rebuild is enough for every variant
+        service, ids = bench_service("locomo", corpus, run_settings, mode=mode, fusion=fusion, fresh=fresh and rebuild)
         try:
-            rows.append(
-                {"variant": variant.name, "changes": variant.changes, **_ask(service, ids, turn_index, questions)}
-            )
+            return _ask(service, ids, turn_index, questions)
         finally:
             service.close()
-    report: dict[str, Any] = {k: v for k, v in rows[0].items() if k not in ("variant", "changes")}
+
+    report = run_variants(variants, ask, ["hit@1", "hit@5", "hit@10", "mrr"])
     report["mode"], report["fusion"] = mode.value, fusion.value
     report["turns_as"] = "facts" if as_facts else "conversation"
-    if variants:
-        report["variants"] = rows
-        report["table"] = table(rows, ["hit@1", "hit@5", "hit@10", "mrr"])
     return report
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from api.bench.harness import bench_service
-from api.bench.variants import Variant, latency_ms, table
+from api.bench.variants import Variant, latency_ms, run_variants
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.limits import printable
@@ -79,26 +79,20 @@ def run_scifact(
     """Run the benchmark and return the report; with ``variants``, once per variant (see
     :func:`api.bench.locomo.run_locomo`)."""
     corpus, doc_ids, queries, judgements = load_scifact(data, qrels)
-    rows = []
-    for variant in variants or [Variant("default")]:
-        service, ids = bench_service(
-            "scifact", corpus, variant.settings(settings), mode=mode, fusion=fusion, fresh=fresh
-        )
-        fresh = False
+
+    def ask(variant: Variant, rebuild: bool) -> dict[str, Any]:
+        run_settings = variant.settings(settings)
+        service, ids = bench_service("scifact", corpus, run_settings, mode=mode, fusion=fusion, fresh=fresh and rebuild)
         docs_of: dict[str, list[str]] = {}
         for index, doc_id in enumerate(doc_ids):
             docs_of.setdefault(ids[(SCOPE, index)], []).append(doc_id)
         try:
-            rows.append(
-                {"variant": variant.name, "changes": variant.changes, **_ask(service, docs_of, queries, judgements)}
-            )
+            return _ask(service, docs_of, queries, judgements)
         finally:
             service.close()
-    report: dict[str, Any] = {k: v for k, v in rows[0].items() if k not in ("variant", "changes")}
+
+    report = run_variants(variants, ask, ["ndcg@10", "recall@100"])
     report["mode"], report["fusion"] = mode.value, fusion.value
-    if variants:
-        report["variants"] = rows
-        report["table"] = table(rows, ["ndcg@10", "recall@100"])
     return report
 
 

@@ -11,14 +11,14 @@ the comparison table.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
 
-__all__ = ["Variant", "latency_ms", "parse_variant", "table"]
+__all__ = ["Variant", "latency_ms", "parse_variant", "run_variants", "table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +71,21 @@ def table(rows: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
         cells = [row["variant"], changes, *(f"{row[m]:.3f}" for m in metrics), str(row["p50_ms"]), str(row["p95_ms"])]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def run_variants(
+    variants: Sequence[Variant], ask: Callable[[Variant, bool], dict[str, Any]], metrics: Sequence[str]
+) -> dict[str, Any]:
+    """Each variant's figures from ``ask(variant, fresh)`` (``fresh`` only for the first, so one
+    rebuild serves them all), as one report: the first variant's figures at the top level, and
+    with several variants, every row (``variants``) and their Markdown ``table``. No variant asks
+    once with the settings as they are."""
+    rows = [
+        {"variant": variant.name, "changes": variant.changes, **ask(variant, i == 0)}
+        for i, variant in enumerate(variants or [Variant("default")])
+    ]
+    report: dict[str, Any] = {k: v for k, v in rows[0].items() if k not in ("variant", "changes")}
+    if variants:
+        report["variants"] = rows
+        report["table"] = table(rows, metrics)
+    return report

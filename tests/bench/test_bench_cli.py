@@ -48,14 +48,19 @@ LOCOMO = [
 ]
 
 
+def _locomo_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The tiny LoCoMo file, with the bench's data dir and the hash embedder set."""
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps(LOCOMO))
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    return data
+
+
 def test_locomo_bench_reports_every_metric(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = tmp_path / "locomo.json"
-    data.write_text(json.dumps(LOCOMO))
-    out = tmp_path / "report.json"
-    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    data, out = _locomo_file(tmp_path, monkeypatch), tmp_path / "report.json"
     for mode in ("hybrid", "bm25", "dense"):
         assert main(["bench", "locomo", "--data", str(data), "--json", str(out), "--mode", mode]) == 0
         report = json.loads(out.read_text())
@@ -100,11 +105,7 @@ def test_scifact_bench_reports_ndcg_and_recall(tmp_path: Path, monkeypatch: pyte
 def test_variants_run_the_same_questions_once_each_and_print_the_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = tmp_path / "locomo.json"
-    data.write_text(json.dumps(LOCOMO))
-    out = tmp_path / "report.json"
-    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    data, out = _locomo_file(tmp_path, monkeypatch), tmp_path / "report.json"
     variants = ["base", "prf:query_expansion=prf,prf_docs=2", "rerank:HIVEMEM_RERANK_MODEL=bi:hash:32"]
     args = ["bench", "locomo", "--data", str(data), "--json", str(out)]
     assert main([*args, *(f"--variant={v}" for v in variants)]) == 0
@@ -128,10 +129,7 @@ def test_variants_run_the_same_questions_once_each_and_print_the_table(
 def test_a_bad_variant_is_refused_clearly(
     variant: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = tmp_path / "locomo.json"
-    data.write_text(json.dumps(LOCOMO))
-    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    data = _locomo_file(tmp_path, monkeypatch)
     assert main(["bench", "locomo", "--data", str(data), f"--variant={variant}"]) == 2
     assert message in capsys.readouterr().err
 
