@@ -244,6 +244,10 @@ class MemoryService:
             thread=request.thread or "",
         )
 
+    def _new_batch(self, requests: list[MemoryCreate], caller: Caller) -> list[Memory]:
+        """The memories of a bulk request, in its order (see :func:`_in_order`)."""
+        return _in_order([self._new_memory(r, caller) for r in requests])
+
     def _checked_links(self, request: MemoryCreate, scope: str) -> tuple[Link, ...]:
         """The edges ``request`` asks for, each to a memory readable from ``scope``; else a
         ``MemoryNotFoundError`` naming the first that is not, before anything is written."""
@@ -278,7 +282,7 @@ class MemoryService:
 
         ``wait_s`` defaults to ``memorize_wait_s``; None in ``memorize_many`` means until done.
         """
-        memories = _in_order([self._new_memory(r, caller) for r in requests])
+        memories = self._new_batch(requests, caller)
         wait = self.settings.memorize_wait_s if wait_s is None else wait_s
         ticket = self.runner.memorize_bulk(memories, wait_s=wait)
         ids = [m.id for m in memories]
@@ -287,7 +291,7 @@ class MemoryService:
 
     def memorize_many(self, requests: list[MemoryCreate], caller: Caller = Caller()) -> list[MemorizeResult]:
         """Bulk memorize with batched embedding, waiting until done; same outcomes as one call per memory."""
-        memories = _in_order([self._new_memory(r, caller) for r in requests])
+        memories = self._new_batch(requests, caller)
         return _results(self.runner.memorize_bulk(memories, wait_s=None), memories)
 
     def job(self, job_id: str) -> JobPublic:

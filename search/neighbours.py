@@ -11,10 +11,16 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from hivemem.model import Memory
+from hivemem.model import Memory, MemoryState
 from hivemem.resolution import Neighbour
+from search.base import SearchFilter
 
-__all__ = ["nearest"]
+__all__ = ["nearest", "neighbour_filter"]
+
+
+def neighbour_filter(scope: str) -> SearchFilter:
+    """Where a planned write's neighbours are searched: its scope, every state."""
+    return SearchFilter(scopes=[scope], states=tuple(MemoryState))
 
 
 def nearest(

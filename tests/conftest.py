@@ -62,6 +62,15 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
     return data_dir, logs
 
 
+@pytest.fixture(scope="session")
+def cross_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny randomly initialised cross-encoder folder (tests/rerank_models.py), built once."""
+    pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
+    from tests.rerank_models import tiny_cross_encoder
+
+    return tiny_cross_encoder(tmp_path_factory.mktemp("cross-encoder"))
+
+
 @pytest.fixture
 def embedder() -> HashEmbedder:
     """The deterministic test embedder."""

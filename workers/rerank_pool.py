@@ -71,9 +71,9 @@ class PoolReranker:
             return []
         with self._lock:
             cooling = time.monotonic() < self._down_until
-        if cooling:
-            with self._lock:
+            if cooling:
                 self.fallbacks["cooling"] += 1
+        if cooling:
             raise RerankUnavailableError("the rerank pool failed or was late recently; skipped while it cools off")
         deadline = time.monotonic() + self._deadline_s
         try:

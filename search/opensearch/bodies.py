@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from hivemem.config import Settings
-from hivemem.model import FusionMethod, MemoryState
+from hivemem.model import FusionMethod
 from search.base import SearchFilter
 from search.opensearch.docs import to_iso
 from search.query_terms import query_terms
@@ -428,11 +428,6 @@ def knn_search(vector: Sequence[float], where: SearchFilter, limit: int, options
         "track_total_hits": False,
         "query": _knn_query(vector, where, limit, options),
     }
-
-
-def neighbour_search(vector: Sequence[float], scope: str, limit: int, options: IndexOptions) -> Json:
-    """The nearest memories of ``scope`` in any state: what a planned write resolves against."""
-    return knn_search(vector, SearchFilter(scopes=[scope], states=tuple(MemoryState)), limit, options)
 
 
 def thread_side(scope: str, thread: str, created_at: datetime, memory_id: str, *, before: bool, limit: int) -> Json:

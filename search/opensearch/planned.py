@@ -21,28 +21,30 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import Any
 
 from hivemem.errors import StoreUnavailableError
+from hivemem.fusion import Candidate
 from hivemem.model import AuditEvent, Memory, Relation
 from hivemem.resolution import Neighbour, Resolution
-from search.base import PlanDecision
-from search.neighbours import nearest
-from search.opensearch import bodies
-from search.opensearch.bodies import IndexNames, IndexOptions
+from search.base import PlanDecision, SearchFilter
+from search.neighbours import nearest, neighbour_filter
+from search.opensearch.bodies import IndexNames
 from search.opensearch.cluster import Cluster
-from search.opensearch.docs import audit_doc, claim_id, memory_doc, relation_doc, relation_id
+from search.opensearch.docs import audit_doc, memory_doc, relation_doc, relation_id
 from search.opensearch.scope_lease import ScopeLeases
-from search.opensearch.writes import MemoryWriter, Versioned, claim_body
+from search.opensearch.writes import MemoryWriter, Versioned
 
 __all__ = ["PlannedWriter"]
 
 Json = dict[str, Any]
 
 _MAX_ATTEMPTS = 50
+
+# The store's vector leg: (vector, filter, limit) -> candidates scored by cosine, best first.
+VectorSearch = Callable[[Sequence[float], SearchFilter, int], list[Candidate]]
 
 
 @dataclass(slots=True)
@@ -77,23 +79,23 @@ def _with_accesses(ours: Memory, read: Versioned | None, fresh: Versioned | None
 
 
 class PlannedWriter:
-    """The planned-write unit of one store: its cluster, indices, k-NN options and write protocol."""
+    """The planned-write unit of one store: its cluster, indices, write protocol and vector leg."""
 
     def __init__(
         self,
         cluster: Cluster,
         names: IndexNames,
-        options: IndexOptions,
         dimension: int,
         writer: MemoryWriter,
         leases: ScopeLeases,
+        vector_search: VectorSearch,
     ) -> None:
         self._cluster = cluster
         self._names = names
-        self._options = options
         self._dimension = dimension
         self._writer = writer
         self._leases = leases
+        self._vector_search = vector_search
 
     def write_planned(self, incoming: Sequence[Memory], decide: PlanDecision, *, neighbours: int) -> list[Resolution]:
         """See :meth:`search.base.ResolvesByMeaning.write_planned`."""
@@ -126,18 +128,10 @@ class PlannedWriter:
         return current.memory
 
     def _neighbours(self, memory: Memory, limit: int, unit: _Unit) -> list[Neighbour]:
-        """The ``limit`` nearest memories of the scope, in any state, by the k-NN leg of recall."""
+        """The ``limit`` nearest memories of the scope, in any state, by the store's vector leg (k-NN)."""
         if memory.embedding is None:
             return []
-        body = bodies.neighbour_search(memory.embedding, memory.scope, limit, self._options)
-        client = self._cluster.client
-        response = self._cluster.call(
-            "finding the nearest memories", partial(client.search, index=self._names.memories, body=body)
-        )
-        space = self._options.space_type
-        found = {
-            str(hit["_id"]): bodies.score_to_cosine(float(hit["_score"]), space) for hit in response["hits"]["hits"]
-        }
+        found = {c.id: c.score for c in self._vector_search(memory.embedding, neighbour_filter(memory.scope), limit)}
         read = self._writer.read_many([i for i in found if i not in unit.written])
         unit.versions.update((v.memory.id, v) for v in read)
         return nearest(memory, found, {v.memory.id: v.memory for v in read}, unit.written, limit)
@@ -178,11 +172,7 @@ class PlannedWriter:
         """
         if not memories:
             return []
-        lines: list[Json] = []
-        for memory in memories:
-            lines.append({"create": {"_index": self._names.claims, "_id": claim_id(memory.scope, memory.content_hash)}})
-            lines.append(claim_body(memory))
-        items = self._cluster.bulk(lines, refresh="false")
+        items = self._writer.create_claims(memories)
         created = [m for m, item in zip(memories, items, strict=True) if _status(item) < 300]
         try:
             for memory, item in zip(memories, items, strict=True):

@@ -116,7 +116,7 @@ class OpenSearchStore(DelegatesKnowledge):
             lease_s=settings.resolve_lock_timeout_s,
             wait_s=settings.resolve_lock_timeout_s,
         )
-        self._planned = PlannedWriter(self._cluster, self._names, self._options, dimension, self._writer, leases)
+        self._planned = PlannedWriter(self._cluster, self._names, dimension, self._writer, leases, self.vector_search)
         self._knowledge = KnowledgeIndices(self._cluster, self._names, self._options, dimension)
         try:
             ensure(
@@ -246,18 +246,15 @@ class OpenSearchStore(DelegatesKnowledge):
             for memory_id, src in threaded
             for before in (True, False)
         ]
-        lines = bodies.msearch_lines(self._names.memories, searches)
-        response = self._cluster.call("reading threads (msearch)", lambda: self._client.msearch(body=lines))
-        answers = iter(response["responses"])
+        answers = iter(self._msearch(searches, ["thread"] * len(searches)))
         out: dict[str, list[tuple[str, int]]] = {}
         for memory_id, _ in threaded:
-            near: list[tuple[str, int]] = []
-            for _ in range(2):
-                item = next(answers)
-                if "error" in item:
-                    raise StoreError(f"OpenSearch thread search failed ({item.get('status')}): {item['error']}")
-                near += [(str(h["_id"]), d) for d, h in enumerate(item["hits"]["hits"], start=1)]
-            out[memory_id] = near
+            before, after = next(answers), next(answers)
+            out[memory_id] = [
+                (str(hit["_id"]), distance)
+                for side in (before, after)
+                for distance, hit in enumerate(side["hits"]["hits"], start=1)
+            ]
         return out
 
     def count(self, scopes: Sequence[str] | None = None) -> int:
@@ -345,6 +342,21 @@ class OpenSearchStore(DelegatesKnowledge):
         body = self._knn_body(vector, where, limit)
         return [] if body is None else self._knn_hits(self._search(body))
 
+    def _msearch(self, searches: list[Json], kinds: Sequence[str]) -> list[Json]:
+        """Every search of ``searches`` on the memories index in one ``_msearch``, answers in order.
+
+        Raises ``StoreError`` for the first that failed, naming its kind from ``kinds``.
+        """
+        lines = bodies.msearch_lines(self._names.memories, searches)
+        response = self._cluster.call("searching memories (msearch)", lambda: self._client.msearch(body=lines))
+        answers: list[Json] = response["responses"]
+        for kind, item in zip(kinds, answers, strict=True):
+            if "error" in item:
+                error = item["error"]
+                reason = error.get("reason") if isinstance(error, dict) else error
+                raise StoreError(f"OpenSearch {kind} search failed ({item.get('status')}): {reason}")
+        return answers
+
     def search_legs(self, queries: Sequence[LegQuery], where: SearchFilter, limit: int) -> list[Legs]:
         """Both legs of every query in one ``_msearch`` round trip; see :class:`search.base.LegQuery`."""
         plan: list[tuple[int, str]] = []
@@ -362,13 +374,7 @@ class OpenSearchStore(DelegatesKnowledge):
         ]
         if not searches:
             return legs
-        lines = bodies.msearch_lines(self._names.memories, searches)
-        response = self._cluster.call("searching memories (msearch)", lambda: self._client.msearch(body=lines))
-        for (i, leg), item in zip(plan, response["responses"], strict=True):
-            if "error" in item:
-                error = item["error"]
-                reason = error.get("reason") if isinstance(error, dict) else error
-                raise StoreError(f"OpenSearch {leg} search failed ({item.get('status')}): {reason}")
+        for (i, leg), item in zip(plan, self._msearch(searches, [leg for _, leg in plan]), strict=True):
             if leg == "keyword":
                 legs[i] = replace(legs[i], keyword=self._keyword_hits(item))
             else:

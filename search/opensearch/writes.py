@@ -27,7 +27,7 @@ from search.opensearch.cluster import Cluster
 from search.opensearch.docs import claim_id, from_iso, memory_doc, memory_from_doc, to_iso
 from search.opensearch.errors import Conflict
 
-__all__ = ["MemoryWriter", "Versioned", "claim_body"]
+__all__ = ["MemoryWriter", "Versioned"]
 
 Json = dict[str, Any]
 
@@ -61,7 +61,7 @@ def _backoff(attempt: int) -> None:
     time.sleep(min(0.2, 0.002 * (2 ** min(attempt, 7))) * random.random())
 
 
-def claim_body(memory: Memory) -> Json:
+def _claim_body(memory: Memory) -> Json:
     """The claim document naming ``memory`` the holder of its (scope, content hash), taken now."""
     return {
         "memory_id": memory.id,
@@ -117,7 +117,7 @@ class MemoryWriter:
         Raises ``DuplicateMemoryError`` when another live memory holds it.
         """
         cid = claim_id(memory.scope, memory.content_hash)
-        claim = claim_body(memory)
+        claim = _claim_body(memory)
         client = self._cluster.client
         for attempt in range(_MAX_ATTEMPTS):
             try:
@@ -163,6 +163,15 @@ class MemoryWriter:
             except Conflict:
                 pass
         raise StoreUnavailableError(f"could not claim content {memory.content_hash[:12]} in {memory.scope!r}")
+
+    def create_claims(self, memories: Sequence[Memory]) -> list[Json]:
+        """Create the claim of each memory's (scope, content hash) in one ``_bulk``; each item's
+        result, in order (409: the claim exists, and is left to :meth:`claim` to sort out)."""
+        lines: list[Json] = []
+        for memory in memories:
+            lines.append({"create": {"_index": self._names.claims, "_id": claim_id(memory.scope, memory.content_hash)}})
+            lines.append(_claim_body(memory))
+        return self._cluster.bulk(lines, refresh="false")
 
     def release(self, scope: str, content_hash: str, memory_id: str) -> None:
         """Drop the claim on (scope, content hash) if ``memory_id`` still holds it."""
@@ -293,13 +302,7 @@ class MemoryWriter:
             return [self.write_resolved(m, partial(decide, m)) for m in incoming]
         for memory in incoming:
             memory_doc(memory, self._dimension)  # a bad vector fails here, before anything is written
-        claims: list[Json] = []
-        for memory in incoming:
-            claims.append(
-                {"create": {"_index": self._names.claims, "_id": claim_id(memory.scope, memory.content_hash)}}
-            )
-            claims.append(claim_body(memory))
-        claimed = self._cluster.bulk(claims, refresh="false")
+        claimed = self.create_claims(incoming)
         resolutions: list[Resolution | None] = [None] * len(incoming)
         lines: list[Json] = []
         placed: list[int] = []

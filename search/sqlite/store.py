@@ -48,7 +48,7 @@ from hivemem.model import (
 from hivemem.resolution import Neighbour, Resolution
 from search.base import PlanDecision, SearchFilter
 from search.knowledge_delegate import DelegatesKnowledge
-from search.neighbours import nearest
+from search.neighbours import nearest, neighbour_filter
 from search.query_terms import query_terms
 from search.sqlite.knowledge import KnowledgeTables
 from search.sqlite.memory_index import MemoryIndex
@@ -413,8 +413,8 @@ class SQLiteStore(DelegatesKnowledge):
             return []
         # On this thread, not through the coalescer: this thread holds the writer. The index was
         # synced when the unit began (write_planned).
-        anything = SearchFilter(scopes=[memory.scope], states=tuple(MemoryState))
-        found = {c.id: c.score for c in self._index.vector_search([memory.embedding], anything, limit)[0]}
+        anywhere = neighbour_filter(memory.scope)
+        found = {c.id: c.score for c in self._index.vector_search([memory.embedding], anywhere, limit)[0]}
         held = {m.id: m for m in self.get_many([i for i in found if i not in written])}
         return nearest(memory, found, held, written, limit)
 

@@ -18,7 +18,6 @@ import redis
 from hivemem.config import Settings
 from hivemem.errors import RerankLateError, RerankUnavailableError
 from tests.e2e.helpers import HivememServer
-from tests.rerank_models import tiny_cross_encoder
 from tests.services import CeleryWorker, RedisServer
 from workers.rerank_pool import PoolReranker
 from workers.rerankers import CrossEncoderReranker
@@ -31,11 +30,6 @@ PASSAGES = [
     "Deploys run from the release branch every Tuesday.",
     "Logs are shipped to Loki and kept for 30 days.",
 ]
-
-
-@pytest.fixture(scope="module")
-def cross_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tiny_cross_encoder(tmp_path_factory.mktemp("cross-encoder"))
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from api.cli_opensearch import DEFAULT_DIMENSION, DEFAULT_MODEL_ID
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, MemoryState, MemoryType
 from search.base import ChunkFilter, SearchFilter
+from search.neighbours import neighbour_filter
 from search.opensearch import bodies, knowledge_bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
 from search.opensearch.setup import exported_files, templates
@@ -94,7 +95,7 @@ def test_knn_keyword_hybrid_and_msearch_bodies_are_valid(validator: SpecValidato
 
 @pytest.mark.parametrize("options", OPTIONS, ids=["lucene-cosine", "faiss-innerproduct"])
 def test_the_neighbour_search_of_a_planned_write_is_valid(validator: SpecValidator, options: IndexOptions) -> None:
-    body = bodies.neighbour_search([0.5] * DIM, "github.com/acme/api", 5, options)
+    body = bodies.knn_search([0.5] * DIM, neighbour_filter("github.com/acme/api"), 5, options)
     validator.validate_request("POST", f"/{NAMES.memories}/_search", json.dumps(body))
     # One scope, every state: a write resolves against archived and consolidated memories too.
     where = body["query"]["knn"]["embedding"]["filter"]["bool"]["filter"]

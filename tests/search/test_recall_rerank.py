@@ -19,7 +19,6 @@ from hivemem.config import Settings
 from hivemem.errors import RerankLateError
 from hivemem.rerank import Reranker, RerankGate, RerankPolicy
 from hivemem.schemas import MemoryCreate, RecallRequest, RecallResult
-from tests.rerank_models import tiny_cross_encoder
 
 SCOPE = "github.com/acme/api"
 CALLER = Caller(default_scope=SCOPE)
@@ -118,10 +117,8 @@ def test_a_failed_or_late_reranker_leaves_the_first_stage_order(
     assert {_stage(r) for r in results} == {outcome}
 
 
-def test_a_configured_cross_encoder_runs_in_the_serving_process(settings: Settings, tmp_path: Path) -> None:
-    pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
-    folder = tiny_cross_encoder(tmp_path / "cross")
-    svc = MemoryService.from_settings(settings.model_copy(update={"rerank_model": f"cross:{folder}"}))
+def test_a_configured_cross_encoder_runs_in_the_serving_process(settings: Settings, cross_folder: Path) -> None:
+    svc = MemoryService.from_settings(settings.model_copy(update={"rerank_model": f"cross:{cross_folder}"}))
     try:
         for title, content in NOTES.items():
             svc.memorize(MemoryCreate(title=title, content=content), CALLER)

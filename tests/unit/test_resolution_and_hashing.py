@@ -167,3 +167,10 @@ def test_a_new_memory_is_linked_similar_to_up_to_five_neighbours_from_cosine_040
     below = [Neighbour(_said("far", "Far away."), 0.39)]
     assert resolve(incoming, None, utcnow(), below, POLICY).relations == ()
     assert resolve(incoming, None, utcnow(), near, ResolutionPolicy(neighbours=0)).relations == ()
+
+
+def test_the_edges_a_caller_may_ask_for_are_every_relation_but_derived_from() -> None:
+    from hivemem.model import LinkType, RelationType
+
+    # LinkType is written out (the request schema's enum needs a class); it must stay in step.
+    assert {t.value for t in LinkType} == {t.value for t in RelationType} - {RelationType.DERIVED_FROM.value}

@@ -10,7 +10,6 @@ import pytest
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import ConfigError, EmbeddingError
-from tests.rerank_models import tiny_cross_encoder
 from workers.rerankers import CrossEncoderReranker, EmbedderReranker, load_reranker
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
@@ -20,11 +19,6 @@ PASSAGES = [
     "The billing client times out after 30 seconds, which is far too long for the checkout page.",
     "Logs go to Loki.",
 ]
-
-
-@pytest.fixture(scope="module")
-def cross_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tiny_cross_encoder(tmp_path_factory.mktemp("cross-encoder"))
 
 
 def test_a_cross_encoder_scores_each_pair_with_its_logit(cross_folder: Path) -> None:
