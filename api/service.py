@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from api.undo import undo
 from hivemem.config import Settings
 from hivemem.consolidation import Consolidation
-from hivemem.embedding import Embedder
+from hivemem.embedding import Embedder, parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.engineering import handoff_content
 from hivemem.errors import AuditNotFoundError, ConfirmationRequired, MemoryNotFoundError, StoreError, ValidationError
@@ -197,12 +197,13 @@ class MemoryService:
     def from_settings(cls, settings: Settings, embedder: Embedder | None = None) -> MemoryService:
         """Open the configured store with the configured embedder (loaded lazily).
 
-        The embedder runs on a thread of its own, where calls from every request are batched
-        (:mod:`hivemem.embedding_queue`).
+        The embedder runs on threads of its own, where calls from every request are batched
+        (:mod:`hivemem.embedding_queue`): one, or one per core for a runtime whose calls each take one.
         """
         embedder = embedder or load_embedder(settings)
         if not isinstance(embedder, QueuedEmbedder):
-            embedder = QueuedEmbedder(embedder, max_batch=settings.embed_batch_size)
+            threads = settings.embed_parallel or parallel_calls(embedder)
+            embedder = QueuedEmbedder(embedder, max_batch=settings.embed_batch_size, threads=threads)
         store = open_store(
             settings.resolved_store_url(),
             embedding_model=embedder.model_id,

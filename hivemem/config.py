@@ -33,6 +33,7 @@ __all__ = [
     "WILDCARD_HOSTS",
     "Settings",
     "config_file_path",
+    "default_cache_dir",
     "default_data_dir",
     "redact_url",
 ]
@@ -62,6 +63,12 @@ def redact_url(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def default_cache_dir() -> Path:
+    """Where derived model files are cached: ``$XDG_CACHE_HOME/hivemem`` or ``~/.cache/hivemem``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "hivemem"
 
 
 def default_data_dir() -> Path:
@@ -197,6 +204,11 @@ class Settings(BaseSettings):
         default_factory=default_data_dir,
         description="Folder for the embedded database and caches.",
     )
+    model_cache_dir: Path = Field(
+        default_factory=default_cache_dir,
+        description="Folder for model files hivemem derives from a model: its ONNX copy for `embed_runtime` onnx "
+        "(made once per model; copies of one model, in any data dir, share it).",
+    )
     embed_model: str = Field(
         default="",
         description="Embedding model: a local folder or a hub id. Empty loads the packaged all-MiniLM-L6-v2.",
@@ -207,8 +219,23 @@ class Settings(BaseSettings):
         default=0,
         ge=0,
         le=1024,
-        description="Torch threads per process for embedding; 0 is torch's default (one per core). "
+        description="Threads per model call for embedding (torch's threads per process; onnxruntime's per call); "
+        "0 is the runtime's default (torch: one per core; onnx: one). "
         "`hivemem worker` sets cores / concurrency when this is 0.",
+    )
+    embed_runtime: Literal["auto", "onnx", "torch"] = Field(
+        default="auto",
+        description="What runs the embedding model: `onnx` (onnxruntime on the CPU, on an ONNX copy of the model "
+        "folder exported once under the data dir; the same vectors, about twice as fast as torch, one call per "
+        "core at once), `torch`, or `auto` (onnx on a CPU for a model folder when onnxruntime is installed, "
+        "else torch; a failed export falls back to torch with a warning).",
+    )
+    embed_parallel: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="Model calls run at once in one process (the embedded shape's model threads); 0 lets the "
+        "runtime say: one per core for onnx, one for torch, whose own threads already take every core.",
     )
     embed_max_length: int = Field(
         default=256, ge=8, le=8192, description="Tokens of a memory or a query the embedder reads."

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Embedder", "HashEmbedder"]
+__all__ = ["Embedder", "HashEmbedder", "RunsInParallel", "parallel_calls"]
 
 
 @runtime_checkable
@@ -42,6 +42,21 @@ class Embedder(Protocol):
         """Vectors for document chunks: passages read through the model's document window, which
         is longer than a memory's (a chunk of 1,200 characters runs to about 300 tokens)."""
         ...
+
+
+@runtime_checkable
+class RunsInParallel(Protocol):
+    """An embedder whose calls may run at once from several threads, each on a core of its own."""
+
+    @property
+    def parallel_calls(self) -> int:
+        """How many calls at once use the machine well."""
+        ...
+
+
+def parallel_calls(embedder: Embedder) -> int:
+    """How many calls of ``embedder`` to run at once: what it says, else one."""
+    return max(1, embedder.parallel_calls) if isinstance(embedder, RunsInParallel) else 1
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)

@@ -10,6 +10,10 @@ query first (a recall is waiting on it), then memories' passages, then document 
 runs in the background), up to ``max_batch`` texts. A large bulk is cut into pieces of ``max_batch``
 texts of similar length, so a query waits for at most one piece of it, never the whole bulk, and
 little of a piece is padding.
+
+A runtime whose calls each use one core (onnxruntime, :mod:`workers.onnx_embed`) gets one model
+thread per core (``threads``): the queued texts are then shared between the idle threads rather
+than batched on one, since such a runtime gains nothing from a larger batch and a second core does.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ class _Piece:
 class QueuedEmbedder:
     """An :class:`hivemem.embedding.Embedder` that runs ``inner`` on one thread, batching every caller."""
 
-    def __init__(self, inner: Embedder, *, max_batch: int = 32) -> None:
+    def __init__(self, inner: Embedder, *, max_batch: int = 32, threads: int = 1) -> None:
         self._inner = inner
         self._max_batch = max(1, max_batch)
         self._queries: deque[_Piece] = deque()
@@ -61,8 +65,12 @@ class QueuedEmbedder:
         )
         self._wake = threading.Condition()
         self._closed = False
-        self._thread = threading.Thread(target=self._serve, name="hivemem-embed", daemon=True)
-        self._thread.start()
+        self._idle = 0
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"hivemem-embed-{n}", daemon=True) for n in range(max(1, threads))
+        ]
+        for thread in self._threads:
+            thread.start()
 
     @property
     def inner(self) -> Embedder:
@@ -90,13 +98,19 @@ class QueuedEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return self._submit(self._documents, texts).result()
 
+    @property
+    def threads(self) -> int:
+        """How many model threads embed at once."""
+        return len(self._threads)
+
     def close(self) -> None:
-        """Finish what is queued, then stop the model thread. Later calls raise ``EmbeddingError``."""
+        """Finish what is queued, then stop the model threads. Later calls raise ``EmbeddingError``."""
         with self._wake:
             self._closed = True
-            self._wake.notify()
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
+            self._wake.notify_all()
+        for thread in self._threads:
+            if threading.current_thread() is not thread:
+                thread.join()
 
     def _submit(self, queue: deque[_Piece], texts: Sequence[str]) -> Future[list[list[float]]]:
         request = _Request(len(texts))
@@ -113,7 +127,7 @@ class QueuedEmbedder:
                 end = min(start + self._max_batch, len(texts))
                 positions: Sequence[int] = range(start, end) if order is None else order[start:end]
                 queue.append(_Piece(request, positions, [texts[i] for i in positions]))
-            self._wake.notify()
+            self._wake.notify(len(queue))
         return request.done
 
     def _next_batch(self) -> tuple[Callable[[Sequence[str]], list[list[float]]], list[_Piece]] | None:
@@ -123,11 +137,18 @@ class QueuedEmbedder:
             while not any(queue for queue, _ in self._lanes):
                 if self._closed:
                     return None
+                self._idle += 1
                 self._wake.wait()
+                self._idle -= 1
             queue, embed = next((queue, embed) for queue, embed in self._lanes if queue)
+            limit = self._max_batch
+            if self._idle:
+                # Other threads are free: leave them their share of what is queued.
+                queued = sum(len(piece.texts) for piece in queue)
+                limit = min(limit, -(-queued // (self._idle + 1)))
             batch = [queue.popleft()]
             size = len(batch[0].texts)
-            while queue and size + len(queue[0].texts) <= self._max_batch:
+            while queue and size + len(queue[0].texts) <= limit:
                 piece = queue.popleft()
                 batch.append(piece)
                 size += len(piece.texts)

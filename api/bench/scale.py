@@ -40,6 +40,8 @@ import numpy.typing as npt
 
 from api.bench.throughput import percentile, timed_calls
 from hivemem.config import Settings
+from hivemem.embedding import parallel_calls
+from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfigError
 from hivemem.limits import printable
 from hivemem.model import embedding_text
@@ -99,11 +101,16 @@ def _embedded(settings: Settings, texts: Sequence[str], cache: Path, kind: str) 
     path = cache / f"scale-{kind}-{len(texts)}-{digest.hexdigest()[:16]}.npy"
     if path.exists():
         return np.asarray(np.load(path), dtype=np.float32)
-    embed = embedder.embed_passages if kind == "passages" else embedder.embed_queries
+    # The model threads a server would run, so every core embeds.
+    queued = QueuedEmbedder(embedder, max_batch=settings.embed_batch_size, threads=parallel_calls(embedder))
+    embed = queued.embed_passages if kind == "passages" else queued.embed_queries
     vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
-    for start in range(0, len(texts), 1024):
-        vectors[start : start + 1024] = embed(texts[start : start + 1024])
-        print(f"  embedded {min(start + 1024, len(texts))}/{len(texts)} {kind}", file=sys.stderr)
+    try:
+        for start in range(0, len(texts), 1024):
+            vectors[start : start + 1024] = embed(texts[start : start + 1024])
+            print(f"  embedded {min(start + 1024, len(texts))}/{len(texts)} {kind}", file=sys.stderr)
+    finally:
+        queued.close()
     np.save(path, vectors)
     return vectors
 

@@ -30,6 +30,7 @@ from typing import Any
 from api.bench.local_cluster import RedisServer, WorkerProcess, redis_server_binary
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
+from hivemem.embedding import Embedder, parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfigError
 from hivemem.model import embedding_text
@@ -139,6 +140,17 @@ def shape_service(
         redis_server.stop()
 
 
+def raw_forward_per_s(embedder: Embedder, texts: Sequence[str], batch_size: int) -> float:
+    """The model alone over ``texts``: sorted by length, in batches, as many batches at once as the
+    runtime runs well (:func:`hivemem.embedding.parallel_calls`); texts per second."""
+    ordered = sorted(texts, key=len)
+    batches = [ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size)]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=parallel_calls(embedder)) as pool:
+        list(pool.map(embedder.embed_passages, batches))
+    return len(texts) / (time.perf_counter() - start)
+
+
 def run_throughput(
     settings: Settings,
     *,
@@ -180,14 +192,12 @@ def run_throughput(
             )
             stored = service.store.count([SCOPE])
 
-            # The ceiling: the model alone over the same texts, batched and sorted as the embedder
-            # does, in this process (in the celery shape the workers embed, but the model is the same).
+            # The ceiling: the model alone over the same texts, in this process (in the celery shape
+            # the workers embed, but the model is the same).
             progress("  raw batched forward pass over the same texts")
             inner = service.embedder.inner if isinstance(service.embedder, QueuedEmbedder) else service.embedder
             texts = [embedding_text(r.title, r.content) for r in singles + batch]
-            start = time.perf_counter()
-            inner.embed_passages(texts)
-            raw_per_s = len(texts) / (time.perf_counter() - start)
+            raw_per_s = raw_forward_per_s(inner, texts, settings.embed_batch_size)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     ms = 1000.0

@@ -1,4 +1,4 @@
-"""The model thread: every caller's texts batched on one thread, queries first, errors to their callers."""
+"""The model threads: every caller's texts batched, queries first, errors to their callers."""
 
 from __future__ import annotations
 
@@ -144,6 +144,29 @@ def test_a_failed_batch_fails_its_callers_only_and_the_thread_goes_on() -> None:
             with pytest.raises(EmbeddingError, match="the model failed"):
                 future.result()
     assert len(queued.embed_queries(["after"])) == 1
+    queued.close()
+    with pytest.raises(EmbeddingError, match="closed"):
+        queued.embed_queries(["too late"])
+
+
+def test_several_model_threads_share_what_is_queued_between_them() -> None:
+    """A runtime of one core per call gets a thread per core: queued queries are split between the
+    idle threads, not batched on one, and both threads run at once."""
+    recording = Recording()
+    queued = QueuedEmbedder(recording, max_batch=8, threads=2)
+    assert queued.threads == 2
+    recording.gate.clear()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        first = pool.submit(queued.embed_passages, ["first"])
+        recording.entered.wait()  # one thread is held inside the model
+        queries = [pool.submit(queued.embed_queries, [f"q{i}"]) for i in range(6)]
+        while len({thread for _, _, thread in recording.batches}) < 2:  # the other takes its share
+            threading.Event().wait(0.001)
+        recording.gate.set()
+        for future in [first, *queries]:
+            assert len(future.result()) == 1
+    query_batches = [len(texts) for kind, texts, _ in recording.batches if kind == "query"]
+    assert sum(query_batches) == 6 and max(query_batches) < 6
     queued.close()
     with pytest.raises(EmbeddingError, match="closed"):
         queued.embed_queries(["too late"])

@@ -87,7 +87,7 @@ def test_load_embedder_picks_by_setting() -> None:
     assert load_embedder(Settings(embed_model="hash:32")).dimension == 32
     with pytest.raises(EmbeddingError, match="hash:DIM"):
         load_embedder(Settings(embed_model="hash:2"))
-    assert isinstance(load_embedder(Settings()), TransformersEmbedder)
+    assert isinstance(load_embedder(Settings(embed_runtime="torch")), TransformersEmbedder)
 
 
 def test_missing_model_folder_is_a_clear_error(tmp_path: pytest.TempPathFactory) -> None:
@@ -101,7 +101,7 @@ def test_threads_bound_the_torch_threads_of_the_process() -> None:
 
     before = torch.get_num_threads()
     try:
-        embedder = load_embedder(Settings(embed_threads=1))
+        embedder = load_embedder(Settings(embed_threads=1, embed_runtime="torch"))
         assert isinstance(embedder, TransformersEmbedder)
         embedder.load()
         assert torch.get_num_threads() == 1

@@ -1,0 +1,106 @@
+"""The packaged model on onnxruntime: an ONNX copy exported once, the torch model's own vectors."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hivemem.config import Settings
+from hivemem.embedding import parallel_calls
+from hivemem.errors import EmbeddingError
+from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, load_embedder, packaged_model_path
+from workers.onnx_embed import OnnxEmbedder
+from workers.onnx_export import exported_model
+
+pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
+pytest.importorskip("onnxruntime", reason="the embed extra (onnxruntime) is not installed")
+pytestmark = pytest.mark.model
+
+TEXTS = [
+    "The deployment failed because the disk was full.",
+    "We decided to use PostgreSQL for billing.",
+    "why did the release break?",
+    "Alice prefers tabs over spaces, " * 40,  # past the 256-token window: truncated alike
+    "x",
+]
+
+
+@pytest.fixture(scope="module")
+def torch_model() -> Iterator[TransformersEmbedder]:
+    embedder = TransformersEmbedder()
+    embedder.load()
+    yield embedder
+
+
+@pytest.fixture(scope="module")
+def onnx_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OnnxEmbedder]:
+    embedder = OnnxEmbedder(packaged_model_path(), tmp_path_factory.mktemp("onnx-cache"), model_id=PACKAGED_MODEL_ID)
+    embedder.load()
+    yield embedder
+
+
+def test_the_onnx_copy_gives_the_models_own_vectors(
+    torch_model: TransformersEmbedder, onnx_model: OnnxEmbedder
+) -> None:
+    assert onnx_model.model_id == torch_model.model_id and onnx_model.dimension == 384
+    for kind in ("embed_queries", "embed_passages", "embed_documents"):
+        ours = np.asarray(getattr(onnx_model, kind)(TEXTS))
+        theirs = np.asarray(getattr(torch_model, kind)(TEXTS))
+        assert ours.shape == (len(TEXTS), 384)
+        assert np.linalg.norm(ours, axis=1) == pytest.approx([1.0] * len(TEXTS), abs=1e-5)
+        assert (ours * theirs).sum(axis=1).min() > 0.9999, kind
+
+
+def test_calls_from_several_threads_at_once_get_what_they_would_alone(onnx_model: OnnxEmbedder) -> None:
+    alone = [onnx_model.embed_queries([t])[0] for t in TEXTS]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda t: onnx_model.embed_queries([t])[0], TEXTS * 4))
+    assert np.asarray(together) == pytest.approx(np.asarray(alone * 4), abs=1e-5)
+    assert parallel_calls(onnx_model) >= 1
+
+
+def test_a_model_is_exported_once_and_copies_of_it_share_the_export(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = exported_model(packaged_model_path(), cache)
+    made = first.model_file.stat().st_mtime_ns
+    copy = tmp_path / "copy" / packaged_model_path().name
+    shutil.copytree(packaged_model_path(), copy)
+    again = exported_model(copy, cache)
+    assert again.folder == first.folder and again.model_file.stat().st_mtime_ns == made
+    assert [p.name for p in cache.iterdir()] == [first.folder.name]  # no staging folder left behind
+
+
+def test_the_runtime_is_chosen_by_setting(tmp_path: Path) -> None:
+    assert isinstance(load_embedder(Settings(model_cache_dir=tmp_path)), OnnxEmbedder)
+    assert isinstance(load_embedder(Settings(embed_runtime="torch")), TransformersEmbedder)
+    assert isinstance(load_embedder(Settings(embed_device="cuda")), TransformersEmbedder)  # auto: torch on a GPU
+    with pytest.raises(EmbeddingError, match="runs on the CPU"):
+        load_embedder(Settings(embed_runtime="onnx", embed_device="cuda"))
+    with pytest.raises(EmbeddingError, match="needs a model folder"):
+        load_embedder(Settings(embed_runtime="onnx", embed_model="some-org/some-model"))
+    # A hub id is torch's to download, where the network allows.
+    assert isinstance(load_embedder(Settings(embed_model="some-org/some-model")), TransformersEmbedder)
+
+
+def test_a_damaged_export_falls_back_to_torch_or_is_refused(
+    tmp_path: Path, torch_model: TransformersEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    exported = exported_model(packaged_model_path(), tmp_path)
+    exported.model_file.write_bytes(b"not an onnx model")
+    # With a fallback (the auto runtime): it warns once and embeds with torch.
+    damaged = OnnxEmbedder(packaged_model_path(), tmp_path, model_id=PACKAGED_MODEL_ID, fallback=torch_model)
+    with caplog.at_level(logging.WARNING, logger="workers.onnx_embed"):
+        vectors = damaged.embed_queries(TEXTS[:2])
+        assert damaged.parallel_calls == 1
+    assert vectors == torch_model.embed_queries(TEXTS[:2])
+    assert sum("instead of onnxruntime" in r.message for r in caplog.records) == 1
+    # Without (HIVEMEM_EMBED_RUNTIME=onnx): a clear error naming the model.
+    strict = OnnxEmbedder(packaged_model_path(), tmp_path, model_id=PACKAGED_MODEL_ID)
+    with pytest.raises(EmbeddingError, match="cannot load the ONNX copy"):
+        strict.embed_queries(["a query"])
