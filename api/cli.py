@@ -16,6 +16,7 @@ from api.cli_knowledge import add_parser as add_knowledge_parser
 from api.cli_knowledge import run as run_knowledge
 from api.cli_opensearch import add_parser as add_opensearch_parser
 from api.cli_opensearch import run as run_opensearch
+from api.process_memory import tune_allocator
 from hivemem.config import Settings
 from hivemem.errors import HivememError
 from hivemem.limits import Limits
@@ -236,11 +237,13 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
         from api.main import serve
 
+        tune_allocator()
         serve(settings, host=args.host, port=args.port)
         return 0
     if args.command == "mcp":
         from api.mcp_server import run_stdio
 
+        tune_allocator()
         run_stdio(settings, scope=args.scope)
         return 0
     if args.command == "config":

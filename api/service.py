@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from api.process_memory import release_free_memory
 from api.undo import undo
 from hivemem.config import Settings
 from hivemem.consolidation import Consolidation
@@ -537,6 +538,7 @@ class MemoryService:
                 log.warning("loading the store's index failed: %s", exc)
         gc.collect()
         gc.freeze()
+        release_free_memory()
 
     def ready(self) -> dict[str, bool]:
         """Readiness of each dependency: the store answers, the embedder is usable, and with a

@@ -40,15 +40,27 @@ def open_store(url: str, *, embedding_model: str, dimension: int, settings: Sett
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme == "sqlite":
         from search.sqlite import SQLiteStore
+        from search.sqlite.vector_set import ClusterParams
 
         checked = settings is None or settings.sqlite_integrity_check == "quick"
         timeout_s = 10.0 if settings is None else settings.sqlite_integrity_check_timeout_s
+        clusters = (
+            None
+            if settings is None
+            else ClusterParams(
+                min_rows=settings.vector_cluster_min_rows,
+                probe_rows=settings.vector_probe_rows,
+                probe_share=settings.vector_probe_share,
+            )
+        )
         return SQLiteStore(
             sqlite_path(url),
             embedding_model=embedding_model,
             dimension=dimension,
             integrity_check=checked,
             integrity_check_timeout_s=timeout_s,
+            clusters=clusters,
+            rescore=False if settings is None else settings.vector_rescore,
         )
     if scheme in ("opensearch+http", "opensearch+https"):
         from search.opensearch import OpenSearchStore

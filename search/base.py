@@ -152,7 +152,8 @@ class MemoryStore(Protocol):
     def vector_search(self, vector: Sequence[float], where: SearchFilter, limit: int) -> list[Candidate]:
         """Nearest memories by cosine similarity to ``vector``, best first, at most ``limit``.
 
-        Raises ``EmbeddingMismatchError`` when ``len(vector) != dimension``.
+        A score is the cosine to within 1e-3: a store may score from a compressed copy of the vectors
+        (SQLite's float16 index). Raises ``EmbeddingMismatchError`` when ``len(vector) != dimension``.
         """
         ...
 

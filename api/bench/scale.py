@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from api.bench.throughput import percentile, timed_calls
+from api.process_memory import tune_allocator
 from hivemem.config import Settings
 from hivemem.embedding import parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder
@@ -231,6 +232,7 @@ def _measure(
     from search import SearchFilter
 
     run = settings.model_copy(update={"store_url": f"sqlite:///{db}"})
+    tune_allocator()  # as `hivemem serve` does at start
     began = time.perf_counter()
     service = MemoryService.from_settings(run)
     service.warm_up()

@@ -1,14 +1,13 @@
-"""One scope's share of the in-memory index: vectors, filter fields, lengths and postings, slot by slot.
+"""One scope's share of the in-memory index: filter fields, lengths, postings and vectors, slot by slot.
 
 Slots ``[0, size)`` are live and dense: a removed row's slot is filled by the last row. Every
-filter of a :class:`search.base.SearchFilter` is a vectorised comparison over these arrays.
+filter of a :class:`search.base.SearchFilter` is a vectorised comparison over these arrays, and the
+vectors (:mod:`search.sqlite.vector_set`) are searched through the mask of passing slots.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,9 +16,10 @@ import numpy.typing as npt
 from hivemem.fusion import Candidate
 from hivemem.model import MemoryState, MemoryType
 from search.base import SearchFilter
-from search.sqlite.keyword_index import Postings
+from search.sqlite.keyword_index import Postings, length_norm
+from search.sqlite.vector_set import ClusterParams, VectorSet
 
-__all__ = ["STATE_CODES", "TYPE_CODES", "UNKNOWN_CODE", "Partition", "RowFields"]
+__all__ = ["STATE_CODES", "TYPE_CODES", "UNKNOWN_CODE", "Partition", "RowFields", "VectorHit"]
 
 STATE_CODES = {state.value: code for code, state in enumerate(MemoryState)}
 TYPE_CODES = {kind.value: code for code, kind in enumerate(MemoryType)}
@@ -43,26 +43,13 @@ class RowFields:
     length: int
 
 
-_SPLIT_ROWS = 16_384
-_SCORER_THREADS = min(4, os.cpu_count() or 1)
-_SCORERS = ThreadPoolExecutor(max_workers=_SCORER_THREADS, thread_name_prefix="hivemem-score")
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    """A row found by the vector search, with its float16 score (the caller rescores it exactly)."""
 
-
-def product(matrix: F32, queries: F32) -> F32:
-    """``matrix @ queries.T``, row blocks spread over a few threads of our own.
-
-    BLAS runs single-threaded in this process (:mod:`search.sqlite.memory_index` sets it): OpenBLAS's
-    own threads spin after each call and took the cores from the model's threads, which doubled a
-    recall's latency at 100k memories. Our threads wait on a queue instead, and split the rows just
-    as well (100k rows: 11 ms in one thread, 6.6 ms in two).
-    """
-    n = len(matrix)
-    blocks = min(_SCORER_THREADS, max(1, n // _SPLIT_ROWS))
-    if blocks == 1:
-        return matrix @ queries.T
-    step = -(-n // blocks)
-    parts = [_SCORERS.submit(np.matmul, matrix[start : start + step], queries.T) for start in range(0, n, step)]
-    return np.concatenate([part.result() for part in parts])
+    rowid: int
+    memory_id: str
+    score: float
 
 
 def _among(codes: npt.NDArray[np.int8], allowed: Sequence[int]) -> Mask:
@@ -75,12 +62,20 @@ def _among(codes: npt.NDArray[np.int8], allowed: Sequence[int]) -> Mask:
 class Partition:
     """The rows of one scope."""
 
-    def __init__(self, dimension: int, capacity: int = _INITIAL_CAPACITY) -> None:
+    def __init__(self, dimension: int, clusters: ClusterParams, capacity: int = _INITIAL_CAPACITY) -> None:
         capacity = max(capacity, _INITIAL_CAPACITY)
         self.size = 0
         self.tokens = 0  # the live rows' lengths together, for BM25's average and for compaction
-        self.matrix = np.zeros((capacity, dimension), dtype=np.float32)
-        self.has_vector = np.zeros(capacity, dtype=np.bool_)
+        self.vectors = VectorSet(dimension, clusters)
+        self.labels = np.full(capacity, -1, dtype=np.int64)  # each slot's vector label; -1: no vector
+        # The last search filter's mask of slots and bitmap over vector labels, while nothing changed.
+        self._version = 0
+        self._mask_key: tuple[object, ...] | None = None
+        self._mask: Mask | None = None
+        self._bitmap_key: tuple[object, ...] | None = None
+        self._bitmap: tuple[npt.NDArray[np.uint8] | None, int] = (None, 0)
+        self._norm_key: tuple[int, float] | None = None  # likewise BM25's length norms, per average length
+        self._norm: F64 = np.zeros(0)
         self.states = np.zeros(capacity, dtype=np.int8)
         self.types = np.zeros(capacity, dtype=np.int8)
         self.created = np.zeros(capacity, dtype=np.float64)
@@ -90,18 +85,19 @@ class Partition:
         self.tags: list[frozenset[str]] = []
         self.postings = Postings()
 
-    def _grow(self) -> None:
-        # Grow by half, not double: at 1M rows the transient copy is what sets the peak RSS.
-        capacity = len(self.matrix) + len(self.matrix) // 2
-        self.matrix = np.resize(self.matrix, (capacity, self.matrix.shape[1]))
-        for name in ("has_vector", "states", "types", "created", "lengths", "rowids"):
-            setattr(self, name, np.resize(getattr(self, name), capacity))
+    def _grow(self, capacity: int) -> None:
+        for name in ("labels", "states", "types", "created", "lengths", "rowids"):
+            old = getattr(self, name)
+            grown = np.full(capacity, -1, dtype=old.dtype) if name == "labels" else np.zeros(capacity, old.dtype)
+            grown[: len(old)] = old
+            setattr(self, name, grown)
 
     def put(self, slot: int | None, rowid: int, fields: RowFields, vector: F32 | None) -> int:
         """Write a row into ``slot`` (None: a new slot at the end); returns the slot."""
+        self._version += 1
         if slot is None:
-            if self.size == len(self.matrix):
-                self._grow()
+            if self.size == len(self.rowids):
+                self._grow(self.size + self.size // 2)  # by half: at 1M rows the copy sets the peak RSS
             slot = self.size
             self.size += 1
             self.ids.append(fields.memory_id)
@@ -109,44 +105,77 @@ class Partition:
         else:
             self.ids[slot], self.tags[slot] = fields.memory_id, fields.tags
             self.tokens -= int(self.lengths[slot])
+            label = int(self.labels[slot])
+            if label >= 0 and (vector is None or not self.vectors.holds(label, vector)):
+                self.vectors.kill(label)
+                self.labels[slot] = -1
         self.tokens += fields.length
         self.rowids[slot] = rowid
-        self.has_vector[slot] = vector is not None
-        self.matrix[slot] = 0.0 if vector is None else vector
+        if vector is not None and self.labels[slot] < 0:
+            self.labels[slot] = self.vectors.add(vector[None, :], np.asarray([slot]))[0]
+            self._maintain_vectors()
         self.states[slot], self.types[slot], self.created[slot] = fields.state, fields.memory_type, fields.created
         self.lengths[slot] = fields.length
         return slot
 
+    def put_vectors(self, slots: npt.NDArray[np.int64], vectors: F32) -> None:
+        """Vectors for rows just put without one, in one add (a load adds thousands at a time)."""
+        self._version += 1
+        self.labels[slots] = self.vectors.add(vectors, slots)
+        self._maintain_vectors()
+
+    def _maintain_vectors(self) -> None:
+        relabel = self.vectors.maintain()
+        if relabel is not None:
+            held = self.labels[: self.size] >= 0
+            self.labels[: self.size][held] = relabel[self.labels[: self.size][held]]
+
     def remove(self, slot: int) -> int | None:
         """Free ``slot`` by moving the last row into it; returns the rowid that moved, if any."""
+        self._version += 1
         last = self.size - 1
         moved = None
         self.tokens -= int(self.lengths[slot])
+        if self.labels[slot] >= 0:
+            self.vectors.kill(int(self.labels[slot]))
         if slot != last:
-            self.matrix[slot] = self.matrix[last]
-            for array in (self.has_vector, self.states, self.types, self.created, self.lengths, self.rowids):
+            for array in (self.labels, self.states, self.types, self.created, self.lengths, self.rowids):
                 array[slot] = array[last]
+            if self.labels[slot] >= 0:
+                self.vectors.move(int(self.labels[slot]), slot)
             self.ids[slot], self.tags[slot] = self.ids[last], self.tags[last]
             moved = int(self.rowids[slot])
+        self.labels[last] = -1
         self.ids.pop()
         self.tags.pop()
         self.size = last
         return moved
 
+    def length_norm(self, average_length: float) -> F64:
+        """Each live slot's BM25 length norm for the index's ``average_length``, kept while unchanged."""
+        key = (self._version, average_length)
+        if key != self._norm_key:
+            self._norm = length_norm(self.lengths[: self.size], average_length)
+            self._norm_key = key
+        return self._norm
+
     def set_lengths(self, lengths: npt.NDArray[np.int64]) -> None:
         """Every live row's length at once, from lengths indexed by rowid (the load)."""
         self.lengths[: self.size] = lengths[self.rowids[: self.size]]
         self.tokens = int(self.lengths[: self.size].sum())
+        self._version += 1
 
     def compact_if_stale(self, generation_of: npt.NDArray[np.uint32]) -> None:
-        """Drop old postings once they far outnumber the live ones (rewrites and removals leave them)."""
+        """Drop old postings once they far outnumber the live ones (rewrites and removals leave them),
+        and dead vectors once they outnumber the live ones (:meth:`VectorSet.maintain`)."""
         if self.postings.entries > 4 * max(1, self.tokens):
             self.postings.compact(generation_of)
+        self._maintain_vectors()
 
-    def mask(self, where: SearchFilter, excluded: set[str], *, vectors_only: bool) -> Mask | None:
+    def mask(self, where: SearchFilter, excluded: set[str]) -> Mask | None:
         """Which live slots pass ``where`` (None: all of them)."""
         n = self.size
-        mask: Mask | None = self.has_vector[:n].copy() if vectors_only and not self.has_vector[:n].all() else None
+        mask: Mask | None = None
 
         def narrow(passing: Mask) -> None:
             nonlocal mask
@@ -182,29 +211,48 @@ class Partition:
         picked = chosen if slots is None else slots[chosen]
         return [Candidate(self.ids[s], float(v)) for s, v in zip(picked.tolist(), scores[chosen].tolist(), strict=True)]
 
-    def nearest(self, queries: F32, where: SearchFilter, excluded: set[str], limit: int) -> list[list[Candidate]]:
-        """Per query (rows of ``queries``, unit length), the best ``limit`` vectors passing ``where``."""
-        n = self.size
-        mask = self.mask(where, excluded, vectors_only=True)
-        if mask is None:
-            slots = None
-            scores = product(self.matrix[:n], queries)
-        else:
-            slots = np.flatnonzero(mask)
-            if slots.size == 0:
-                return [[] for _ in queries]
-            # Below about a third of the partition, scoring only the matching rows (a gather) is cheaper.
-            scores = (
-                self.matrix[slots] @ queries.T if slots.size < 0.3 * n else product(self.matrix[:n], queries)[slots]
-            )
-        return [self.best(scores[:, column], slots, limit) for column in range(len(queries))]
+    def _cached_mask(self, where: SearchFilter, excluded: set[str]) -> tuple[tuple[object, ...], Mask | None]:
+        """:meth:`mask`, kept while the rows and the filter are unchanged (most recalls share one
+        filter, and at 1M rows the comparisons cost more than a search), with its key."""
+        key = (self._version, *_filter_key(where), frozenset(excluded))
+        if key != self._mask_key:
+            self._mask = self.mask(where, excluded)
+            self._mask_key = key
+        return key, self._mask
+
+    def nearest(self, queries: F32, where: SearchFilter, excluded: set[str], limit: int) -> list[list[VectorHit]]:
+        """Per query (rows of ``queries``, unit length), about the best ``limit`` vectors passing
+        ``where``, by their float16 scores."""
+        key, mask = self._cached_mask(where, excluded)
+        if key != self._bitmap_key:
+            self._bitmap = self.vectors.passing(mask)
+            self._bitmap_key = key
+        bitmap, passing = self._bitmap
+        found = self.vectors.search(queries, bitmap, passing, limit)
+        ids, rowids = self.ids, self.rowids
+        return [
+            [VectorHit(int(rowids[s]), ids[s], v) for s, v in zip(slots.tolist(), scores.tolist(), strict=True)]
+            for slots, scores in found
+        ]
 
     def matching(self, scores: F64, where: SearchFilter, excluded: set[str], limit: int) -> list[Candidate]:
-        """The best ``limit`` slots with a keyword score (> 0) that pass ``where``."""
-        hit = scores > 0
-        mask = self.mask(where, excluded, vectors_only=False)
-        slots = np.flatnonzero(hit if mask is None else hit & mask)
+        """The best ``limit`` slots with a keyword score (> 0) that pass ``where``; ``scores`` is the
+        caller's to give up (filtered out slots are zeroed in it)."""
+        _, mask = self._cached_mask(where, excluded)
+        if mask is not None:
+            scores[~mask] = 0.0
+        slots = np.flatnonzero(scores)
         return self.best(scores[slots], slots, limit)
+
+
+def _filter_key(where: SearchFilter) -> tuple[object, ...]:
+    return (
+        where.states,
+        where.memory_types,
+        where.created_after,
+        where.created_before,
+        where.tags,
+    )
 
 
 def ranked(hits: Sequence[Candidate], limit: int) -> list[Candidate]:

@@ -28,12 +28,17 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FTS_TOKENIZER", "Postings", "Tokenizer", "bm25_idf"]
+__all__ = ["FTS_TOKENIZER", "Postings", "Tokenizer", "bm25_idf", "length_norm"]
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _K1, _B = 1.2, 0.75
 _IDF_FLOOR = 1e-6
 _WORD_CACHE = 50_000
+
+
+def length_norm(doc_length: npt.NDArray[np.int32], average_length: float) -> npt.NDArray[np.float64]:
+    """BM25's length normalisation of each row, ``k1 · (1 − b + b · length / average)``."""
+    return np.asarray(_K1 * (1 - _B + _B * doc_length / average_length), dtype=np.float64)
 
 
 def bm25_idf(rows: int, containing: int) -> float:
@@ -103,6 +108,9 @@ class Postings:
     def __init__(self) -> None:
         self._terms: dict[str, _Posting] = {}
         self.entries = 0
+        # Whether some postings belong to an older generation of their row (a rewrite or a removal
+        # since the last compaction); until one does, scoring skips the generation check.
+        self.stale = False
 
     def add(self, rowid: int, generation: int, terms: dict[str, int]) -> None:
         """Index a row's terms under its current generation."""
@@ -115,14 +123,20 @@ class Postings:
             posting.generations.append(generation)
         self.entries += len(terms)
 
-    def add_many(self, term: str, rowids: Sequence[int], tfs: Sequence[int], generations: Sequence[int]) -> None:
+    def add_many(
+        self,
+        term: str,
+        rowids: npt.NDArray[np.int64],
+        tfs: npt.NDArray[np.int64],
+        generations: npt.NDArray[np.uint32],
+    ) -> None:
         """Index one term for many rows at once (the load)."""
         posting = self._terms.get(term)
         if posting is None:
             posting = self._terms[term] = _Posting()
-        posting.rowids.extend(rowids)
-        posting.tfs.extend(min(t, 65_535) for t in tfs)
-        posting.generations.extend(generations)
+        posting.rowids.frombytes(rowids.astype(np.uint32).tobytes())
+        posting.tfs.frombytes(np.minimum(tfs, 65_535).astype(np.uint16).tobytes())
+        posting.generations.frombytes(generations.astype(np.uint32).tobytes())
         self.entries += len(rowids)
 
     def compact(self, generation_of: npt.NDArray[np.uint32]) -> None:
@@ -142,12 +156,15 @@ class Postings:
             self._terms[term] = fresh
             live += int(keep.sum())
         self.entries = live
+        self.stale = False
 
     def count(self, term: str, generation_of: npt.NDArray[np.uint32]) -> int:
         """Rows of this partition holding ``term`` now."""
         posting = self._terms.get(term)
         if posting is None:
             return 0
+        if not self.stale:  # a row's postings are one per term until a rewrite leaves old ones
+            return len(posting.rowids)
         rowids = np.frombuffer(posting.rowids, dtype=np.uint32)
         return int(np.count_nonzero(generation_of[rowids] == np.frombuffer(posting.generations, dtype=np.uint32)))
 
@@ -157,19 +174,35 @@ class Postings:
         size: int,
         slot_of: I32,
         generation_of: npt.NDArray[np.uint32],
-        doc_length: I32,
-        average_length: float,
+        norm: F64,
     ) -> F64:
-        """BM25 of every slot for ``phrases`` (term, IDF); 0 where no phrase matches."""
-        total = np.zeros(size, dtype=np.float64)
-        norm = _K1 * (1 - _B + _B * doc_length[:size] / average_length)
+        """BM25 of every slot for ``phrases`` (term, IDF); 0 where no phrase matches. ``norm`` is
+        each slot's :func:`length_norm`."""
+        slots: list[npt.NDArray[np.int32]] = []
+        weights: list[F64] = []
         for term, idf in phrases:
             posting = self._terms.get(term)
             if posting is None:
                 continue
             rowids = np.frombuffer(posting.rowids, dtype=np.uint32)
-            current = generation_of[rowids] == np.frombuffer(posting.generations, dtype=np.uint32)
-            slots = slot_of[rowids[current]]
-            tf = np.frombuffer(posting.tfs, dtype=np.uint16)[current].astype(np.float64)
-            total += np.bincount(slots, weights=idf * tf * (_K1 + 1) / (tf + norm[slots]), minlength=size)
-        return total
+            tf_counts = np.frombuffer(posting.tfs, dtype=np.uint16)
+            if self.stale:
+                current = generation_of[rowids] == np.frombuffer(posting.generations, dtype=np.uint32)
+                rowids, tf_counts = rowids[current], tf_counts[current]
+            term_slots = slot_of[rowids]
+            tf = tf_counts.astype(np.float64)
+            # idf · tf · (k1 + 1) / (tf + norm), in place and in that order (FTS5's arithmetic):
+            # at 1M memories a query's terms hold ~250k postings, and each temporary is a pass.
+            weight = tf * idf
+            weight *= _K1 + 1
+            divisor = norm[term_slots]
+            divisor += tf
+            weight /= divisor
+            slots.append(term_slots)
+            weights.append(weight)
+        if not slots:
+            return np.zeros(size, dtype=np.float64)
+        # One sum over every term's postings: a slot's terms are added in phrase order, as a sum per
+        # term would add them, and a 1M-slot array is written once, not once per term.
+        summed = np.bincount(np.concatenate(slots), weights=np.concatenate(weights), minlength=size)
+        return np.asarray(summed, dtype=np.float64)

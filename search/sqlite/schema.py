@@ -177,4 +177,7 @@ ADDED_COLUMNS = (
 ADDED_INDEXES = (
     # A memory's neighbours in its thread, in order; only memories that belong to a thread.
     "CREATE INDEX IF NOT EXISTS memories_thread ON memories(scope, thread, created_at, id) WHERE thread != ''",
+    # Which of recall's candidates belong to a thread, answered from the index alone: through the id
+    # index a lookup read each candidate's row, 100 random pages a recall (5 ms at 1M memories).
+    "CREATE INDEX IF NOT EXISTS memories_thread_members ON memories(id, scope, thread, created_at) WHERE thread != ''",
 )

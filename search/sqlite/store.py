@@ -51,7 +51,7 @@ from search.knowledge_delegate import DelegatesKnowledge
 from search.neighbours import nearest, neighbour_filter
 from search.query_terms import query_terms
 from search.sqlite.knowledge import KnowledgeTables
-from search.sqlite.memory_index import MemoryIndex
+from search.sqlite.memory_index import ExactVectors, MemoryIndex
 from search.sqlite.rows import (
     ASSIGNMENTS,
     audit_from_row,
@@ -62,6 +62,7 @@ from search.sqlite.rows import (
 )
 from search.sqlite.schema import ADDED_COLUMNS, ADDED_INDEXES, KNOWLEDGE_SCHEMA, MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
 from search.sqlite.sql import fts_query, marks
+from search.sqlite.vector_set import ClusterParams
 
 __all__ = ["SQLiteStore"]
 
@@ -72,6 +73,7 @@ _BUSY_TIMEOUT_S = 30.0
 # The vector change log keeps this many entries; a process further behind reloads every vector.
 _CHANGES_KEPT = 200_000
 _PRUNE_EVERY = 5_000
+_RESCORE_CHUNK = 2_000  # rows per IN list when rescoring, well under SQLite's limit on variables
 # SQLite's codes for a damaged file, as opposed to a busy or missing one.
 _CORRUPT_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 # VM instructions between two looks at the integrity check's deadline.
@@ -111,6 +113,8 @@ class SQLiteStore(DelegatesKnowledge):
         dimension: int,
         integrity_check: bool = True,
         integrity_check_timeout_s: float = 10.0,
+        clusters: ClusterParams | None = None,
+        rescore: bool = False,
     ) -> None:
         self._path = path
         self._in_memory = path == ":memory:"
@@ -131,7 +135,8 @@ class SQLiteStore(DelegatesKnowledge):
         self._init_schema(embedding_model, dimension)
         self._embedding_model = embedding_model
         self._dimension = dimension
-        self._index = MemoryIndex(dimension)
+        self._index = MemoryIndex(dimension, clusters)
+        self._rescore = rescore
         self._knowledge = KnowledgeTables(self._read, self._write, dimension)
         self._vector_searches: Coalescer[tuple[object, int], tuple[Sequence[float], SearchFilter], list[Candidate]] = (
             Coalescer(self._vector_batch)
@@ -414,7 +419,9 @@ class SQLiteStore(DelegatesKnowledge):
         # On this thread, not through the coalescer: this thread holds the writer. The index was
         # synced when the unit began (write_planned).
         anywhere = neighbour_filter(memory.scope)
-        found = {c.id: c.score for c in self._index.vector_search([memory.embedding], anywhere, limit)[0]}
+        # Exact cosines always: they decide reinforce / merge / supersede at fixed thresholds.
+        near = self._index.vector_search([memory.embedding], anywhere, limit, self._exact)[0]
+        found = {c.id: c.score for c in near}
         held = {m.id: m for m in self.get_many([i for i in found if i not in written])}
         return nearest(memory, found, held, written, limit)
 
@@ -508,7 +515,7 @@ class SQLiteStore(DelegatesKnowledge):
         out: dict[str, list[tuple[str, int]]] = {}
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT id, scope, thread, created_at FROM memories "
+                "SELECT id, scope, thread, created_at FROM memories INDEXED BY memories_thread_members "
                 f"WHERE id IN ({marks(memory_ids)}) AND thread != ''",
                 tuple(memory_ids),
             ).fetchall()
@@ -624,12 +631,35 @@ class SQLiteStore(DelegatesKnowledge):
         self, key: tuple[object, int], asked: Sequence[tuple[Sequence[float], SearchFilter]]
     ) -> list[list[Candidate]]:
         self.warm()
-        return self._index.vector_search([vector for vector, _ in asked], asked[0][1], key[1])
+        return self._index.vector_search([vector for vector, _ in asked], asked[0][1], key[1], self._rescorer())
+
+    def _rescorer(self) -> ExactVectors | None:
+        return self._exact if self._rescore else None
+
+    def _exact(self, rowids: Sequence[int]) -> dict[int, tuple[str, bytes]]:
+        """The float32 vectors of the vector leg's candidates, for the index to rescore them exactly."""
+        found: dict[int, tuple[str, bytes]] = {}
+        with self._read() as conn:
+            for start in range(0, len(rowids), _RESCORE_CHUNK):
+                chunk = rowids[start : start + _RESCORE_CHUNK]
+                sql = f"SELECT rowid, id, embedding FROM memories WHERE rowid IN ({marks(chunk)})"
+                found.update((row[0], (row[1], row[2])) for row in conn.execute(sql, chunk))
+        return found
 
     def warm(self) -> None:
-        """Load every row into the in-memory index now (the first search would)."""
+        """Load every row into the in-memory index now (the first search would); later, apply what
+        other connections committed since."""
         with self._read() as conn:
+            if self._in_memory:
+                self._index.sync(conn)
+                return
+            # PRAGMA data_version changes when another connection commits, this process's writer
+            # included: unchanged, there is nothing new for the index (a read, no lookup of the log).
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if getattr(self._local, "synced_version", None) == version:
+                return
             self._index.sync(conn)
+            self._local.synced_version = version
 
     def relations(self, memory_id: str) -> list[Relation]:
         with self._read() as conn:

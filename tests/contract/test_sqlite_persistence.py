@@ -77,11 +77,11 @@ def test_vectors_written_by_another_process_are_seen(tmp_path: Path, embedder: H
         memory = make(embedder, "alpha bravo charlie")
         writer.put(memory)
         where = SearchFilter(scopes=["p"])
-        assert reader.vector_search(memory.embedding or [], where, 1)[0].score == pytest.approx(1.0, abs=1e-5)
+        assert reader.vector_search(memory.embedding or [], where, 1)[0].score == pytest.approx(1.0, abs=2e-3)
         # The other connection rewrites the vector: the reader's cached copy must not be used.
         other = make(embedder, "delta echo foxtrot")
         writer.put(replace(memory, embedding=other.embedding), DuplicatePolicy.OVERWRITE)
-        assert reader.vector_search(other.embedding or [], where, 1)[0].score == pytest.approx(1.0, abs=1e-5)
+        assert reader.vector_search(other.embedding or [], where, 1)[0].score == pytest.approx(1.0, abs=2e-3)
         writer.delete(memory.id)
         assert reader.vector_search(other.embedding or [], where, 1) == []
     finally:
@@ -121,6 +121,7 @@ def test_a_database_from_before_threads_gains_the_column_and_its_index(tmp_path:
     store.close()
     with sqlite3.connect(path) as conn:  # the table as the release before wrote it
         conn.execute("DROP INDEX memories_thread")
+        conn.execute("DROP INDEX memories_thread_members")
         conn.execute("ALTER TABLE memories DROP COLUMN thread")
     reopened = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)
     try:
@@ -133,3 +134,4 @@ def test_a_database_from_before_threads_gains_the_column_and_its_index(tmp_path:
         reopened.close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'memories_thread'").fetchone()
+        assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'memories_thread_members'").fetchone()
