@@ -68,14 +68,13 @@ class Partition:
         self.tokens = 0  # the live rows' lengths together, for BM25's average and for compaction
         self.vectors = VectorSet(dimension, clusters)
         self.labels = np.full(capacity, -1, dtype=np.int64)  # each slot's vector label; -1: no vector
-        # The last search filter's mask of slots and bitmap over vector labels, while nothing changed.
+        # The last search filter's mask of slots and bitmap over vector labels, and BM25's length norms,
+        # while nothing changed: each cache one (key, value) pair, so concurrent searches never read a
+        # key with another key's value.
         self._version = 0
-        self._mask_key: tuple[object, ...] | None = None
-        self._mask: Mask | None = None
-        self._bitmap_key: tuple[object, ...] | None = None
-        self._bitmap: tuple[npt.NDArray[np.uint8] | None, int] = (None, 0)
-        self._norm_key: tuple[int, float] | None = None  # likewise BM25's length norms, per average length
-        self._norm: F64 = np.zeros(0)
+        self._mask_cache: tuple[tuple[object, ...], Mask | None] | None = None
+        self._bitmap_cache: tuple[tuple[object, ...], tuple[npt.NDArray[np.uint8] | None, int]] | None = None
+        self._norm_cache: tuple[tuple[int, float], F64] | None = None
         self.states = np.zeros(capacity, dtype=np.int8)
         self.types = np.zeros(capacity, dtype=np.int8)
         self.created = np.zeros(capacity, dtype=np.float64)
@@ -154,10 +153,12 @@ class Partition:
     def length_norm(self, average_length: float) -> F64:
         """Each live slot's BM25 length norm for the index's ``average_length``, kept while unchanged."""
         key = (self._version, average_length)
-        if key != self._norm_key:
-            self._norm = length_norm(self.lengths[: self.size], average_length)
-            self._norm_key = key
-        return self._norm
+        cached = self._norm_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        norm = length_norm(self.lengths[: self.size], average_length)
+        self._norm_cache = (key, norm)
+        return norm
 
     def set_lengths(self, lengths: npt.NDArray[np.int64]) -> None:
         """Every live row's length at once, from lengths indexed by rowid (the load)."""
@@ -215,19 +216,20 @@ class Partition:
         """:meth:`mask`, kept while the rows and the filter are unchanged (most recalls share one
         filter, and at 1M rows the comparisons cost more than a search), with its key."""
         key = (self._version, *_filter_key(where), frozenset(excluded))
-        if key != self._mask_key:
-            self._mask = self.mask(where, excluded)
-            self._mask_key = key
-        return key, self._mask
+        cached = self._mask_cache
+        if cached is not None and cached[0] == key:
+            return cached
+        self._mask_cache = (key, self.mask(where, excluded))
+        return self._mask_cache
 
     def nearest(self, queries: F32, where: SearchFilter, excluded: set[str], limit: int) -> list[list[VectorHit]]:
         """Per query (rows of ``queries``, unit length), about the best ``limit`` vectors passing
         ``where``, by their float16 scores."""
         key, mask = self._cached_mask(where, excluded)
-        if key != self._bitmap_key:
-            self._bitmap = self.vectors.passing(mask)
-            self._bitmap_key = key
-        bitmap, passing = self._bitmap
+        cached = self._bitmap_cache
+        if cached is None or cached[0] != key:
+            cached = self._bitmap_cache = (key, self.vectors.passing(mask))
+        bitmap, passing = cached[1]
         found = self.vectors.search(queries, bitmap, passing, limit)
         ids, rowids = self.ids, self.rowids
         return [

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
@@ -38,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hivemem.fusion import Candidate
+from hivemem.read_write_lock import ReadWriteLock
 from search.base import SearchFilter
 from search.sqlite.index_partition import (
     STATE_CODES,
@@ -97,7 +97,8 @@ def _vector(blob: object) -> F32 | None:
 
 
 class MemoryIndex:
-    """The rows of one SQLite store, kept in step with the file by its change log. Thread-safe."""
+    """The rows of one SQLite store, kept in step with the file by its change log. Thread-safe:
+    searches run together, applying changes runs alone."""
 
     def __init__(self, dimension: int, clusters: ClusterParams | None = None) -> None:
         _one_blas_thread()
@@ -117,7 +118,7 @@ class MemoryIndex:
         # asked; kept exact by counting inserted rows in, and dropped when a row loses terms.
         self._containing: dict[str, int] = {}
         self._tokenizer = Tokenizer()
-        self._lock = threading.Lock()
+        self._lock = ReadWriteLock()  # searches share it; applying changes takes it alone
         self._applied = 0
         self._loaded = False
 
@@ -208,7 +209,9 @@ class MemoryIndex:
         # Two queries: SQLite answers MAX(seq) or MIN(seq) from the index, but both at once by a scan.
         head = conn.execute("SELECT MAX(seq) FROM vector_changes").fetchone()[0]
         oldest = conn.execute("SELECT MIN(seq) FROM vector_changes").fetchone()[0]
-        with self._lock:
+        if self._loaded and (head is None or head == self._applied):
+            return  # read without the lock: _applied only grows, so a stale value costs one more look
+        with self._lock.writing():
             if self._loaded and (head is None or head == self._applied):
                 return
             if not self._loaded or (oldest is not None and oldest > self._applied + 1):
@@ -340,7 +343,7 @@ class MemoryIndex:
         excluded = set(where.exclude_ids)
         wide = limit + max(8, limit // 4)
         found: list[list[VectorHit]] = [[] for _ in queries]
-        with self._lock:
+        with self._lock.reading():
             for scope in dict.fromkeys(where.scopes):
                 partition = self._partitions.get(scope)
                 if partition is None or partition.size == 0:
@@ -387,7 +390,7 @@ class MemoryIndex:
             return None
         excluded = set(where.exclude_ids)
         hits: list[Candidate] = []
-        with self._lock:
+        with self._lock.reading():
             # FTS5's row count and average length are those of the whole index, every scope.
             rows = sum(p.size for p in self._partitions.values())
             if rows == 0:
