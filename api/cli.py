@@ -1,4 +1,4 @@
-"""The ``hivemem`` command line: serve, mcp, memorize, remember, get, forget, knowledge, config, worker, beat,
+"""The ``hivemem`` command line: serve, mcp, memorize, remember, get, forget, knowledge, config, token, worker, beat,
 bench."""
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from api.cli_knowledge import add_parser as add_knowledge_parser
 from api.cli_knowledge import run as run_knowledge
 from api.cli_opensearch import add_parser as add_opensearch_parser
 from api.cli_opensearch import run as run_opensearch
+from api.cli_tokens import add_parser as add_token_parser
+from api.cli_tokens import run as run_tokens
 from api.process_memory import tune_allocator
 from hivemem.config import Settings
 from hivemem.errors import HivememError
@@ -147,6 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     add_knowledge_parser(sub)
     sub.add_parser("config", help="print the effective settings")
     add_opensearch_parser(sub)
+    add_token_parser(sub)
 
     worker = sub.add_parser("worker", help="run a Celery worker of the distributed shape (needs HIVEMEM_BROKER_URL)")
     worker.add_argument("--queues", default=",".join(QUEUES), help=f"comma list (default all: {','.join(QUEUES)})")
@@ -253,6 +256,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return run_opensearch(args, settings)
     if args.command == "knowledge":
         return run_knowledge(args, settings)
+    if args.command == "token":
+        return run_tokens(args, settings)
     if args.command == "bench":
         return _bench(args, settings)
     if args.command in ("worker", "beat"):

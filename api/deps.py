@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 
 from api.service import Caller, MemoryService
+from hivemem.access import Access
 from hivemem.errors import ValidationError
 from hivemem.model import GLOBAL_SCOPE
 from hivemem.schemas import ScopeName
@@ -22,6 +23,7 @@ def get_service(request: Request) -> MemoryService:
 
 
 def get_caller(
+    request: Request,
     scope: Annotated[
         ScopeName | None,
         Header(
@@ -30,8 +32,12 @@ def get_caller(
         ),
     ] = None,
 ) -> Caller:
-    """The caller of this request. Without auth (loopback only) everyone is ``local``; a caller that
-    names no scope, in the call or in the ``X-Hivemem-Scope`` header, works in the global scope."""
+    """The caller of this request: its token's principal and grants (:mod:`api.auth`), or, with no
+    token needed, the trusted ``local``. A caller that names no scope, in the call or in the
+    ``X-Hivemem-Scope`` header, works in its personal scope, or the global one for ``local``."""
+    access: Access | None = getattr(request.state, "access", None)
+    if access is not None:
+        return Caller.of(access, scope=scope)
     return Caller(principal="local", default_scope=GLOBAL_SCOPE if scope is None else scope)
 
 

@@ -20,6 +20,7 @@ from starlette.routing import Match
 from api.service import FORGET_NEEDS_CONFIRM
 from hivemem.errors import (
     AuditNotFoundError,
+    AuthenticationError,
     BrokerUnavailableError,
     ConfigError,
     ConfirmationRequired,
@@ -33,9 +34,12 @@ from hivemem.errors import (
     JobNotFoundError,
     MemoryNotFoundError,
     NotAGoalError,
+    PermissionDeniedError,
     SourceNotFoundError,
     StoreCorruptError,
     StoreUnavailableError,
+    TokenNotFoundError,
+    TooManyAttempts,
     UndoRefused,
     ValidationError,
 )
@@ -55,6 +59,10 @@ _STATUS: tuple[tuple[type[HivememError], int, str], ...] = (
     (DocumentNotFoundError, 404, "document_not_found"),
     (DocumentAccessDenied, 403, "document_access_denied"),
     (ValidationError, 422, "validation_error"),
+    (TooManyAttempts, 429, "too_many_requests"),
+    (AuthenticationError, 401, "unauthorized"),
+    (PermissionDeniedError, 403, "forbidden"),
+    (TokenNotFoundError, 404, "token_not_found"),
     (ConfirmationRequired, 400, "confirmation_required"),
     (MemoryNotFoundError, 404, "not_found"),
     (SourceNotFoundError, 404, "source_not_found"),
@@ -103,13 +111,18 @@ def _described(description: str) -> dict[str, Any]:
 # Documented on every route, so the OpenAPI lists each status the server can answer.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: _described("The body is not JSON (broken, not UTF-8, nested too deep) or a confirmation is missing."),
-    403: _described("A web page of an origin not in `HIVEMEM_CORS_ORIGINS` sent the request."),
+    401: _described("A token is needed (a team server, or tokens exist) and none, or no live one, was sent."),
+    403: _described(
+        "The caller's grants do not allow this in that scope, or a web page of an origin not in "
+        "`HIVEMEM_CORS_ORIGINS` sent the request."
+    ),
     404: _described("No such memory, job or route (or not in the caller's scopes)."),
     405: _described("The route does not take this method."),
     409: _described("A conflict with what is stored (another embedding model, a record already undone)."),
     413: _described("The body is larger than `HIVEMEM_MAX_REQUEST_BYTES`."),
     421: _described("The `Host` header names a host this server does not answer to."),
     422: _described("A field is invalid; `field` and `detail` say which and why. Nothing was written."),
+    429: _described("Too many bad tokens from this address, or requests of this token; see `Retry-After`."),
     500: _described("An internal error, or a job that failed."),
     503: _described("The store, the embedder or the job broker is unavailable. Retrying is safe."),
 }
@@ -134,7 +147,8 @@ def install_handlers(app: FastAPI) -> None:
         status, code = status_of(exc)
         extra = {"field": exc.field} if isinstance(exc, ValidationError) and exc.field else {}
         message = str(exc) + (RETRY_HINT if status == 503 else "")
-        return JSONResponse(_body(code, message, **extra), status_code=status)
+        headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, TooManyAttempts) else None
+        return JSONResponse(_body(code, message, **extra), status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -95,16 +95,14 @@ def _headers(scope: Scope) -> dict[str, str]:
     return found
 
 
-async def send_error(send: Send, status: int, code: str, message: str, **extra: str) -> None:
+async def send_error(
+    send: Send, status: int, code: str, message: str, *, headers: dict[str, str] | None = None, **extra: str
+) -> None:
     """Answer with hivemem's error body (``{error, message, …}``) from raw ASGI, before any route."""
     body = json.dumps({"error": code, "message": message, **extra}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(key.encode("latin-1"), value.encode("latin-1")) for key, value in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
 
 

@@ -49,7 +49,6 @@ from hivemem.knowledge_schemas import (
 )
 from hivemem.model import utcnow
 from hivemem.schemas import JobPublic
-from hivemem.scope import recall_scopes
 from search.base import ChunkFilter, Store
 from search.knowledge_recall import KnowledgeSearcher
 from search.recall import RecallParams
@@ -101,7 +100,7 @@ class KnowledgeService:
 
     def search(self, request: KnowledgeSearchRequest, caller: Caller, access: FileAccess) -> KnowledgeSearchResponse:
         """Chunks of the scope set (scope + global) for the query; with ``source``, of that document only."""
-        scopes = recall_scopes(caller.scope_for(request.scope, write=False))
+        scopes = caller.readable(request.scope)
         indexed = None
         uri = None
         if request.source is not None:
@@ -139,7 +138,7 @@ class KnowledgeService:
 
     def _stored(self, uri: str, caller: Caller, requested: str | None) -> tuple[KnowledgeSource, list[KnowledgeChunk]]:
         """The stored document ``uri`` of the scope set (scope first, then global) and its chunks."""
-        for scope in recall_scopes(caller.scope_for(requested, write=False)):
+        for scope in caller.readable(requested):
             held = self.store.get_source(scope, uri)
             if held is not None:
                 return held, self.store.source_chunks(scope, uri)
@@ -154,7 +153,7 @@ class KnowledgeService:
             compiled = regex.compile(request.pattern, flags)
         except regex.error as exc:
             raise ValidationError(f"pattern: not a valid regular expression ({exc})", field="pattern") from exc
-        scopes = recall_scopes(caller.scope_for(request.scope, write=False))
+        scopes = caller.readable(request.scope)
         uri = None if request.source is None else self._uri(request.source, access)
         cap = min(request.limit, self.settings.knowledge_match_max_results)
         deadline = time.monotonic() + self.settings.knowledge_match_budget_s
@@ -214,7 +213,7 @@ class KnowledgeService:
 
     def sources(self, caller: Caller, scope: str | None = None) -> list[SourcePublic]:
         """The documents indexed in the scope set."""
-        return [SourcePublic.of(s) for s in self.store.sources(recall_scopes(caller.scope_for(scope, write=False)))]
+        return [SourcePublic.of(s) for s in self.store.sources(caller.readable(scope))]
 
     # -- bulk ----------------------------------------------------------------------------------
 

@@ -11,15 +11,18 @@ from fastapi import Depends, FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import hivemem
+from api.auth import METADATA_PATH, Authenticator, AuthGate, protected_resource_metadata
 from api.deps import no_repeated_query_parameters
 from api.errors import ERROR_RESPONSES, install_handlers
 from api.guard import RequestGuard
 from api.mcp_endpoint import ProjectEndpoint
 from api.mcp_server import build_mcp
-from api.routes import health, jobs, knowledge, memories
+from api.routes import health, jobs, knowledge, memories, tokens
 from api.service import MemoryService
 from api.shutdown import stopping_on_signals
 from hivemem.config import Settings, redact_url
@@ -27,7 +30,7 @@ from hivemem.limits import Limits
 from hivemem.schemas import request_schemas
 from hivemem.scope import SCOPE_HEADER
 
-__all__ = ["create_app", "serve"]
+__all__ = ["announce_first_admin", "create_app", "serve"]
 
 MCP_METHODS = ["GET", "POST", "DELETE"]
 
@@ -37,6 +40,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     settings = settings or Settings()
     limits = Limits.from_settings(settings)
     holder: dict[str, MemoryService] = {}
+    gate: dict[str, Authenticator] = {}
     mcp = build_mcp(lambda: holder["service"], limits=limits)
     # Called for its session manager; the routes are this app's own. Host and Origin checks are
     # the RequestGuard's, for every route alike, so the SDK's own copy of them is off.
@@ -56,6 +60,9 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
             await anyio.to_thread.run_sync(opened.warm_up)
             opened.start_sleep_timer()
         holder["service"] = opened
+        gate["authenticator"] = Authenticator(opened.store, opened.tokens.key, settings)
+        # Learn now, while the store answers, whether tokens exist (see Authenticator._any_token).
+        await anyio.to_thread.run_sync(gate["authenticator"].tokens_required, None)
         app.state.service = opened
         try:
             async with mcp.session_manager.run():
@@ -76,10 +83,20 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     app.include_router(memories.build_router(request_schemas(limits)))
     app.include_router(knowledge.router)
     app.include_router(jobs.router)
+    app.include_router(tokens.router)
     app.include_router(health.router)
     endpoint = ProjectEndpoint(StreamableHTTPASGIApp(mcp.session_manager))
     app.router.routes.append(Route("/mcp", endpoint=endpoint, methods=MCP_METHODS))
     app.router.routes.append(Route("/mcp/{project:path}", endpoint=endpoint, methods=MCP_METHODS))
+
+    async def resource_metadata(request: Request) -> JSONResponse:
+        base = f"{request.url.scheme}://{request.headers.get('host', request.url.netloc)}"
+        return JSONResponse(protected_resource_metadata(base))
+
+    app.router.routes.append(Route(METADATA_PATH, endpoint=resource_metadata, methods=["GET"]))
+    app.router.routes.append(Route(METADATA_PATH + "/mcp", endpoint=resource_metadata, methods=["GET"]))
+    # Innermost of the three: CORS answers preflights (which carry no token) before it.
+    app.add_middleware(AuthGate, authenticator=lambda: gate["authenticator"])
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -99,6 +116,17 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     return app
 
 
+def announce_first_admin(service: MemoryService) -> None:
+    """A team server's first start: create the admin token and print it, this once."""
+    issued = service.tokens.first_admin()
+    if issued is not None:
+        print(
+            f"team server: created the first admin token (principal {issued.principal!r}, grants *:admin). "
+            f"It is shown this once; keep it secret:\n{issued.token}",
+            flush=True,
+        )
+
+
 def serve(settings: Settings, *, host: str | None = None, port: int | None = None) -> None:
     """Open the store, then run the app with uvicorn on ``host:port`` (defaults from settings).
 
@@ -114,6 +142,8 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     service = MemoryService.from_settings(settings)
     try:
         service.warm_up()
+        if settings.team:
+            announce_first_admin(service)
         for warning in service.warnings():
             print(f"warning: {warning}", file=sys.stderr, flush=True)
         jobs = f"on Celery workers via {redact_url(settings.broker_url)}" if settings.broker_url else "in-process"

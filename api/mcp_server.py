@@ -37,6 +37,7 @@ from api.errors import tool_error
 from api.mcp_knowledge import knowledge_tool
 from api.service import Caller, MemoryService
 from api.shutdown import sigterm_as_sigint
+from hivemem.access import Access
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
 from hivemem.limits import DEFAULT_LIMITS, Limits
@@ -243,7 +244,11 @@ def build_mcp(
     FileList = Annotated[list[FilePath], Field(max_length=limits.max_related_files)]
 
     def caller(ctx: Context[Any, Any]) -> Caller:
-        return http_session(ctx.headers, session).caller()
+        base = http_session(ctx.headers, session).caller()
+        # The token's grants, put in the request's state by api.auth.AuthGate (HTTP only).
+        state = getattr(getattr(ctx.request_context, "request", None), "state", None)
+        access: Access | None = getattr(state, "access", None)
+        return base if access is None else Caller.of(access, scope=base.default_scope, locked=base.locked)
 
     def memorize(
         ctx: Context[Any, Any],

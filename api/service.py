@@ -13,21 +13,29 @@ import functools
 import gc
 import logging
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from api.caller import Caller
 from api.process_memory import release_free_memory
 from api.undo import undo
+from hivemem.access import Role
 from hivemem.config import Settings
 from hivemem.consolidation import Consolidation
 from hivemem.embedding import Embedder, parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.engineering import handoff_content
-from hivemem.errors import AuditNotFoundError, ConfirmationRequired, MemoryNotFoundError, StoreError, ValidationError
+from hivemem.errors import (
+    AuditNotFoundError,
+    ConfirmationRequired,
+    MemoryNotFoundError,
+    PermissionDeniedError,
+    StoreError,
+    ValidationError,
+)
 from hivemem.hashing import content_hash
 from hivemem.model import (
-    GLOBAL_SCOPE,
     AuditEvent,
     Link,
     Memory,
@@ -62,7 +70,6 @@ from hivemem.schemas import (
     SleepResult,
     UndoResult,
 )
-from hivemem.scope import recall_scopes
 from hivemem.tickets import Ticket
 from search import SearchFilter, Store, open_store
 from search.base import DEFAULT_STATES, Warms
@@ -76,6 +83,7 @@ from workers.sleep_timer import SleepTimer
 
 if TYPE_CHECKING:
     from api.knowledge_service import KnowledgeService
+    from api.token_service import TokenService
 
 log = logging.getLogger(__name__)
 
@@ -88,42 +96,6 @@ FORGET_NEEDS_CONFIRM = (
     "forget deletes a memory for good: call again with confirm=true. "
     "Old memories fade on their own; forget only what is wrong or harmful."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is calling and where they work.
-
-    ``default_scope`` is the scope of a call that names none; None when the caller named no project
-    (an MCP client over HTTP without one): a write must then name a scope or the global one.
-    ``locked``: the caller works in ``default_scope`` (and global) only; naming another is refused.
-    """
-
-    principal: str = "local"
-    default_scope: str | None = GLOBAL_SCOPE
-    locked: bool = False
-
-    def scope_for(self, requested: str | None, *, write: bool) -> str:
-        """The scope a call works in: ``requested`` if given and allowed, else the default.
-
-        Raises ``ValidationError`` for another scope than a locked session's, and for a write with
-        no scope at all.
-        """
-        if requested is not None and self.locked and requested not in (self.default_scope, GLOBAL_SCOPE):
-            raise ValidationError(
-                f"this session is locked to scope {self.default_scope!r} (and global); it cannot work in {requested!r}",
-                field="scope",
-            )
-        scope = self.default_scope if requested is None else requested
-        if scope is not None:
-            return scope
-        if write:
-            raise ValidationError(
-                "this connection names no project: pass `scope` (e.g. github.com/acme/api), or `global: true` "
-                "for a memory every project shares",
-                field="scope",
-            )
-        return GLOBAL_SCOPE
 
 
 def make_runner(settings: Settings, store: Store, embedder: Embedder) -> Runner:
@@ -220,6 +192,14 @@ class MemoryService:
 
         return KnowledgeService(self.settings, self.store, self.embedder, self.runner)
 
+    @functools.cached_property
+    def tokens(self) -> TokenService:
+        """The team server's tokens in the same store (:mod:`api.token_service`)."""
+        from api.auth import server_key
+        from api.token_service import TokenService
+
+        return TokenService(self.store, server_key(self.settings))
+
     def with_mode(self, mode: RetrievalMode) -> None:
         """Switch which recall legs run (benchmarks and diagnostics)."""
         self.recaller.params = RecallParams.from_settings(self.settings, mode)
@@ -242,7 +222,7 @@ class MemoryService:
             created_at=now,
             updated_at=now,
             details=request.details,
-            requested_links=self._checked_links(request, scope),
+            requested_links=self._checked_links(request, scope, caller),
             thread=request.thread or "",
         )
 
@@ -250,12 +230,12 @@ class MemoryService:
         """The memories of a bulk request, in its order (see :func:`_in_order`)."""
         return _in_order([self._new_memory(r, caller) for r in requests])
 
-    def _checked_links(self, request: MemoryCreate, scope: str) -> tuple[Link, ...]:
+    def _checked_links(self, request: MemoryCreate, scope: str, caller: Caller) -> tuple[Link, ...]:
         """The edges ``request`` asks for, each to a memory readable from ``scope``; else a
         ``MemoryNotFoundError`` naming the first that is not, before anything is written."""
         if not request.related_to:
             return ()
-        readable = recall_scopes(scope)
+        readable = caller.readable(scope)
         found = {m.id: m for m in self.store.get_many([k.target_id for k in request.related_to])}
         for i, asked in enumerate(request.related_to):
             target = found.get(asked.target_id)
@@ -310,7 +290,7 @@ class MemoryService:
         What is returned is reinforced (access count, last access) by a background job, unless
         ``reinforce`` is False: internal searches (benchmarks, resolution) must not skew decay.
         """
-        scopes = recall_scopes(caller.scope_for(request.scope, write=False))
+        scopes = caller.readable(request.scope)
         where = SearchFilter(
             scopes=scopes,
             memory_types=tuple(request.memory_types or ()),
@@ -350,14 +330,14 @@ class MemoryService:
     def _visible(self, memory_id: str, caller: Caller, scope: str | None) -> Memory:
         """The memory, if it is in the caller's recall scopes; else the same error as for an unknown id."""
         memory = self.store.get(memory_id)
-        if memory.scope not in recall_scopes(caller.scope_for(scope, write=False)):
+        if memory.scope not in caller.readable(scope):
             raise MemoryNotFoundError(f"no memory with id {memory_id}")
         return memory
 
     def get(self, memory_id: str, caller: Caller = Caller(), *, scope: str | None = None) -> MemoryPublic:
         """One memory by id, from the caller's scope (or ``scope``) plus global. Raises ``MemoryNotFoundError``."""
         memory = self._visible(memory_id, caller, scope)
-        readable = recall_scopes(caller.scope_for(scope, write=False))
+        readable = caller.readable(scope)
         edges = self.store.relations(memory.id)
         ends = {m.id: m.scope for m in self.store.get_many([r.other_end(memory.id) for r in edges])}
         # An edge to a memory the caller cannot read is not shown: its id would say that it exists.
@@ -373,7 +353,9 @@ class MemoryService:
         """
         if not confirm:
             raise ConfirmationRequired(FORGET_NEEDS_CONFIRM)
-        self._visible(memory_id, caller, scope)
+        memory = self._visible(memory_id, caller, scope)
+        # A writer forgets what it wrote; anyone else's memory takes an admin of its scope.
+        caller.require(memory.scope, Role.WRITE if memory.author == caller.principal else Role.ADMIN)
         removed = self.store.delete(memory_id)
         self.store.audit(
             AuditEvent(
@@ -389,7 +371,7 @@ class MemoryService:
     def audit_log(self, memory_id: str, caller: Caller = Caller(), *, scope: str | None = None) -> list[AuditPublic]:
         """The audit records of one memory (it may be gone: a forget is audited), oldest first, of
         the caller's scope (or ``scope``) plus global."""
-        readable = recall_scopes(caller.scope_for(scope, write=False))
+        readable = caller.readable(scope)
         return [AuditPublic.of(e) for e in self.store.audit_log(memory_id) if e.scope in readable]
 
     def undo(self, audit_id: str, caller: Caller = Caller()) -> UndoResult:
@@ -400,9 +382,10 @@ class MemoryService:
         """
         event = self.store.audit_event(audit_id)
         try:
-            caller.scope_for(event.scope, write=True)
-        except ValidationError:
+            caller.scope_for(event.scope, write=False)
+        except (ValidationError, PermissionDeniedError):
             raise AuditNotFoundError(f"no audit record with id {audit_id}") from None
+        caller.require(event.scope, Role.ADMIN)
         restored = undo(self.store, self.embedder, event, caller.principal)
         return UndoResult(audit_id=event.id, action=event.action, restored=restored)
 

@@ -415,8 +415,37 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="Address `hivemem serve` binds.")
     allow_unauthenticated_network: bool = Field(
         default=False,
-        description="Allow `serve` on a non-loopback address. There are no tokens yet, so anyone who can "
-        "reach the port can read and write every memory: only for a private network (e.g. a container).",
+        description="Allow `serve` on a non-loopback address without `HIVEMEM_TEAM`: until a token is created, "
+        "anyone who can reach the port reads and writes every memory. Only for a private network (e.g. a container).",
+    )
+    team: bool = Field(
+        default=False,
+        description="Serve as a team server: every HTTP request needs a bearer token (`hivemem token create`), "
+        "and the first start creates an admin token and prints it once. Allows a non-loopback bind.",
+    )
+    trust_loopback: bool = Field(
+        default=False,
+        description="Let requests from a loopback address in without a token even once tokens exist (a "
+        "single-user laptop). Off by default: a token, once created, is needed by every HTTP request.",
+    )
+    token_secret: str = Field(
+        default="",
+        description="The key tokens are hashed with (HMAC-SHA256). Empty: a random key kept in `token.key` in "
+        "the data folder. Set the same value on every gateway of one store.",
+        repr=False,
+    )
+    rate_limit_per_min: int = Field(
+        default=1200,
+        ge=0,
+        le=1_000_000,
+        description="Requests one token may make per minute (429 past it); 0: no limit.",
+    )
+    auth_failures_per_min: int = Field(
+        default=20,
+        ge=1,
+        le=100_000,
+        description="Requests with a bad token one client address may make per minute before every request "
+        "of that address is refused (429) for the rest of the minute.",
     )
     allowed_hosts: CommaList = Field(
         default=(),
@@ -516,10 +545,11 @@ class Settings(BaseSettings):
                 "redis://HOST:PORT/DB (or rediss://), or leave it empty to run jobs in-process"
             )
         if self.host not in LOOPBACK_HOSTS:
-            if not self.allow_unauthenticated_network:
+            if not (self.team or self.allow_unauthenticated_network):
                 raise ValueError(
                     f"host: binding {self.host!r} would expose every memory without authentication; bind a "
-                    "loopback address, or set HIVEMEM_ALLOW_UNAUTHENTICATED_NETWORK=true on a private network"
+                    "loopback address, serve as a team server with tokens (HIVEMEM_TEAM=true), or set "
+                    "HIVEMEM_ALLOW_UNAUTHENTICATED_NETWORK=true on a private network"
                 )
             if not self.allowed_hosts:
                 raise ValueError(

@@ -7,6 +7,9 @@
     │       ├── DocumentNotFoundError    no such file (or URL answered 404)
     │       └── DocumentAccessDenied     the server may not read that file for this caller
     ├── ConfirmationRequired     a destructive call came without confirm=true
+    ├── AuthenticationError      no token, or not a live one (HTTP 401)
+    │   └── TooManyAttempts          too many failed tokens from one address, or calls of one token (429)
+    ├── PermissionDeniedError    the caller's grants do not allow this (HTTP 403)
     ├── EmbeddingError           the embedder could not load or encode
     ├── JobError                 a background job failed
     │   ├── JobNotFoundError         no job with that id (or it has expired)
@@ -14,6 +17,7 @@
     └── StoreError               the store could not do what was asked
         ├── MemoryNotFoundError      no memory with that id (in the caller's scopes)
         ├── SourceNotFoundError      no indexed document with that uri or key (in the caller's scopes)
+        ├── TokenNotFoundError       no token with that id
         ├── DuplicateMemoryError     the id exists and the policy is FAIL
         ├── EmbeddingMismatchError   the store was built with another model or dimension
         └── StoreUnavailableError    the store cannot be reached or is locked
@@ -26,6 +30,7 @@ Backends translate their driver errors at their boundary (``raise … from exc``
 from __future__ import annotations
 
 __all__ = [
+    "AuthenticationError",
     "BrokerUnavailableError",
     "ConfigError",
     "ConfirmationRequired",
@@ -39,12 +44,15 @@ __all__ = [
     "JobError",
     "JobNotFoundError",
     "MemoryNotFoundError",
+    "PermissionDeniedError",
     "RerankLateError",
     "RerankUnavailableError",
     "SourceNotFoundError",
     "StoreCorruptError",
     "StoreError",
     "StoreUnavailableError",
+    "TokenNotFoundError",
+    "TooManyAttempts",
     "ValidationError",
 ]
 
@@ -97,6 +105,22 @@ class NotAGoalError(HivememError):
     """A goal's operation (consolidate) was asked of a memory of another type."""
 
 
+class AuthenticationError(HivememError):
+    """The request carries no token, or one that is unknown, revoked or expired."""
+
+
+class TooManyAttempts(AuthenticationError):
+    """Too many requests: failed tokens from one address, or calls of one token past its rate limit."""
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class PermissionDeniedError(HivememError):
+    """The caller is known, but its grants do not allow this call in this scope."""
+
+
 class EmbeddingError(HivememError):
     """The embedding model could not be loaded or failed to encode."""
 
@@ -135,6 +159,10 @@ class AuditNotFoundError(StoreError):
 
 class SourceNotFoundError(StoreError):
     """No indexed document with that uri or key exists in the caller's scopes."""
+
+
+class TokenNotFoundError(StoreError):
+    """No token with that id."""
 
 
 class DuplicateMemoryError(StoreError):

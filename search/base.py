@@ -26,6 +26,7 @@ from hivemem.fusion import Candidate
 from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import AuditEvent, DuplicatePolicy, FusionMethod, Memory, MemoryState, MemoryType, Relation
 from hivemem.resolution import Neighbour, Resolution
+from hivemem.tokens import TokenRecord
 
 __all__ = [
     "DEFAULT_STATES",
@@ -41,6 +42,7 @@ __all__ = [
     "SearchFilter",
     "SearchesLegsTogether",
     "Store",
+    "TokenStore",
     "Warms",
 ]
 
@@ -256,7 +258,33 @@ class KnowledgeStore(Protocol):
         ...
 
 
-class Store(MemoryStore, RelationStore, KnowledgeStore, Protocol):
+class TokenStore(Protocol):
+    """The team server's tokens: records of who holds one and what it may do, never the token itself."""
+
+    def put_token(self, record: TokenRecord) -> None:
+        """Store a new token record. Raises ``DuplicateMemoryError`` if its id exists (ids are random)."""
+        ...
+
+    def get_token(self, token_id: str) -> TokenRecord | None:
+        """The record with that id, revoked and expired ones included; None if there is none.
+
+        Read from the store on every call (no cache), so a revocation counts from the next request.
+        """
+        ...
+
+    def tokens(self) -> list[TokenRecord]:
+        """Every token record, oldest first."""
+        ...
+
+    def revoke_token(self, token_id: str, at: datetime) -> TokenRecord:
+        """Mark a token revoked at ``at`` (a revoked one keeps its first revocation time).
+
+        Raises ``TokenNotFoundError`` for an unknown id.
+        """
+        ...
+
+
+class Store(MemoryStore, RelationStore, KnowledgeStore, TokenStore, Protocol):
     """A durable home for memories, their vectors, relations, audit records and knowledge."""
 
     @property

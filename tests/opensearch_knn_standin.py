@@ -29,22 +29,28 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
 
-def _scored(clause: dict[str, Any], size: int, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The plugin's answer over ``hits`` (the documents passing the filter): best ``k`` by cosine."""
+def _scored(clause: dict[str, Any], size: int, hits: list[dict[str, Any]], source: Any) -> list[dict[str, Any]]:
+    """The plugin's answer over ``hits`` (the documents passing the filter): best ``k`` by cosine,
+    each with the ``_source`` fields the body asked for (none when it asked for none)."""
     scored = [
-        {"_id": h["_id"], "_score": (1.0 + _cosine(clause["vector"], h["_source"][_FIELD])) / 2.0}
+        {
+            "_id": h["_id"],
+            "_score": (1.0 + _cosine(clause["vector"], h["_source"][_FIELD])) / 2.0,
+            **({"_source": {k: v for k, v in h["_source"].items() if k in source}} if source else {}),
+        }
         for h in hits
         if h["_source"].get(_FIELD)
     ]
     return sorted(scored, key=lambda h: (-h["_score"], h["_id"]))[: min(int(clause["k"]), size)]
 
 
-def _knn_clause(body: dict[str, Any]) -> tuple[dict[str, Any], int] | None:
-    """The ``knn`` clause and ``size`` of a search body that is one k-NN query, else None."""
+def _knn_clause(body: dict[str, Any]) -> tuple[dict[str, Any], int, list[str]] | None:
+    """The ``knn`` clause, ``size`` and asked ``_source`` fields of a body that is one k-NN query, else None."""
     query = body.get("query", {})
     if list(query) != ["knn"]:
         return None
-    return query["knn"][_FIELD], int(body.get("size", 10))
+    source = body.get("_source", False)
+    return query["knn"][_FIELD], int(body.get("size", 10)), list(source) if isinstance(source, list) else []
 
 
 def exact_knn_connection(validator: SpecValidator | None) -> type[Any]:
@@ -71,10 +77,13 @@ def exact_knn_connection(validator: SpecValidator | None) -> type[Any]:
             status, headers, raw = super().perform_request("POST", f"{index}/_search", None, json.dumps(body), *a, **kw)
             return status, headers, json.loads(raw)
 
-        def _knn(self, index: str, clause: dict[str, Any], size: int, *a: Any, **kw: Any) -> tuple[int, Any, Any]:
-            scan = {"size": 10_000, "query": clause.get("filter", {"match_all": {}}), "_source": [_FIELD]}
+        def _knn(
+            self, index: str, clause: dict[str, Any], size: int, source: list[str], *a: Any, **kw: Any
+        ) -> tuple[int, Any, Any]:
+            fields = [_FIELD, *source]
+            scan = {"size": 10_000, "query": clause.get("filter", {"match_all": {}}), "_source": fields}
             status, headers, found = self._search(index, scan, *a, **kw)
-            hits = _scored(clause, size, found["hits"]["hits"])
+            hits = _scored(clause, size, found["hits"]["hits"], source)
             return status, headers, {"took": 0, "timed_out": False, "hits": {"max_score": None, "hits": hits}}
 
         def _msearch(self, body: Any, *a: Any, **kw: Any) -> tuple[int, Any, str]:

@@ -88,9 +88,13 @@ class IndexNames:
     def chunks(self) -> str:
         return f"{self.prefix}-chunks"
 
+    @property
+    def tokens(self) -> str:
+        return f"{self.prefix}-tokens"
+
     def aliases(self) -> tuple[str, ...]:
         """Every alias, memories first."""
-        return (self.memories, self.relations, self.audit, self.claims, self.sources, self.chunks)
+        return (self.memories, self.relations, self.audit, self.claims, self.sources, self.chunks, self.tokens)
 
     def index(self, alias: str) -> str:
         """The versioned index behind ``alias``: a mapping change creates ``-v2`` and moves the alias."""
@@ -292,6 +296,24 @@ def claims_template(names: IndexNames, options: IndexOptions) -> Json:
     properties = {"memory_id": keyword, "scope": keyword, "content_hash": keyword, "claimed_at": {"type": "date"}}
     return index_template(
         names, names.claims, index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}
+    )
+
+
+def tokens_template(names: IndexNames, options: IndexOptions) -> Json:
+    """The index template of token records: a keyed hash of each token, never the token."""
+    keyword = {"type": "keyword"}
+    properties = {
+        "id": keyword,
+        "principal": keyword,
+        "grants": {"type": "object", "enabled": False},
+        "digest": {"type": "keyword", "index": False},
+        "created_at": {"type": "date_nanos"},
+        "expires_at": {"type": "date_nanos"},
+        "revoked_at": {"type": "date_nanos"},
+        "created_by": keyword,
+    }
+    return index_template(
+        names, names.tokens, index_settings(options, knn=False), {"dynamic": "strict", "properties": properties}
     )
 
 

@@ -52,6 +52,7 @@ def templates(names: IndexNames, options: IndexOptions, *, embedding_model: str,
         names.claims: bodies.claims_template(names, options),
         names.sources: knowledge_bodies.sources_template(names, options),
         names.chunks: knowledge_bodies.chunks_template(names, options, dimension=dimension),
+        names.tokens: bodies.tokens_template(names, options),
     }
 
 

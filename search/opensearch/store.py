@@ -43,6 +43,7 @@ from hivemem.model import (
     Relation,
 )
 from hivemem.resolution import Resolution
+from hivemem.tokens import TokenRecord
 from search.base import LegQuery, Legs, PlanDecision, SearchFilter
 from search.knowledge_delegate import DelegatesKnowledge
 from search.opensearch import bodies
@@ -63,6 +64,7 @@ from search.opensearch.knowledge import KnowledgeIndices
 from search.opensearch.planned import PlannedWriter
 from search.opensearch.scope_lease import ScopeLeases
 from search.opensearch.setup import ensure
+from search.opensearch.tokens import TokenIndex
 from search.opensearch.writes import MemoryWriter
 
 __all__ = ["OpenSearchStore"]
@@ -118,6 +120,7 @@ class OpenSearchStore(DelegatesKnowledge):
         )
         self._planned = PlannedWriter(self._cluster, self._names, dimension, self._writer, leases, self.vector_search)
         self._knowledge = KnowledgeIndices(self._cluster, self._names, self._options, dimension)
+        self._tokens = TokenIndex(self._cluster, self._names)
         try:
             ensure(
                 self._client,
@@ -416,6 +419,20 @@ class OpenSearchStore(DelegatesKnowledge):
         query: Json = {"match_all": {}} if memory_id is None else {"term": {"memory_id": memory_id}}
         docs = self._cluster.scan(self._names.audit, query, [{"seq": "asc"}, {"event_id": "asc"}])
         return [audit_from_doc(doc) for doc in docs]
+
+    # -- tokens --------------------------------------------------------------------------------
+
+    def put_token(self, record: TokenRecord) -> None:
+        self._tokens.put(record)
+
+    def get_token(self, token_id: str) -> TokenRecord | None:
+        return self._tokens.get(token_id)
+
+    def tokens(self) -> list[TokenRecord]:
+        return self._tokens.all()
+
+    def revoke_token(self, token_id: str, at: datetime) -> TokenRecord:
+        return self._tokens.revoke(token_id, at)
 
     # -- lifecycle -----------------------------------------------------------------------------
 

@@ -112,6 +112,20 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 """
 
+# The team server's tokens: a keyed hash of each token (never the token), its principal and grants.
+TOKEN_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tokens (
+    id TEXT PRIMARY KEY,
+    principal TEXT NOT NULL,
+    grants TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT,
+    revoked_at TEXT,
+    created_by TEXT NOT NULL DEFAULT ''
+);
+"""
+
 # Knowledge: one row per indexed document (scope, uri) and its chunks. Chunks are replaced as a
 # set in one transaction, so a search sees a document's old chunks or its new ones, never a mix.
 # knowledge_version in meta (absent: 0) counts knowledge writes: readers' vector caches reload when it moves.

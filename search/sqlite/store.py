@@ -46,10 +46,12 @@ from hivemem.model import (
     Relation,
 )
 from hivemem.resolution import Neighbour, Resolution
+from hivemem.tokens import TokenRecord
 from search.base import PlanDecision, SearchFilter
 from search.knowledge_delegate import DelegatesKnowledge
 from search.neighbours import nearest, neighbour_filter
 from search.query_terms import query_terms
+from search.sqlite import tokens as token_rows
 from search.sqlite.knowledge import KnowledgeTables
 from search.sqlite.memory_index import ExactVectors, MemoryIndex
 from search.sqlite.rows import (
@@ -60,7 +62,15 @@ from search.sqlite.rows import (
     relation_from_row,
     to_timestamp,
 )
-from search.sqlite.schema import ADDED_COLUMNS, ADDED_INDEXES, KNOWLEDGE_SCHEMA, MEMORY_COLUMNS, SCHEMA, SCHEMA_VERSION
+from search.sqlite.schema import (
+    ADDED_COLUMNS,
+    ADDED_INDEXES,
+    KNOWLEDGE_SCHEMA,
+    MEMORY_COLUMNS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    TOKEN_SCHEMA,
+)
 from search.sqlite.sql import fts_query, marks
 from search.sqlite.vector_set import ClusterParams
 
@@ -295,7 +305,7 @@ class SQLiteStore(DelegatesKnowledge):
                 self._check_schema_version()
                 # executescript commits on its own, so it runs outside a unit of work; every
                 # statement is IF NOT EXISTS, so racing processes converge on one schema.
-                self._writer.executescript(SCHEMA + KNOWLEDGE_SCHEMA)
+                self._writer.executescript(SCHEMA + KNOWLEDGE_SCHEMA + TOKEN_SCHEMA)
                 self._add_missing_columns()
                 for ddl in ADDED_INDEXES:
                     self._writer.execute(ddl)
@@ -691,6 +701,24 @@ class SQLiteStore(DelegatesKnowledge):
         with self._read() as conn:
             rows = conn.execute(sql, () if memory_id is None else (memory_id,)).fetchall()
         return [audit_from_row(r) for r in rows]
+
+    # -- tokens --------------------------------------------------------------------------------
+
+    def put_token(self, record: TokenRecord) -> None:
+        with self._write() as conn:
+            token_rows.insert_token(conn, record)
+
+    def get_token(self, token_id: str) -> TokenRecord | None:
+        with self._read() as conn:
+            return token_rows.read_token(conn, token_id)
+
+    def tokens(self) -> list[TokenRecord]:
+        with self._read() as conn:
+            return token_rows.all_tokens(conn)
+
+    def revoke_token(self, token_id: str, at: datetime) -> TokenRecord:
+        with self._write() as conn:
+            return token_rows.revoke_token(conn, token_id, at)
 
     # -- lifecycle -----------------------------------------------------------------------------
 

@@ -15,29 +15,61 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
+from api.auth import PUBLIC_PATHS
+from api.service import Caller, MemoryService
+from hivemem.config import Settings
+from hivemem.token_schemas import TokenCreate
 from tests.e2e.helpers import HivememServer
 
 pytestmark = pytest.mark.fuzz
 
+ANY_ID = "00000000-0000-0000-0000-000000000000"
+
 
 @pytest.fixture
-def fuzzed_server(tmp_path: Path) -> Iterator[HivememServer]:
+def fuzzed_server(tmp_path: Path) -> Iterator[tuple[HivememServer, str]]:
+    """A team server (every request needs a token) and a token with every grant, token admin included."""
     data_dir, logs = tmp_path / "data", tmp_path / "logs"
     data_dir.mkdir()
     logs.mkdir()
-    server = HivememServer(data_dir, logs)
+    service = MemoryService.from_settings(Settings(data_dir=data_dir, embed_model="hash:64"))
+    try:
+        root = service.tokens.create(TokenCreate(name="fuzzer", grants=["*:admin"]), Caller(principal="test")).token
+    finally:
+        service.close()
+    server = HivememServer(data_dir, logs, HIVEMEM_TEAM="true", HIVEMEM_RATE_LIMIT_PER_MIN="0")
     server.start()
     try:
-        yield server
+        yield server, root
     finally:
         server.stop()
 
 
+def test_without_a_token_every_operation_is_refused_with_401(fuzzed_server: tuple[HivememServer, str]) -> None:
+    server, _ = fuzzed_server
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        spec = http.get("/openapi.json").json()
+        answered = {
+            (method, path): http.request(
+                method.upper(), re.sub(r"\{[^}]+\}", "00000000-0000-0000-0000-000000000000", path)
+            )
+            for path, operations in spec["paths"].items()
+            for method in operations
+            if path not in PUBLIC_PATHS
+        }
+    assert len(answered) >= 20
+    for (method, path), answer in answered.items():
+        assert answer.status_code == 401, f"{method} {path}: {answer.status_code}"
+        assert answer.headers["www-authenticate"].startswith("Bearer resource_metadata=")
+
+
 def test_every_operation_meets_its_schema_under_fuzzing(
-    fuzzed_server: HivememServer, tmp_path: Path, request: pytest.FixtureRequest
+    fuzzed_server: tuple[HivememServer, str], tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    server, token = fuzzed_server
     examples = request.config.getoption("--fuzz-examples")
     seed = request.config.getoption("--fuzz-seed")
     command = [
@@ -45,7 +77,8 @@ def test_every_operation_meets_its_schema_under_fuzzing(
         "--config-file",
         str(Path(__file__).with_name("schemathesis.toml")),
         "run",
-        f"{fuzzed_server.url}/openapi.json",
+        f"{server.url}/openapi.json",
+        f"--header=Authorization: Bearer {token}",
         f"--max-examples={examples}",
         f"--seed={seed}",
         "--generation-database=none",
@@ -65,4 +98,4 @@ def test_every_operation_meets_its_schema_under_fuzzing(
     assert selected.group(1) == selected.group(2) == tested.group(1), done.stdout[-5000:]
     assert int(tested.group(1)) >= 9
     # No request may have broken the server: nothing it logged is an unhandled error.
-    assert "Traceback" not in fuzzed_server.log_text(), fuzzed_server.log_text()[-5000:]
+    assert "Traceback" not in server.log_text(), server.log_text()[-5000:]

@@ -1,0 +1,84 @@
+"""Who is calling, where they work, and what they may do: the one place a call's scopes are decided.
+
+Every service method asks the caller for its scopes (:meth:`Caller.scope_for` for the scope it
+works in, :meth:`Caller.readable` for the scopes a read searches). Both apply the caller's grants
+(:mod:`hivemem.access`), so a scope the caller may not read never reaches a store query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hivemem.access import Access, Role
+from hivemem.errors import PermissionDeniedError, ValidationError
+from hivemem.model import GLOBAL_SCOPE
+from hivemem.scope import recall_scopes
+
+__all__ = ["Caller"]
+
+
+def _named(scope: str) -> str:
+    return "the global scope" if scope == GLOBAL_SCOPE else f"scope {scope!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling and where they work.
+
+    ``default_scope`` is the scope of a call that names none; None when the caller named no project
+    (an MCP client over HTTP without one): a write must then name a scope or the global one.
+    ``locked``: the caller works in ``default_scope`` (and global) only; naming another is refused.
+    ``access``: the caller's grants on a team server; None for a trusted local caller (stdio, the
+    CLI, a loopback server without tokens), who may do anything.
+    """
+
+    principal: str = "local"
+    default_scope: str | None = GLOBAL_SCOPE
+    locked: bool = False
+    access: Access | None = None
+
+    @classmethod
+    def of(cls, access: Access, *, scope: str | None = None, locked: bool = False) -> Caller:
+        """A caller with ``access``, working in ``scope`` or else in its personal scope."""
+        home = scope if scope is not None else (access.home or GLOBAL_SCOPE)
+        return cls(principal=access.principal, default_scope=home, locked=locked, access=access)
+
+    def may(self, scope: str, role: Role) -> bool:
+        """Whether this caller may act as ``role`` in ``scope``."""
+        return self.access is None or self.access.may(scope, role)
+
+    def require(self, scope: str, role: Role) -> str:
+        """``scope``, if this caller holds ``role`` there; else ``PermissionDeniedError``."""
+        if not self.may(scope, role):
+            raise PermissionDeniedError(f"{self.principal!r} may not {_VERBS[role]} in {_named(scope)}")
+        return scope
+
+    def scope_for(self, requested: str | None, *, write: bool) -> str:
+        """The scope a call works in: ``requested`` if given and allowed, else the default.
+
+        Raises ``ValidationError`` for another scope than a locked session's, and for a write with
+        no scope at all; ``PermissionDeniedError`` when the caller may not read (or write) there.
+        """
+        if requested is not None and self.locked and requested not in (self.default_scope, GLOBAL_SCOPE):
+            raise ValidationError(
+                f"this session is locked to scope {self.default_scope!r} (and global); it cannot work in {requested!r}",
+                field="scope",
+            )
+        scope = self.default_scope if requested is None else requested
+        if scope is None:
+            if write:
+                raise ValidationError(
+                    "this connection names no project: pass `scope` (e.g. github.com/acme/api), or `global: true` "
+                    "for a memory every project shares",
+                    field="scope",
+                )
+            scope = GLOBAL_SCOPE
+        return self.require(scope, Role.WRITE if write else Role.READ)
+
+    def readable(self, requested: str | None) -> list[str]:
+        """The scopes a read in ``requested`` searches: that scope, plus global if the caller may read it."""
+        scope = self.scope_for(requested, write=False)
+        return [s for s in recall_scopes(scope) if s == scope or self.may(s, Role.READ)]
+
+
+_VERBS = {Role.READ: "read", Role.WRITE: "write", Role.ADMIN: "administer"}
