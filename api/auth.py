@@ -23,13 +23,14 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
+from datetime import datetime
 from typing import Any
 
 from api.guard import ASGIApp, Receive, Scope, Send, send_error
 from hivemem.access import Access
 from hivemem.config import Settings
 from hivemem.errors import AuthenticationError, ConfigError, StoreError, TooManyAttempts
+from hivemem.model import utcnow
 from hivemem.throttle import Throttle
 from hivemem.tokens import token_id_of
 from search.base import TokenStore
@@ -91,10 +92,8 @@ class Authenticator:
         settings: Settings,
         *,
         clock: Callable[[], float] = time.monotonic,
-        wall_clock: Callable[[], Any] | None = None,
+        wall_clock: Callable[[], datetime] = utcnow,
     ) -> None:
-        from hivemem.model import utcnow
-
         self.store = store
         self.key = key
         self.team = settings.team
@@ -102,7 +101,7 @@ class Authenticator:
         self._failures = Throttle(settings.auth_failures_per_min)
         self._calls = Throttle(settings.rate_limit_per_min) if settings.rate_limit_per_min else None
         self._clock = clock
-        self._now = wall_clock or utcnow
+        self._now = wall_clock
         self._tokens_exist = False
         self._checked_at = -NO_TOKENS_TTL_S
         self._lock = threading.Lock()
@@ -141,12 +140,11 @@ class Authenticator:
             if self.tokens_required(client):
                 raise AuthenticationError("this server needs a token: send `Authorization: Bearer hm_…`")
             return None
-        scheme, _, token = authorization.partition(" ")
-        record = None
-        token_id = token_id_of(token.strip()) if scheme.lower() == "bearer" else None
-        if token_id is not None:
-            record = self.store.get_token(token_id)
-        if record is None or not record.matches(token.strip(), self.key) or not record.live(self._now()):
+        scheme, _, raw = authorization.partition(" ")
+        token = raw.strip()
+        token_id = token_id_of(token) if scheme.lower() == "bearer" else None
+        record = None if token_id is None else self.store.get_token(token_id)
+        if record is None or not record.matches(token, self.key) or not record.live(self._now()):
             self._failures.record(address, now)
             raise AuthenticationError("the token is not valid: unknown, revoked or expired")
         if self._calls is not None:
@@ -218,8 +216,3 @@ def protected_resource_metadata(base_url: str) -> dict[str, Any]:
         "authorization_servers": [],
         "resource_documentation": f"{base_url}/docs",
     }
-
-
-def key_file(settings: Settings) -> Path:
-    """Where ``token.key`` lives when no secret is set."""
-    return settings.data_dir.expanduser() / KEY_FILE

@@ -28,7 +28,9 @@ from hivemem.model import GLOBAL_SCOPE
 
 __all__ = [
     "GLOBAL_PATTERN",
+    "GRANT_PATTERN",
     "LOCAL",
+    "NAME_PATTERN",
     "Access",
     "Grant",
     "Role",
@@ -40,8 +42,13 @@ GLOBAL_PATTERN = "(global)"
 """How a grant names the global scope."""
 
 PERSONAL_PREFIX = "user/"
-_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
-_PATTERN = re.compile(r"[A-Za-z0-9._~@:+\-/*?\[\]]{1,512}")
+NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+"""A principal's name, as a JSON Schema pattern too."""
+_PATTERN_CHARS = r"A-Za-z0-9._~@:+\-/*?\[\]"
+GRANT_PATTERN = rf"^(\(global\)|[{_PATTERN_CHARS}]{{1,512}}):(read|write|admin)$"
+"""A whole ``PATTERN:ROLE`` grant, as a JSON Schema pattern: what :meth:`Grant.parse` accepts."""
+_NAME = re.compile(NAME_PATTERN)
+_PATTERN = re.compile(rf"[{_PATTERN_CHARS}]{{1,512}}")
 
 
 class Role(StrEnum):

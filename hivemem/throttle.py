@@ -38,13 +38,16 @@ class Throttle:
             events.popleft()
         return events
 
+    def _wait(self, events: deque[float], now: float) -> int:
+        """Seconds until the oldest of ``events`` leaves the window, if they fill it; else 0."""
+        if len(events) < self.limit:
+            return 0
+        return max(1, math.ceil(events[0] + self.window_s - now))
+
     def blocked_for(self, key: str, now: float) -> int:
         """Seconds until ``key`` may act again (0: it may now), without counting an event."""
         with self._lock:
-            events = self._recent(key, now)
-            if len(events) < self.limit:
-                return 0
-            return max(1, math.ceil(events[0] + self.window_s - now))
+            return self._wait(self._recent(key, now), now)
 
     def record(self, key: str, now: float) -> None:
         """Count one event of ``key`` at ``now``."""
@@ -55,7 +58,7 @@ class Throttle:
         """Count one event if ``key`` is under its limit and return 0; else the seconds to wait."""
         with self._lock:
             events = self._recent(key, now)
-            if len(events) >= self.limit:
-                return max(1, math.ceil(events[0] + self.window_s - now))
-            events.append(now)
-            return 0
+            wait = self._wait(events, now)
+            if not wait:
+                events.append(now)
+            return wait

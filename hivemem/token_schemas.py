@@ -8,14 +8,12 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictStr
 
-from hivemem.access import Grant, personal_scope, validate_principal_name
+from hivemem.access import GRANT_PATTERN, NAME_PATTERN, Grant, personal_scope, validate_principal_name
 from hivemem.tokens import TokenRecord
 
 __all__ = ["MAX_GRANTS", "TokenCreate", "TokenIssued", "TokenPublic", "WhoAmI"]
 
 MAX_GRANTS = 50
-# The JSON Schema twin of hivemem.access.Grant.parse, so that a schema-valid grant is a valid one.
-GRANT_PATTERN = r"^(\(global\)|[A-Za-z0-9._~@:+\-/*?\[\]]{1,512}):(read|write|admin)$"
 
 
 def _grant(text: str) -> str:
@@ -27,7 +25,7 @@ PrincipalName = Annotated[
     Field(
         min_length=1,
         max_length=64,
-        pattern=r"^[a-z0-9][a-z0-9._-]*$",
+        pattern=NAME_PATTERN,
         description="Who the token is for: lower-case letters, digits, . _ -",
     ),
     AfterValidator(validate_principal_name),
@@ -37,6 +35,7 @@ GrantText = Annotated[
     Field(
         min_length=3,
         max_length=530,
+        # Grant.parse's rule in JSON Schema, so that a schema-valid grant is a valid one.
         pattern=GRANT_PATTERN,
         description="PATTERN:ROLE, e.g. `github.com/acme/*:write`; `(global)` names the global scope, "
         "`*` every scope; roles read, write, admin.",

@@ -16,6 +16,7 @@ from search.sqlite.schema import MEMORY_COLUMNS
 __all__ = [
     "ASSIGNMENTS",
     "audit_from_row",
+    "from_timestamp",
     "memory_from_row",
     "memory_row",
     "relation_from_row",
@@ -31,7 +32,8 @@ def to_timestamp(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
-def _from_timestamp(value: str | None) -> datetime | None:
+def from_timestamp(value: str | None) -> datetime | None:
+    """A stored timestamp read back; None stays None."""
     return None if value is None else datetime.fromisoformat(value)
 
 
@@ -74,10 +76,10 @@ def memory_from_row(row: sqlite3.Row) -> Memory:
         author=row["author"],
         created_at=_required_timestamp(row["created_at"]),
         updated_at=_required_timestamp(row["updated_at"]),
-        last_accessed_at=_from_timestamp(row["last_accessed_at"]),
+        last_accessed_at=from_timestamp(row["last_accessed_at"]),
         access_count=row["access_count"],
-        valid_from=_from_timestamp(row["valid_from"]),
-        valid_to=_from_timestamp(row["valid_to"]),
+        valid_from=from_timestamp(row["valid_from"]),
+        valid_to=from_timestamp(row["valid_to"]),
         details=json.loads(row["details"]),
         embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32).tolist(),
         embedding_model=row["embedding_model"],

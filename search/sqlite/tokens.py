@@ -9,7 +9,7 @@ from datetime import datetime
 from hivemem.access import Grant
 from hivemem.errors import DuplicateMemoryError, TokenNotFoundError
 from hivemem.tokens import TokenRecord
-from search.sqlite.rows import to_timestamp
+from search.sqlite.rows import from_timestamp, to_timestamp
 
 __all__ = ["all_tokens", "insert_token", "read_token", "revoke_token"]
 
@@ -21,17 +21,14 @@ def _grants_json(grants: tuple[Grant, ...]) -> str:
 
 
 def _record(row: sqlite3.Row) -> TokenRecord:
-    def when(value: str | None) -> datetime | None:
-        return None if value is None else datetime.fromisoformat(value)
-
     return TokenRecord(
         id=row["id"],
         principal=row["principal"],
         grants=tuple(Grant.from_dict(g) for g in json.loads(row["grants"])),
         digest=row["digest"],
         created_at=datetime.fromisoformat(row["created_at"]),
-        expires_at=when(row["expires_at"]),
-        revoked_at=when(row["revoked_at"]),
+        expires_at=from_timestamp(row["expires_at"]),
+        revoked_at=from_timestamp(row["revoked_at"]),
         created_by=row["created_by"],
     )
 
