@@ -22,18 +22,21 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
+from starlette.routing import BaseRoute, Match
+
+from api.denials import audit_denial, token_refusal
 from api.guard import ASGIApp, Receive, Scope, Send, send_error
 from hivemem.access import Access
 from hivemem.config import Settings
 from hivemem.errors import AuthenticationError, ConfigError, StoreError, TooManyAttempts
 from hivemem.model import utcnow
 from hivemem.throttle import Throttle
-from hivemem.tokens import token_id_of
-from search.base import TokenStore
+from hivemem.tokens import TokenRecord, token_id_of
+from search.base import RelationStore, TokenStore
 
 __all__ = ["METADATA_PATH", "PUBLIC_PATHS", "AuthGate", "Authenticator", "protected_resource_metadata", "server_key"]
 
@@ -82,12 +85,21 @@ def is_loopback(address: str | None) -> bool:
     return address is not None and (address == "::1" or address.startswith("127."))
 
 
+class _Stores(TokenStore, RelationStore, Protocol):
+    """What authenticating reads (token records) and writes (the audit of bad tokens)."""
+
+
 class Authenticator:
-    """Turns a request's ``Authorization`` header and client address into its access."""
+    """Turns a request's ``Authorization`` header and client address into its access.
+
+    Every bad token is audited (a ``denied`` record with the token's id and the address); a request
+    with no token is refused without a record: it names no one, and MCP clients send one such
+    request to discover how to authenticate.
+    """
 
     def __init__(
         self,
-        store: TokenStore,
+        store: _Stores,
         key: bytes,
         settings: Settings,
         *,
@@ -146,6 +158,8 @@ class Authenticator:
         record = None if token_id is None else self.store.get_token(token_id)
         if record is None or not record.matches(token, self.key) or not record.live(self._now()):
             self._failures.record(address, now)
+            reason, principal = _why_refused(record, token, self.key)
+            audit_denial(self.store, token_refusal(token_id, principal, address, reason))
             raise AuthenticationError("the token is not valid: unknown, revoked or expired")
         if self._calls is not None:
             wait = self._calls.take(record.id, now)
@@ -157,13 +171,36 @@ class Authenticator:
         return record.access
 
 
+def _why_refused(record: TokenRecord | None, token: str, key: bytes) -> tuple[str, str | None]:
+    """Why a token was refused, and whose it is (None unless the caller proved it holds the token)."""
+    if record is None:
+        return "unknown token", None
+    if not record.matches(token, key):
+        return "wrong secret", None
+    return ("revoked" if record.revoked_at is not None else "expired"), record.principal
+
+
 class AuthGate:
     """ASGI middleware: authenticates every HTTP request but the public paths, and puts its access
     in the request's state (``access``: None for the trusted local caller)."""
 
-    def __init__(self, app: ASGIApp, authenticator: Callable[[], Authenticator]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        authenticator: Callable[[], Authenticator],
+        routes: Callable[[], Sequence[BaseRoute]] | None = None,
+    ) -> None:
         self.app = app
         self.authenticator = authenticator
+        self.routes = routes
+
+    def _served(self, scope: Scope) -> bool:
+        """Whether a route serves this path and method. Anything else (an unknown path, a method the
+        path does not take) reaches no data: the app answers it (404, 405) with or without a token.
+        Without ``routes``, every request counts as served (and is authenticated)."""
+        if self.routes is None:
+            return True
+        return any(route.matches(scope)[0] is Match.FULL for route in self.routes())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -171,7 +208,7 @@ class AuthGate:
             return
         path: str = scope.get("path", "")
         state = scope.setdefault("state", {})
-        if path in PUBLIC_PATHS or path.startswith(METADATA_PATH):
+        if path in PUBLIC_PATHS or path.startswith(METADATA_PATH) or not self._served(scope):
             state["access"] = None
             await self.app(scope, receive, send)
             return

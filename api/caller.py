@@ -7,14 +7,19 @@ works in, :meth:`Caller.readable` for the scopes a read searches). Both apply th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from hivemem.access import Access, Role
 from hivemem.errors import PermissionDeniedError, ValidationError
 from hivemem.model import GLOBAL_SCOPE
 from hivemem.scope import recall_scopes
 
-__all__ = ["Caller"]
+__all__ = ["Caller", "OnDenied"]
+
+# Told of every refusal for want of a grant (the server audits it): the caller, the scope, and the
+# role it lacked.
+OnDenied = Callable[["Caller", str, Role], None]
 
 
 def _named(scope: str) -> str:
@@ -30,18 +35,28 @@ class Caller:
     ``locked``: the caller works in ``default_scope`` (and global) only; naming another is refused.
     ``access``: the caller's grants on a team server; None for a trusted local caller (stdio, the
     CLI, a loopback server without tokens), who may do anything.
+    ``on_denied``: told of each refusal before it is raised (the server's audit of denied requests).
     """
 
     principal: str = "local"
     default_scope: str | None = GLOBAL_SCOPE
     locked: bool = False
     access: Access | None = None
+    on_denied: OnDenied | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def of(cls, access: Access, *, scope: str | None = None, locked: bool = False) -> Caller:
+    def of(
+        cls, access: Access, *, scope: str | None = None, locked: bool = False, on_denied: OnDenied | None = None
+    ) -> Caller:
         """A caller with ``access``, working in ``scope`` or else in its personal scope."""
         home = scope if scope is not None else (access.home or GLOBAL_SCOPE)
-        return cls(principal=access.principal, default_scope=home, locked=locked, access=access)
+        return cls(principal=access.principal, default_scope=home, locked=locked, access=access, on_denied=on_denied)
+
+    def refused(self, message: str, scope: str, needed: Role) -> PermissionDeniedError:
+        """The error refusing this caller ``needed`` in ``scope``, once the refusal is recorded."""
+        if self.on_denied is not None:
+            self.on_denied(self, scope, needed)
+        return PermissionDeniedError(message)
 
     def may(self, scope: str, role: Role) -> bool:
         """Whether this caller may act as ``role`` in ``scope``."""
@@ -50,7 +65,7 @@ class Caller:
     def require(self, scope: str, role: Role) -> str:
         """``scope``, if this caller holds ``role`` there; else ``PermissionDeniedError``."""
         if not self.may(scope, role):
-            raise PermissionDeniedError(f"{self.principal!r} may not {_VERBS[role]} in {_named(scope)}")
+            raise self.refused(f"{self.principal!r} may not {_VERBS[role]} in {_named(scope)}", scope, role)
         return scope
 
     def scope_for(self, requested: str | None, *, write: bool) -> str:

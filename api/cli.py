@@ -12,18 +12,25 @@ from typing import Any
 
 import pydantic
 
+from api.cli_audit import add_parser as add_audit_parser
+from api.cli_audit import run as run_audit
 from api.cli_knowledge import add_parser as add_knowledge_parser
 from api.cli_knowledge import run as run_knowledge
 from api.cli_opensearch import add_parser as add_opensearch_parser
 from api.cli_opensearch import run as run_opensearch
+from api.cli_reembed import add_parser as add_reembed_parser
+from api.cli_reembed import run as run_reembed
 from api.cli_tokens import add_parser as add_token_parser
 from api.cli_tokens import run as run_tokens
+from api.cli_transfer import add_parsers as add_transfer_parsers
+from api.cli_transfer import run as run_transfer
 from api.process_memory import tune_allocator
+from hivemem.audit_schemas import AuditRequest
 from hivemem.config import Settings
 from hivemem.errors import HivememError
 from hivemem.limits import Limits
 from hivemem.model import GLOBAL_SCOPE, FusionMethod, MemoryType, RetrievalMode, Source
-from hivemem.schemas import RecallResponse, SleepRequest, describe_errors, request_schemas
+from hivemem.schemas import PromoteRequest, RecallResponse, SleepRequest, describe_errors, request_schemas
 from hivemem.scope import derive_scope
 from workers.queues import QUEUES
 
@@ -129,6 +136,14 @@ def _parser() -> argparse.ArgumentParser:
     audit = memory_sub.add_parser("audit", help="the audit records of one memory (forget, merge, supersede, undo)")
     audit.add_argument("id")
     audit.add_argument("--scope", default=None, help="the memory's scope (default: derived from the working directory)")
+    promote = memory_sub.add_parser(
+        "promote", help="copy a memory (e.g. of your personal scope) to a team scope, keeping its author"
+    )
+    promote.add_argument("id")
+    promote.add_argument("--to", required=True, help="the team scope the copy goes to")
+    promote.add_argument(
+        "--scope", default=None, help="the memory's scope (default: derived from the working directory)"
+    )
     undo = memory_sub.add_parser("undo", help="undo the merge, supersede or consolidation an audit record names")
     undo.add_argument("audit_id")
     consolidate = memory_sub.add_parser(
@@ -150,6 +165,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("config", help="print the effective settings")
     add_opensearch_parser(sub)
     add_token_parser(sub)
+    add_audit_parser(sub)
+    add_transfer_parsers(sub)
+    add_reembed_parser(sub)
 
     worker = sub.add_parser("worker", help="run a Celery worker of the distributed shape (needs HIVEMEM_BROKER_URL)")
     worker.add_argument("--queues", default=",".join(QUEUES), help=f"comma list (default all: {','.join(QUEUES)})")
@@ -258,6 +276,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return run_knowledge(args, settings)
     if args.command == "token":
         return run_tokens(args, settings)
+    if args.command == "audit":
+        return run_audit(args, settings)
+    if args.command in ("export", "import"):
+        return run_transfer(args, settings)
+    if args.command == "reembed":
+        return run_reembed(args, settings)
     if args.command == "bench":
         return _bench(args, settings)
     if args.command in ("worker", "beat"):
@@ -321,7 +345,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             removed = service.forget(args.id, confirm=args.confirm, caller=caller, scope=args.scope)
             print(f"forgot {removed.id}: {removed.title}")
         elif args.command == "memory" and args.memory_command == "audit":
-            _print_json([e.model_dump(mode="json") for e in service.audit_log(args.id, caller, scope=args.scope)])
+            trail = service.audit(AuditRequest(memory_id=args.id, scope=args.scope), caller)
+            _print_json([e.model_dump(mode="json") for e in trail])
+        elif args.command == "memory" and args.memory_command == "promote":
+            promoted = service.promote(args.id, PromoteRequest(to=args.to), caller, scope=args.scope)
+            _print_json(promoted.model_dump(mode="json"))
         elif args.command == "memory" and args.memory_command == "consolidate":
             plan = service.consolidate_goal(args.goal_id, caller, scope=args.scope)
             _print_json(None if plan is None else plan.model_dump(mode="json"))

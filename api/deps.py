@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
+from api.denials import denial_recorder
 from api.service import Caller, MemoryService
 from hivemem.access import Access
 from hivemem.errors import ValidationError
@@ -37,7 +38,9 @@ def get_caller(
     ``X-Hivemem-Scope`` header, works in its personal scope, or the global one for ``local``."""
     access: Access | None = getattr(request.state, "access", None)
     if access is not None:
-        return Caller.of(access, scope=scope)
+        route = request.scope.get("route")
+        target = f"{request.method} {getattr(route, 'path', request.url.path)}"
+        return Caller.of(access, scope=scope, on_denied=denial_recorder(get_service(request).store, target))
     return Caller(principal="local", default_scope=GLOBAL_SCOPE if scope is None else scope)
 
 

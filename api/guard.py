@@ -36,6 +36,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 BULK_PATH = "/v1/memories/bulk"
+# An export file sent back: as large as a bulk write.
+IMPORT_PATH = "/v1/import"
 # Documents arrive whole: their bodies get the document size limit, not the request one.
 DOCUMENT_PATHS = ("/v1/knowledge/documents", "/v1/knowledge/store")
 
@@ -148,7 +150,7 @@ class RequestGuard:
         path = scope.get("path")
         limit = (
             self.policy.max_bulk_bytes
-            if path == BULK_PATH
+            if path in (BULK_PATH, IMPORT_PATH)
             else self.policy.max_document_bytes
             if path in DOCUMENT_PATHS
             else self.policy.max_bytes

@@ -48,6 +48,7 @@ from hivemem.knowledge_schemas import (
     SourcePublic,
 )
 from hivemem.model import utcnow
+from hivemem.read_write_lock import ReadWriteLock
 from hivemem.schemas import JobPublic
 from search.base import ChunkFilter, Store
 from search.knowledge_recall import KnowledgeSearcher
@@ -66,12 +67,21 @@ _CONTEXT_CHARS = 80
 class KnowledgeService:
     """search / read / match / store / delete / ingest / sources over one store and one embedder."""
 
-    def __init__(self, settings: Settings, store: Store, embedder: Embedder, runner: Runner | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: Embedder,
+        runner: Runner | None = None,
+        *,
+        model_gate: ReadWriteLock | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.runner = runner
         self.searcher = KnowledgeSearcher(store, embedder, RecallParams.from_settings(settings))
+        self.model_gate = model_gate or ReadWriteLock()
 
     # -- reading sources -------------------------------------------------------------------------
 
@@ -94,7 +104,8 @@ class KnowledgeService:
                 return None
         # Read first: a file that is missing or not this caller's is that error (404, 403), not an index failure.
         document = self._document(source, access)
-        return next(iter(index_documents(self.store, self.embedder, scope, [document], self.settings)))
+        with self.model_gate.reading():  # embedded and written with one model (a re-embed swaps between)
+            return next(iter(index_documents(self.store, self.embedder, scope, [document], self.settings)))
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -110,7 +121,8 @@ class KnowledgeService:
                 raise DocumentError(outcome.error or "could not be indexed", source=request.source)
             uri = self._uri(request.source, access)
             indexed = None if outcome is None else outcome.status
-        hits = self.searcher.search(request.query, ChunkFilter(scopes=scopes, uri=uri), request.limit)
+        with self.model_gate.reading():  # the query's model and the chunks' stay the same (a re-embed)
+            hits = self.searcher.search(request.query, ChunkFilter(scopes=scopes, uri=uri), request.limit)
         return KnowledgeSearchResponse(results=[_citation(h.chunk, h.score) for h in hits], indexed=indexed)
 
     def read(self, request: KnowledgeReadRequest, caller: Caller, access: FileAccess) -> KnowledgeReadResponse:
@@ -196,7 +208,8 @@ class KnowledgeService:
 
     def _index_one(self, scope: str, document: Document) -> KnowledgeStored:
         """Index one document now; its outcome, or its failure as ``DocumentError``."""
-        outcome = next(iter(index_documents(self.store, self.embedder, scope, [document], self.settings)))
+        with self.model_gate.reading():  # embedded and written with one model (a re-embed swaps between)
+            outcome = next(iter(index_documents(self.store, self.embedder, scope, [document], self.settings)))
         if outcome.status == "failed":
             raise DocumentError(outcome.error or "could not be indexed", source=document.uri)
         return KnowledgeStored(source=document.uri, scope=scope, chunks=outcome.chunks, status=outcome.status)

@@ -22,7 +22,7 @@ from api.errors import ERROR_RESPONSES, install_handlers
 from api.guard import RequestGuard
 from api.mcp_endpoint import ProjectEndpoint
 from api.mcp_server import build_mcp
-from api.routes import health, jobs, knowledge, memories, tokens
+from api.routes import health, jobs, knowledge, memories, tokens, transfer
 from api.service import MemoryService
 from api.shutdown import stopping_on_signals
 from hivemem.config import Settings, redact_url
@@ -84,6 +84,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     app.include_router(knowledge.router)
     app.include_router(jobs.router)
     app.include_router(tokens.router)
+    app.include_router(transfer.router)
     app.include_router(health.router)
     endpoint = ProjectEndpoint(StreamableHTTPASGIApp(mcp.session_manager))
     app.router.routes.append(Route("/mcp", endpoint=endpoint, methods=MCP_METHODS))
@@ -96,7 +97,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     app.router.routes.append(Route(METADATA_PATH, endpoint=resource_metadata, methods=["GET"]))
     app.router.routes.append(Route(METADATA_PATH + "/mcp", endpoint=resource_metadata, methods=["GET"]))
     # Innermost of the three: CORS answers preflights (which carry no token) before it.
-    app.add_middleware(AuthGate, authenticator=lambda: gate["authenticator"])
+    app.add_middleware(AuthGate, authenticator=lambda: gate["authenticator"], routes=lambda: app.routes)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

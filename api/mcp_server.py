@@ -33,6 +33,7 @@ from mcp_types import ToolAnnotations
 from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 
 import hivemem
+from api.denials import denial_recorder
 from api.errors import tool_error
 from api.mcp_knowledge import knowledge_tool
 from api.service import Caller, MemoryService
@@ -248,7 +249,10 @@ def build_mcp(
         # The token's grants, put in the request's state by api.auth.AuthGate (HTTP only).
         state = getattr(getattr(ctx.request_context, "request", None), "state", None)
         access: Access | None = getattr(state, "access", None)
-        return base if access is None else Caller.of(access, scope=base.default_scope, locked=base.locked)
+        if access is None:
+            return base
+        refusals = denial_recorder(service().store, "MCP tools/call")
+        return Caller.of(access, scope=base.default_scope, locked=base.locked, on_denied=refusals)
 
     def memorize(
         ctx: Context[Any, Any],

@@ -19,8 +19,11 @@ from typing import TYPE_CHECKING
 
 from api.caller import Caller
 from api.process_memory import release_free_memory
+from api.reembed import Reembedding
 from api.undo import undo
 from hivemem.access import Role
+from hivemem.audit import AuditQuery
+from hivemem.audit_schemas import AuditRequest
 from hivemem.config import Settings
 from hivemem.consolidation import Consolidation
 from hivemem.embedding import Embedder, parallel_calls
@@ -28,7 +31,12 @@ from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.engineering import handoff_content
 from hivemem.errors import (
     AuditNotFoundError,
+    ConfigError,
     ConfirmationRequired,
+    DuplicateMemoryError,
+    EmbeddingError,
+    EmbeddingMismatchError,
+    JobNotFoundError,
     MemoryNotFoundError,
     PermissionDeniedError,
     StoreError,
@@ -41,11 +49,13 @@ from hivemem.model import (
     Memory,
     MemoryState,
     MemoryType,
+    RelationType,
     RetrievalMode,
     Source,
     new_memory_id,
     utcnow,
 )
+from hivemem.read_write_lock import ReadWriteLock
 from hivemem.rerank import Reranker
 from hivemem.schemas import (
     MAX_CONTENT_CHARS,
@@ -62,6 +72,7 @@ from hivemem.schemas import (
     MemoryCreate,
     MemoryPublic,
     MemoryStatus,
+    PromoteRequest,
     RecallRequest,
     RecallResponse,
     RecallResult,
@@ -71,8 +82,8 @@ from hivemem.schemas import (
     UndoResult,
 )
 from hivemem.tickets import Ticket
-from search import SearchFilter, Store, open_store
-from search.base import DEFAULT_STATES, Warms
+from search import SearchFilter, Store, open_store, recorded_embedding
+from search.base import DEFAULT_STATES, ReEmbeds, Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
@@ -84,6 +95,7 @@ from workers.sleep_timer import SleepTimer
 if TYPE_CHECKING:
     from api.knowledge_service import KnowledgeService
     from api.token_service import TokenService
+    from api.transfer import Transfer
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +177,10 @@ class MemoryService:
         self.runner = runner or make_runner(settings, store, embedder)
         self.recaller = Recaller(store, embedder, RecallParams.from_settings(settings), make_reranker(settings))
         self._sleep_timer: SleepTimer | None = None
+        # Recalls hold it shared from embedding their query to searching; a re-embed's swap holds it
+        # alone, so no recall embeds with one model and searches the other's vectors.
+        self.model_gate = ReadWriteLock()
+        self._reembedding: Reembedding | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, embedder: Embedder | None = None) -> MemoryService:
@@ -177,20 +193,76 @@ class MemoryService:
         if not isinstance(embedder, QueuedEmbedder):
             threads = settings.embed_parallel or parallel_calls(embedder)
             embedder = QueuedEmbedder(embedder, max_batch=settings.embed_batch_size, threads=threads)
-        store = open_store(
-            settings.resolved_store_url(),
-            embedding_model=embedder.model_id,
-            dimension=embedder.dimension,
-            settings=settings,
-        )
+        url = settings.resolved_store_url()
+        try:
+            store = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension, settings=settings)
+        except EmbeddingMismatchError as mismatch:
+            recorded = recorded_embedding(url) if settings.reembed_on_model_change else None
+            if recorded is None:
+                raise
+            # The store holds another model's vectors: serve them with that model, and move to the
+            # configured one in the background.
+            try:
+                serving = load_embedder(settings.model_copy(update={"embed_model": recorded[0]}))
+            except EmbeddingError as exc:
+                raise EmbeddingMismatchError(
+                    f"{mismatch}; the store's model cannot be loaded to serve it ({exc})"
+                ) from exc
+            target = embedder.inner
+            embedder.switch(serving)
+            store = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension, settings=settings)
+            service = cls(settings, store, embedder)
+            job = service.start_reembed(target, Caller(principal="server"))
+            log.warning(
+                "the store holds %s vectors and %s is configured: re-embedding in the background (job %s); "
+                "recall serves the old vectors until it is done",
+                recorded[0],
+                target.model_id,
+                job.id,
+            )
+            return service
         return cls(settings, store, embedder)
+
+    def reembed_job(self, caller: Caller = Caller()) -> JobPublic:
+        """The job re-embedding this server's store (admin on ``*``). Raises ``JobNotFoundError``
+        when none ran since the server started (its store already held the configured model)."""
+        if caller.access is not None and not caller.access.manages_tokens:
+            message = f"{caller.principal!r} may not watch the re-embedding (that takes admin on '*')"
+            raise caller.refused(message, "*", Role.ADMIN)
+        if self._reembedding is None:
+            raise JobNotFoundError(f"no re-embedding ran: the store holds {self.store.embedding_model} vectors")
+        return self.job(self._reembedding.job.id)
+
+    def wait_for_reembed(self, timeout_s: float) -> JobPublic:
+        """The re-embed job once it ended, or as it stands after ``timeout_s``. Raises ``JobNotFoundError``."""
+        if self._reembedding is not None:
+            self._reembedding.wait(timeout_s)
+        return self.reembed_job()
+
+    def start_reembed(self, target: Embedder, caller: Caller = Caller()) -> JobPublic:
+        """Re-embed every memory and chunk with ``target`` in the background (:mod:`api.reembed`),
+        or, while one runs, its job. Takes admin on ``*``. Raises ``ConfigError`` for a store that
+        cannot re-embed in place or a service whose embedder cannot be switched."""
+        if caller.access is not None and not caller.access.manages_tokens:
+            raise caller.refused(
+                f"{caller.principal!r} may not re-embed the store (that takes admin on '*')", "*", Role.ADMIN
+            )
+        running = self._reembedding
+        if running is not None and not self.runner.board.get(running.job.id).state.final:
+            return self.job(running.job.id)
+        if not isinstance(self.embedder, QueuedEmbedder) or not isinstance(self.store, ReEmbeds):
+            raise ConfigError("this store cannot be re-embedded in place (export it and import it into a new one)")
+        self._reembedding = Reembedding(
+            self.store, self.embedder, target, self.runner.board, self.model_gate, author=caller.principal
+        )
+        return JobPublic.of(self._reembedding.start())
 
     @functools.cached_property
     def knowledge(self) -> KnowledgeService:
         """The knowledge service over the same store and embedder (documents: :mod:`api.knowledge_service`)."""
         from api.knowledge_service import KnowledgeService
 
-        return KnowledgeService(self.settings, self.store, self.embedder, self.runner)
+        return KnowledgeService(self.settings, self.store, self.embedder, self.runner, model_gate=self.model_gate)
 
     @functools.cached_property
     def tokens(self) -> TokenService:
@@ -199,6 +271,13 @@ class MemoryService:
         from api.token_service import TokenService
 
         return TokenService(self.store, server_key(self.settings))
+
+    @functools.cached_property
+    def transfer(self) -> Transfer:
+        """Export and import of the same store (:mod:`api.transfer`)."""
+        from api.transfer import Transfer
+
+        return Transfer(self.store, self.embedder)
 
     def with_mode(self, mode: RetrievalMode) -> None:
         """Switch which recall legs run (benchmarks and diagnostics)."""
@@ -299,13 +378,14 @@ class MemoryService:
             created_after=request.created_after,
             created_before=request.created_before,
         )
-        hits = self.recaller.recall(
-            request.queries(),
-            where,
-            limit=request.limit or self.settings.default_limit,
-            now=utcnow(),
-            min_relevance=request.min_relevance,
-        )
+        with self.model_gate.reading():
+            hits = self.recaller.recall(
+                request.queries(),
+                where,
+                limit=request.limit or self.settings.default_limit,
+                now=utcnow(),
+                min_relevance=request.min_relevance,
+            )
         if reinforce:
             self.runner.record_access([h.memory.id for h in hits])
         linked = graph_neighbours(self.store, hits, where, limit=GRAPH_NEIGHBOURS, hops=request.graph_hops)
@@ -333,6 +413,42 @@ class MemoryService:
         if memory.scope not in caller.readable(scope):
             raise MemoryNotFoundError(f"no memory with id {memory_id}")
         return memory
+
+    def promote(
+        self, memory_id: str, request: PromoteRequest, caller: Caller = Caller(), *, scope: str | None = None
+    ) -> MemorizeResult | MemorizeAccepted:
+        """Copy a memory the caller can read (in its scope, or ``scope``) into ``request.to``, where it
+        must write: same text, type, tags and details, the original's author kept, and a
+        ``derived_from`` edge to the original (shown only to those who may read the original).
+        The copy is memorized like any write (an identical one in the scope is reinforced), and the
+        promotion is audited. Raises ``MemoryNotFoundError``, ``PermissionDeniedError``, and
+        ``DuplicateMemoryError`` (409) when the memory is already in that scope."""
+        original = self._visible(memory_id, caller, scope)
+        target = caller.scope_for(request.to, write=True)
+        if target == original.scope:
+            raise DuplicateMemoryError(f"memory {memory_id} is already in scope {target!r}")
+        now = utcnow()
+        copy = replace(
+            original,
+            id=new_memory_id(),
+            scope=target,
+            state=MemoryState.WORKING,
+            created_at=now,
+            updated_at=now,
+            last_accessed_at=None,
+            access_count=0,
+            valid_from=None,
+            valid_to=None,
+            embedding=None,
+            embedding_model="",
+            requested_links=(Link(original.id, RelationType.DERIVED_FROM, 1.0, "promoted"),),
+        )
+        ticket = self.runner.memorize(copy)
+        detail = {"from": original.id, "from_scope": original.scope, "original_author": original.author}
+        self.store.audit(AuditEvent("promote", copy.id, target, caller.principal, detail))
+        if ticket.results is None:
+            return MemorizeAccepted(id=copy.id, scope=target, job_id=ticket.job_id, state=ticket.state)
+        return _results(ticket, [copy])[0]
 
     def get(self, memory_id: str, caller: Caller = Caller(), *, scope: str | None = None) -> MemoryPublic:
         """One memory by id, from the caller's scope (or ``scope``) plus global. Raises ``MemoryNotFoundError``."""
@@ -363,16 +479,36 @@ class MemoryService:
                 memory_id=removed.id,
                 scope=removed.scope,
                 author=caller.principal,
-                detail={"title": removed.title, "content_hash": removed.content_hash},
+                # Ids and a hash only: the log outlives the memory, and forgetting must not keep its text.
+                detail={"content_hash": removed.content_hash, "memory_type": removed.memory_type.value},
             )
         )
         return MemoryPublic.of(removed)
 
-    def audit_log(self, memory_id: str, caller: Caller = Caller(), *, scope: str | None = None) -> list[AuditPublic]:
-        """The audit records of one memory (it may be gone: a forget is audited), oldest first, of
-        the caller's scope (or ``scope``) plus global."""
-        readable = caller.readable(scope)
-        return [AuditPublic.of(e) for e in self.store.audit_log(memory_id) if e.scope in readable]
+    def audit(self, request: AuditRequest, caller: Caller = Caller()) -> list[AuditPublic]:
+        """Audit records, newest first, without memory text (:func:`hivemem.audit.public_detail`).
+
+        With ``memory_id``: that memory's records (it may be gone: a forget is audited) of the
+        caller's scope (or ``request.scope``) plus global, for anyone who may read there. Without:
+        the whole log (narrowed to ``request.scope`` if given), for an admin on ``*`` only.
+        """
+        if request.memory_id is not None:
+            scopes: list[str] | None = caller.readable(request.scope)
+        else:
+            if caller.access is not None and not caller.access.manages_tokens:
+                message = f"{caller.principal!r} may not read the whole audit log (that takes admin on '*')"
+                raise caller.refused(message, "*", Role.ADMIN)
+            scopes = None if request.scope is None else [request.scope]
+        query = AuditQuery(
+            memory_id=request.memory_id,
+            actions=tuple(request.action or ()),
+            author=request.principal,
+            scopes=scopes,
+            since=request.since,
+            until=request.until,
+            limit=request.limit,
+        )
+        return [AuditPublic.of(e) for e in self.store.audit_search(query)]
 
     def undo(self, audit_id: str, caller: Caller = Caller()) -> UndoResult:
         """Undo the merge or supersede an audit record names (see :mod:`api.undo`).
@@ -538,6 +674,8 @@ class MemoryService:
         """Finish background jobs, stop the embedder's thread and close the store."""
         if self._sleep_timer is not None:
             self._sleep_timer.stop()
+        if self._reembedding is not None:
+            self._reembedding.stop()
         self.runner.close()
         if isinstance(self.embedder, QueuedEmbedder):
             self.embedder.close()

@@ -11,7 +11,6 @@ from typing import Protocol
 
 from api.caller import Caller
 from hivemem.access import Grant, Role
-from hivemem.errors import PermissionDeniedError
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, utcnow
 from hivemem.token_schemas import TokenCreate, TokenIssued, TokenPublic, WhoAmI
 from hivemem.tokens import issue_token
@@ -36,7 +35,8 @@ class TokenService:
     @staticmethod
     def _check(caller: Caller) -> None:
         if caller.access is not None and not caller.access.manages_tokens:
-            raise PermissionDeniedError(f"{caller.principal!r} may not manage tokens (that takes admin on '*')")
+            message = f"{caller.principal!r} may not manage tokens (that takes admin on '*')"
+            raise caller.refused(message, "*", Role.ADMIN)
 
     def _audit(self, action: str, caller: Caller, token_id: str, detail: dict[str, object]) -> None:
         self.store.audit(AuditEvent(action, token_id, GLOBAL_SCOPE, caller.principal, {"token_id": token_id, **detail}))

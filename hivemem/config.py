@@ -239,6 +239,11 @@ class Settings(BaseSettings):
         default="",
         description="Embedding model: a local folder or a hub id. Empty loads the packaged all-MiniLM-L6-v2.",
     )
+    reembed_on_model_change: bool = Field(
+        default=True,
+        description="When the store holds another model's vectors: serve them with that model and re-embed "
+        "everything with `embed_model` in the background (SQLite). False: refuse to start instead.",
+    )
     embed_device: str = Field(default="cpu", description="Torch device for the embedder: `cpu` or `cuda`.")
     embed_batch_size: int = Field(default=32, ge=1, le=1024, description="Texts per embedder batch.")
     embed_threads: int = Field(
@@ -465,7 +470,8 @@ class Settings(BaseSettings):
         default=8 * MiB,
         ge=1024,
         le=1024 * MiB,
-        description="Largest body of `POST /v1/memories/bulk`; split larger imports into several calls.",
+        description="Largest body of `POST /v1/memories/bulk` and `POST /v1/import`; split larger imports "
+        "into several calls (or run `hivemem import` on the server's machine).",
     )
     max_tags: int = Field(
         default=DEFAULT_LIMITS.max_tags, ge=0, le=1000, description="Most tags one memory (or one recall filter) has."

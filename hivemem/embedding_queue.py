@@ -57,12 +57,7 @@ class QueuedEmbedder:
         self._queries: deque[_Piece] = deque()
         self._passages: deque[_Piece] = deque()
         self._documents: deque[_Piece] = deque()
-        # The lanes in the order they are served, each with the inner embedder's call for it.
-        self._lanes = (
-            (self._queries, inner.embed_queries),
-            (self._passages, inner.embed_passages),
-            (self._documents, inner.embed_documents),
-        )
+        self._lanes = self._lanes_of(inner)
         self._wake = threading.Condition()
         self._closed = False
         self._idle = 0
@@ -71,6 +66,24 @@ class QueuedEmbedder:
         ]
         for thread in self._threads:
             thread.start()
+
+    def _lanes_of(
+        self, inner: Embedder
+    ) -> tuple[tuple[deque[_Piece], Callable[[Sequence[str]], list[list[float]]]], ...]:
+        """The lanes in the order they are served, each with ``inner``'s call for it."""
+        return (
+            (self._queries, inner.embed_queries),
+            (self._passages, inner.embed_passages),
+            (self._documents, inner.embed_documents),
+        )
+
+    def switch(self, inner: Embedder) -> None:
+        """Embed with ``inner`` from the next batch on (a re-embedded store's new model). A batch
+        already running finishes with the old one: callers read ``model_id`` before they embed, so
+        such vectors are labelled with the old model and refused by a store that moved on."""
+        with self._wake:
+            self._inner = inner
+            self._lanes = self._lanes_of(inner)
 
     @property
     def inner(self) -> Embedder:

@@ -35,6 +35,7 @@ class JobKind(StrEnum):
     MEMORIZE = "memorize"
     MEMORIZE_BULK = "memorize_bulk"
     INGEST = "ingest"
+    REEMBED = "reembed"
 
 
 class JobState(StrEnum):

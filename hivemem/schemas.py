@@ -32,6 +32,7 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
+from hivemem.audit import public_detail
 from hivemem.engineering import details_json_schema, details_shape_problem, implied_importance
 from hivemem.errors import ValidationError as HivememValidationError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
@@ -475,7 +476,10 @@ class DeadLetterPublic(BaseModel):
 
 
 class AuditPublic(BaseModel):
-    """One audit record: a forget, merge, supersede or undo, with what it kept (``id`` undoes it)."""
+    """One audit record (``id`` is what undo takes): what was done (``action``), to what
+    (``memory_id``: a memory or a token; empty for a refused request), in which scope, by whom
+    (``author``, the principal), when, and its facts (``detail``: ids, reasons and counts, never
+    memory text or a token)."""
 
     id: str
     action: str
@@ -487,8 +491,16 @@ class AuditPublic(BaseModel):
 
     @classmethod
     def of(cls, event: AuditEvent) -> AuditPublic:
-        """The public view of an audit record (its fields are the record's own)."""
-        return cls.model_validate(event, from_attributes=True)
+        """The public view of an audit record: its fields, its detail without memory text."""
+        return cls(
+            id=event.id,
+            action=event.action,
+            memory_id=event.memory_id,
+            scope=event.scope,
+            author=event.author,
+            detail=public_detail(event.detail),
+            at=event.at,
+        )
 
 
 class UndoResult(BaseModel):
@@ -497,6 +509,15 @@ class UndoResult(BaseModel):
     audit_id: str
     action: str
     restored: list[str]
+
+
+class PromoteRequest(BaseModel):
+    """Copy a memory (typically of one's personal scope) into a team scope: its author is kept,
+    and the copy links to the original with ``derived_from``."""
+
+    model_config = _STRICT
+
+    to: ScopeName = Field(description="The scope the copy goes to (write there is needed).")
 
 
 class ConsolidationPublic(BaseModel):
@@ -691,6 +712,7 @@ class RecallResult(BaseModel):
     score: float
     created_at: datetime
     tags: list[str]
+    author: str = Field(description="Who wrote it (the principal; a promoted copy keeps its original's).")
     state: MemoryState = Field(description="working, consolidated (held by a parent) or archived (faded).")
     valid_to: datetime | None = Field(default=None, description="Set when a newer memory superseded this one.")
     label: str = Field(description="`[CONFIRMED]` when a user vouched for it, else `[INFERRED]`: verify those.")

@@ -8,7 +8,15 @@ from urllib.parse import unquote, urlsplit
 from hivemem.errors import ConfigError
 from search.base import DEFAULT_STATES, SearchFilter, Store
 
-__all__ = ["DEFAULT_STATES", "SUPPORTED_SCHEMES", "SearchFilter", "Store", "open_store", "sqlite_path"]
+__all__ = [
+    "DEFAULT_STATES",
+    "SUPPORTED_SCHEMES",
+    "SearchFilter",
+    "Store",
+    "open_store",
+    "recorded_embedding",
+    "sqlite_path",
+]
 
 if TYPE_CHECKING:
     from hivemem.config import Settings
@@ -67,3 +75,23 @@ def open_store(url: str, *, embedding_model: str, dimension: int, settings: Sett
 
         return OpenSearchStore(url, embedding_model=embedding_model, dimension=dimension, settings=settings)
     raise ConfigError(f"unsupported store URL {url!r}: accepted schemes are {', '.join(SUPPORTED_SCHEMES)}")
+
+
+def recorded_embedding(url: str) -> tuple[str, int] | None:
+    """The embedding model and dimension a store was built with, read without opening it; None
+    when it cannot be told (no store there yet, or a backend that cannot re-embed in place)."""
+    if url.split(":", 1)[0].lower() != "sqlite":
+        return None
+    import sqlite3
+
+    path = sqlite_path(url)
+    if path == ":memory:":
+        return None
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedding_model', 'dimension')"))
+    except sqlite3.Error:
+        return None
+    if "embedding_model" not in rows or "dimension" not in rows:
+        return None
+    return str(rows["embedding_model"]), int(rows["dimension"])

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from hivemem.audit import AuditQuery
 from hivemem.fusion import Candidate
 from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import AuditEvent, DuplicatePolicy, FusionMethod, Memory, MemoryState, MemoryType, Relation
@@ -37,6 +38,8 @@ __all__ = [
     "Legs",
     "MemoryStore",
     "PlanDecision",
+    "ReEmbeds",
+    "ReembedBatch",
     "RelationStore",
     "ResolvesByMeaning",
     "SearchFilter",
@@ -188,6 +191,10 @@ class RelationStore(Protocol):
         """One audit record by its ``id``. Raises ``AuditNotFoundError``."""
         ...
 
+    def audit_search(self, query: AuditQuery) -> list[AuditEvent]:
+        """The audit records ``query`` selects, newest first, at most ``query.limit``."""
+        ...
+
     def remove_relation(self, relation: Relation) -> bool:
         """Remove the edge of ``relation``'s source, target and type; False when there was none."""
         ...
@@ -229,6 +236,10 @@ class KnowledgeStore(Protocol):
 
     def sources(self, scopes: Sequence[str]) -> list[KnowledgeSource]:
         """Every source in ``scopes``, by scope then uri."""
+        ...
+
+    def source_scopes(self) -> list[str]:
+        """Every scope that holds a source, sorted (an export of every scope reads it)."""
         ...
 
     def delete_source(self, scope: str, uri: str) -> KnowledgeSource:
@@ -365,6 +376,51 @@ class ResolvesByMeaning(Protocol):
         memories of the batch count, as written. Every memory of each plan (``Resolution.writes``)
         is inserted or replaced, and its relations and audit records written, in the same unit.
         """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReembedBatch:
+    """Memories and chunks whose vectors for the new model are not staged yet."""
+
+    memories: list[Memory]
+    chunks: list[KnowledgeChunk]
+
+    def __len__(self) -> int:
+        return len(self.memories) + len(self.chunks)
+
+
+@runtime_checkable
+class ReEmbeds(Protocol):
+    """A store that moves every vector to another embedding model while it serves the old ones.
+
+    New vectors are staged beside the old (:meth:`reembed_pending` then :meth:`reembed_stage`, as
+    often as it takes); :meth:`reembed_swap` then makes them the store's in one step, unless a write
+    since left something unstaged. Until the swap, reads and writes use the old model.
+    """
+
+    def reembed_remaining(self, model: str) -> int:
+        """How many memories and chunks have no staged vector for ``model`` yet."""
+        ...
+
+    def reembed_pending(self, model: str, limit: int) -> ReembedBatch:
+        """Up to ``limit`` memories and chunks without a staged vector for ``model`` (a memory whose
+        content changed since its vector was staged counts again)."""
+        ...
+
+    def reembed_stage(
+        self,
+        model: str,
+        dimension: int,
+        memories: Sequence[tuple[Memory, Sequence[float]]],
+        chunks: Sequence[tuple[KnowledgeChunk, Sequence[float]]],
+    ) -> None:
+        """Stage vectors of ``model`` (``dimension`` long) for these memories and chunks."""
+        ...
+
+    def reembed_swap(self, model: str, dimension: int) -> bool:
+        """Make the staged vectors the store's, and ``model`` its model, atomically with respect to
+        writes; False (nothing changed) when a memory or chunk is still without one."""
         ...
 
 

@@ -32,6 +32,9 @@ class DelegatesKnowledge:
     def sources(self, scopes: Sequence[str]) -> list[KnowledgeSource]:
         return self._knowledge.sources(scopes)
 
+    def source_scopes(self) -> list[str]:
+        return self._knowledge.source_scopes()
+
     def delete_source(self, scope: str, uri: str) -> KnowledgeSource:
         return self._knowledge.delete_source(scope, uri)
 

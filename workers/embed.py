@@ -165,7 +165,7 @@ def load_embedder(settings: Settings) -> Embedder:
     (:mod:`workers.onnx_embed` or torch)."""
     name = settings.embed_model
     if name.startswith("hash"):
-        _, _, dim = name.partition(":")
+        dim = name[4:].lstrip(":-")  # hash:64 as configured, hash-64 as a store records it
         try:
             return HashEmbedder(int(dim or 64))
         except ValueError as exc:

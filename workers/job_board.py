@@ -85,6 +85,9 @@ def job_result(items: Sequence[ItemOutcome]) -> dict[str, Any]:
     """A finished job's result: its items in order and how many were stored or reinforced."""
     ordered = sorted(items, key=lambda item: int(item["index"]))
     outcomes = [str(item["outcome"]) for item in ordered]
+    if "swapped" in outcomes:
+        # A re-embed: what the swap reports (the model, and every memory and chunk it embedded).
+        return {k: v for k, v in ordered[-1].items() if k not in ("index", "outcome")}
     if any(outcome in _DOCUMENT_OUTCOMES for outcome in outcomes):
         # An ingest job: each document's outcome, its chunks and, for a failure, the reason; and
         # where the workers' time went, summed over the documents.

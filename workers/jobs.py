@@ -33,8 +33,11 @@ def embedded(embedder: Embedder, memories: Sequence[Memory]) -> list[Memory]:
     """``memories`` with their vectors, from one embedder call."""
     if not memories:
         return []
+    # Read before embedding: a model switched meanwhile (a re-embed) labels these vectors with the
+    # old model, which the store then refuses, rather than the new one, which it would take.
+    model = embedder.model_id
     vectors = embedder.embed_passages([m.embedding_text() for m in memories])
-    return [replace(m, embedding=v, embedding_model=embedder.model_id) for m, v in zip(memories, vectors, strict=True)]
+    return [replace(m, embedding=v, embedding_model=model) for m, v in zip(memories, vectors, strict=True)]
 
 
 def memorize(

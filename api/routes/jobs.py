@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
-from api.deps import ServiceDep
+from api.deps import CallerDep, ServiceDep
 from hivemem.schemas import DeadLetterPublic, JobPublic
 
 __all__ = ["router"]
@@ -25,3 +25,12 @@ def dead_letters(
 ) -> list[DeadLetterPublic]:
     """Tasks that failed for good (retries exhausted, or an error no retry fixes), newest first."""
     return service.dead_letters(limit)
+
+
+@router.get("/reembed", response_model=JobPublic)
+def reembed_job(service: ServiceDep, caller: CallerDep) -> JobPublic:
+    """The job re-embedding the store, started when the server found its store holding another
+    embedding model's vectors than `HIVEMEM_EMBED_MODEL` (admins on `*`): recall serves the old
+    vectors until `state` is `done`; `result` then names the model and what was re-embedded. 404
+    when no re-embedding ran."""
+    return service.reembed_job(caller)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 from uuid import UUID
 
 from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel
 
 from api.deps import CallerDep, ServiceDep
+from hivemem.audit import AuditAction
+from hivemem.audit_schemas import MAX_AUDIT_LIMIT, AuditRequest
 from hivemem.schemas import (
     AuditPublic,
     BulkMemorizeRequest,
@@ -23,6 +25,7 @@ from hivemem.schemas import (
     MemoryCreate,
     MemoryPublic,
     MemoryStatus,
+    PromoteRequest,
     RecallRequest,
     RecallResponse,
     RequestSchemas,
@@ -35,6 +38,11 @@ from hivemem.schemas import (
 __all__ = ["build_router"]
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+
+# One audit action, or several joined by commas (a query parameter may not repeat).
+_ONE_ACTION = f"({'|'.join(get_args(AuditAction))})"
+_ACTION_LIST = f"^{_ONE_ACTION}(,{_ONE_ACTION})*$"
+_DATE_TIME: dict[str, Any] = {"format": "date-time"}
 
 ScopeQuery = Annotated[
     ScopeName | None,
@@ -108,15 +116,50 @@ def build_router(schemas: RequestSchemas) -> APIRouter:
         return service.get(str(memory_id), caller, scope=scope)
 
     @router.get("/audit", response_model=list[AuditPublic])
-    def memory_audit(
-        memory_id: Annotated[UUID, Query(description="The memory whose records to list (it may be forgotten).")],
+    def audit(
         service: ServiceDep,
         caller: CallerDep,
+        memory_id: Annotated[
+            str | None,
+            Query(min_length=1, max_length=64, description="One memory's (or token's) records; it may be gone."),
+        ] = None,
         scope: ScopeQuery = None,
+        action: Annotated[
+            str | None,
+            Query(
+                max_length=200,
+                pattern=_ACTION_LIST,
+                description=f"Only these actions, comma-separated: {', '.join(get_args(AuditAction))}.",
+            ),
+        ] = None,
+        principal: Annotated[
+            str | None, Query(min_length=1, max_length=64, description="Only what this principal did or was refused.")
+        ] = None,
+        since: Annotated[
+            str | None, Query(description="RFC 3339; records at or after it.", json_schema_extra=_DATE_TIME)
+        ] = None,
+        until: Annotated[
+            str | None, Query(description="RFC 3339; records before it.", json_schema_extra=_DATE_TIME)
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_AUDIT_LIMIT)] = 100,
     ) -> list[AuditPublic]:
-        """The audit records of one memory (forget, merge, supersede, undo), oldest first, of the scope
-        (or the caller's) and global; each record's `id` is what `POST /v1/audit/{id}/undo` takes."""
-        return service.audit_log(str(memory_id), caller, scope=scope)
+        """Audit records, newest first: forgets, merges, supersedes, undos, consolidations, promotions,
+        imports, re-embeds, token changes and denied requests, each with its principal, target, time and
+        outcome, never memory text or a token. With `memory_id`: that memory's records in the scope (or
+        the caller's) and global, for anyone who may read there. Without: the whole log, for an admin on
+        `*`. A record's `id` is what `POST /v1/audit/{id}/undo` takes."""
+        request = AuditRequest.model_validate(
+            {
+                "memory_id": memory_id,
+                "scope": scope,
+                "action": None if action is None else list(dict.fromkeys(action.split(","))),
+                "principal": principal,
+                "since": since,
+                "until": until,
+                "limit": limit,
+            }
+        )
+        return service.audit(request, caller)
 
     @router.post("/audit/{audit_id}/undo", response_model=UndoResult)
     def undo(
@@ -135,6 +178,27 @@ def build_router(schemas: RequestSchemas) -> APIRouter:
         x 0.2) with `derived_from` edges from the parent; undoable by the audit record. `null` when
         no finding is left. 404 for an unknown goal; 422 for a memory that is not a goal."""
         return service.consolidate_goal(str(memory_id), caller, scope=scope)
+
+    @router.post(
+        "/memories/{memory_id:uuid}/promote", status_code=201, response_model=MemorizeResult | MemorizeAccepted
+    )
+    def promote(
+        memory_id: UUID,
+        body: PromoteRequest,
+        service: ServiceDep,
+        caller: CallerDep,
+        response: Response,
+        scope: ScopeQuery = None,
+    ) -> object:
+        """Promote a memory (of the scope, or the caller's, e.g. one's personal `user/NAME`) to the
+        team scope `to`: a copy with the same text, type, tags and details and the original's author,
+        linked to the original by `derived_from` (shown only to those who may read the original);
+        audited as `promote`. Needs read where the memory is and write in `to`: 404 for a memory the
+        caller cannot read, 403 without write in `to`, 409 when it is already there."""
+        result = service.promote(str(memory_id), body, caller, scope=scope)
+        if isinstance(result, MemorizeAccepted):
+            response.status_code = 202
+        return result
 
     @router.post("/handoff", status_code=201, response_model=MemorizeResult | MemorizeAccepted)
     def save_handoff(body: HandoffSave, service: ServiceDep, caller: CallerDep, response: Response) -> object:

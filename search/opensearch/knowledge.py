@@ -179,6 +179,11 @@ class KnowledgeIndices:
         docs = self._cluster.scan(self._names.sources, query, [{"scope": "asc"}, {"uri": "asc"}])
         return [_source_from_doc(doc) for doc in docs]
 
+    def source_scopes(self) -> list[str]:
+        # One document per source: a scan is small next to the chunks it describes.
+        docs = self._cluster.scan(self._names.sources, {"match_all": {}}, [{"scope": "asc"}, {"uri": "asc"}])
+        return sorted({str(doc["scope"]) for doc in docs})
+
     def _current_hashes(self, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
         """The content hash each (scope, uri) source names now (one ``mget``)."""
         if not pairs:

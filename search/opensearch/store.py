@@ -27,8 +27,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
+from hivemem.audit import AuditQuery
 from hivemem.config import Settings
 from hivemem.errors import AuditNotFoundError, ConfigError, EmbeddingMismatchError, MemoryNotFoundError, StoreError
 from hivemem.fusion import Candidate
@@ -58,6 +60,7 @@ from search.opensearch.docs import (
     relation_doc,
     relation_from_doc,
     relation_id,
+    to_iso,
 )
 from search.opensearch.errors import translate_errors
 from search.opensearch.knowledge import KnowledgeIndices
@@ -419,6 +422,27 @@ class OpenSearchStore(DelegatesKnowledge):
         query: Json = {"match_all": {}} if memory_id is None else {"term": {"memory_id": memory_id}}
         docs = self._cluster.scan(self._names.audit, query, [{"seq": "asc"}, {"event_id": "asc"}])
         return [audit_from_doc(doc) for doc in docs]
+
+    def audit_search(self, query: AuditQuery) -> list[AuditEvent]:
+        filters: list[Json] = []
+        if query.memory_id is not None:
+            filters.append({"term": {"memory_id": query.memory_id}})
+        if query.actions:
+            filters.append({"terms": {"action": list(query.actions)}})
+        if query.author is not None:
+            filters.append({"term": {"author": query.author}})
+        if query.scopes is not None:
+            filters.append({"terms": {"scope": list(query.scopes)}})
+        if query.since is not None or query.until is not None:
+            bounds: Json = {}
+            if query.since is not None:
+                bounds["gte"] = to_iso(query.since)
+            if query.until is not None:
+                bounds["lt"] = to_iso(query.until)
+            filters.append({"range": {"at": bounds}})
+        found: Json = {"bool": {"filter": filters}} if filters else {"match_all": {}}
+        docs = self._cluster.scan(self._names.audit, found, [{"seq": "desc"}, {"event_id": "desc"}])
+        return [audit_from_doc(doc) for doc in islice(docs, query.limit)]
 
     # -- tokens --------------------------------------------------------------------------------
 

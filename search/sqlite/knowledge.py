@@ -27,16 +27,16 @@ from search.base import ChunkFilter
 from search.sqlite.rows import to_timestamp
 from search.sqlite.sql import fts_query, marks
 
-__all__ = ["KnowledgeTables"]
+__all__ = ["BUMP_KNOWLEDGE_VERSION", "CHUNK_COLUMNS", "KnowledgeTables", "chunk_from_row"]
 
 F32 = npt.NDArray[np.float32]
 _Unit = Callable[[], AbstractContextManager[sqlite3.Connection]]
 
 _SOURCE_COLUMNS = "scope, uri, title, format, content_hash, size, fetched_at, indexed_at, chunk_count, last_error"
-_CHUNK_COLUMNS = "id, scope, uri, ordinal, text, title, section, page, start_offset, end_offset"
+CHUNK_COLUMNS = "id, scope, uri, ordinal, text, title, section, page, start_offset, end_offset"
 _SOURCE_MARKS = marks(_SOURCE_COLUMNS.split(","))
-_CHUNK_ROW_MARKS = marks([*_CHUNK_COLUMNS.split(","), "embedding"])
-_BUMP_VERSION = (
+_CHUNK_ROW_MARKS = marks([*CHUNK_COLUMNS.split(","), "embedding"])
+BUMP_KNOWLEDGE_VERSION = (
     "INSERT INTO meta(key, value) VALUES ('knowledge_version', '1') "
     "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
 )
@@ -72,7 +72,7 @@ def _source_from_row(row: sqlite3.Row) -> KnowledgeSource:
     )
 
 
-def _chunk_from_row(row: sqlite3.Row, with_embedding: bool) -> KnowledgeChunk:
+def chunk_from_row(row: sqlite3.Row, with_embedding: bool) -> KnowledgeChunk:
     blob = row["embedding"] if with_embedding else None
     return KnowledgeChunk(
         id=row["id"],
@@ -122,13 +122,13 @@ class KnowledgeTables:
         with self._write() as conn:
             conn.execute("DELETE FROM knowledge_chunks WHERE scope = ? AND uri = ?", (source.scope, source.uri))
             conn.executemany(
-                f"INSERT INTO knowledge_chunks ({_CHUNK_COLUMNS}, embedding) VALUES ({_CHUNK_ROW_MARKS})", rows
+                f"INSERT INTO knowledge_chunks ({CHUNK_COLUMNS}, embedding) VALUES ({_CHUNK_ROW_MARKS})", rows
             )
             conn.execute(
                 f"INSERT OR REPLACE INTO knowledge_sources ({_SOURCE_COLUMNS}) VALUES ({_SOURCE_MARKS})",
                 _source_row(source),
             )
-            conn.execute(_BUMP_VERSION)
+            conn.execute(BUMP_KNOWLEDGE_VERSION)
 
     def record_source_error(self, source: KnowledgeSource) -> None:
         with self._write() as conn:
@@ -151,7 +151,7 @@ class KnowledgeTables:
                 raise SourceNotFoundError(f"no indexed document {uri!r} in scope {scope!r}")
             conn.execute("DELETE FROM knowledge_chunks WHERE scope = ? AND uri = ?", (scope, uri))
             conn.execute("DELETE FROM knowledge_sources WHERE scope = ? AND uri = ?", (scope, uri))
-            conn.execute(_BUMP_VERSION)
+            conn.execute(BUMP_KNOWLEDGE_VERSION)
         return _source_from_row(row)
 
     # -- reads ---------------------------------------------------------------------------------
@@ -173,34 +173,38 @@ class KnowledgeTables:
             ).fetchall()
         return [_source_from_row(row) for row in rows]
 
+    def source_scopes(self) -> list[str]:
+        with self._read() as conn:
+            rows = conn.execute("SELECT DISTINCT scope FROM knowledge_sources ORDER BY scope").fetchall()
+        return [str(row[0]) for row in rows]
+
     def source_chunks(self, scope: str, uri: str) -> list[KnowledgeChunk]:
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_CHUNK_COLUMNS}, embedding FROM knowledge_chunks "
-                "WHERE scope = ? AND uri = ? ORDER BY ordinal",
+                f"SELECT {CHUNK_COLUMNS}, embedding FROM knowledge_chunks WHERE scope = ? AND uri = ? ORDER BY ordinal",
                 (scope, uri),
             ).fetchall()
-        return [_chunk_from_row(row, with_embedding=True) for row in rows]
+        return [chunk_from_row(row, with_embedding=True) for row in rows]
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[KnowledgeChunk]:
         if not chunk_ids:
             return []
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM knowledge_chunks WHERE id IN ({marks(chunk_ids)})", tuple(chunk_ids)
+                f"SELECT {CHUNK_COLUMNS} FROM knowledge_chunks WHERE id IN ({marks(chunk_ids)})", tuple(chunk_ids)
             ).fetchall()
-        by_id = {row["id"]: _chunk_from_row(row, with_embedding=False) for row in rows}
+        by_id = {row["id"]: chunk_from_row(row, with_embedding=False) for row in rows}
         return [by_id[i] for i in chunk_ids if i in by_id]
 
     def scan_chunks(self, where: ChunkFilter) -> Iterator[KnowledgeChunk]:
         clause, params = self._clause(where)
         with self._read() as conn:
             cursor = conn.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM knowledge_chunks c WHERE {clause} ORDER BY scope, uri, ordinal", params
+                f"SELECT {CHUNK_COLUMNS} FROM knowledge_chunks c WHERE {clause} ORDER BY scope, uri, ordinal", params
             )
             while rows := cursor.fetchmany(500):
                 for row in rows:
-                    yield _chunk_from_row(row, with_embedding=False)
+                    yield chunk_from_row(row, with_embedding=False)
 
     @staticmethod
     def _clause(where: ChunkFilter) -> tuple[str, list[Any]]:

@@ -194,4 +194,6 @@ ADDED_INDEXES = (
     # Which of recall's candidates belong to a thread, answered from the index alone: through the id
     # index a lookup read each candidate's row, 100 random pages a recall (5 ms at 1M memories).
     "CREATE INDEX IF NOT EXISTS memories_thread_members ON memories(id, scope, thread, created_at) WHERE thread != ''",
+    # A memory's audit trail (undo checks it) without reading the whole log.
+    "CREATE INDEX IF NOT EXISTS audit_memory ON audit(memory_id, seq)",
 )

@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hivemem.audit import AuditQuery
 from hivemem.coalescer import Coalescer
 from hivemem.errors import (
     AuditNotFoundError,
@@ -37,6 +38,7 @@ from hivemem.errors import (
     StoreUnavailableError,
 )
 from hivemem.fusion import Candidate
+from hivemem.knowledge import KnowledgeChunk
 from hivemem.model import (
     AuditEvent,
     DuplicatePolicy,
@@ -47,10 +49,11 @@ from hivemem.model import (
 )
 from hivemem.resolution import Neighbour, Resolution
 from hivemem.tokens import TokenRecord
-from search.base import PlanDecision, SearchFilter
+from search.base import PlanDecision, ReembedBatch, SearchFilter
 from search.knowledge_delegate import DelegatesKnowledge
 from search.neighbours import nearest, neighbour_filter
 from search.query_terms import query_terms
+from search.sqlite import reembed
 from search.sqlite import tokens as token_rows
 from search.sqlite.knowledge import KnowledgeTables
 from search.sqlite.memory_index import ExactVectors, MemoryIndex
@@ -145,6 +148,7 @@ class SQLiteStore(DelegatesKnowledge):
         self._init_schema(embedding_model, dimension)
         self._embedding_model = embedding_model
         self._dimension = dimension
+        self._clusters = clusters
         self._index = MemoryIndex(dimension, clusters)
         self._rescore = rescore
         self._knowledge = KnowledgeTables(self._read, self._write, dimension)
@@ -305,7 +309,7 @@ class SQLiteStore(DelegatesKnowledge):
                 self._check_schema_version()
                 # executescript commits on its own, so it runs outside a unit of work; every
                 # statement is IF NOT EXISTS, so racing processes converge on one schema.
-                self._writer.executescript(SCHEMA + KNOWLEDGE_SCHEMA + TOKEN_SCHEMA)
+                self._writer.executescript(SCHEMA + KNOWLEDGE_SCHEMA + TOKEN_SCHEMA + reembed.REEMBED_SCHEMA)
                 self._add_missing_columns()
                 for ddl in ADDED_INDEXES:
                     self._writer.execute(ddl)
@@ -355,6 +359,12 @@ class SQLiteStore(DelegatesKnowledge):
     # -- writes --------------------------------------------------------------------------------
 
     def _write_row(self, conn: sqlite3.Connection, memory: Memory, policy: DuplicatePolicy) -> bool:
+        if memory.embedding is not None and memory.embedding_model not in ("", self._embedding_model):
+            # Embedded before a re-embed swapped the store's model: its vector belongs to the old one.
+            raise EmbeddingMismatchError(
+                f"memory {memory.id} was embedded with {memory.embedding_model!r}, but the store now holds "
+                f"{self._embedding_model!r} vectors (it was re-embedded meanwhile); write it again"
+            )
         values = memory_row(memory, self._dimension)
         exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
         try:
@@ -701,6 +711,64 @@ class SQLiteStore(DelegatesKnowledge):
         with self._read() as conn:
             rows = conn.execute(sql, () if memory_id is None else (memory_id,)).fetchall()
         return [audit_from_row(r) for r in rows]
+
+    def audit_search(self, query: AuditQuery) -> list[AuditEvent]:
+        clauses: list[str] = []
+        params: list[object] = []
+        if query.memory_id is not None:
+            clauses.append("memory_id = ?")
+            params.append(query.memory_id)
+        if query.actions:
+            clauses.append(f"action IN ({marks(query.actions)})")
+            params.extend(query.actions)
+        if query.author is not None:
+            clauses.append("author = ?")
+            params.append(query.author)
+        if query.scopes is not None:
+            clauses.append(f"scope IN ({marks(query.scopes)})")
+            params.extend(query.scopes)
+        if query.since is not None:
+            clauses.append("at >= ?")
+            params.append(to_timestamp(query.since))
+        if query.until is not None:
+            clauses.append("at < ?")
+            params.append(to_timestamp(query.until))
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        sql = f"SELECT * FROM audit{where} ORDER BY seq DESC LIMIT ?"
+        with self._read() as conn:
+            rows = conn.execute(sql, (*params, query.limit)).fetchall()
+        return [audit_from_row(r) for r in rows]
+
+    # -- re-embedding --------------------------------------------------------------------------
+
+    def reembed_remaining(self, model: str) -> int:
+        with self._read() as conn:
+            return reembed.remaining(conn, model)
+
+    def reembed_pending(self, model: str, limit: int) -> ReembedBatch:
+        with self._read() as conn:
+            return reembed.pending(conn, model, limit)
+
+    def reembed_stage(
+        self,
+        model: str,
+        dimension: int,
+        memories: Sequence[tuple[Memory, Sequence[float]]],
+        chunks: Sequence[tuple[KnowledgeChunk, Sequence[float]]],
+    ) -> None:
+        with self._write() as conn:
+            reembed.stage(conn, model, dimension, memories, chunks)
+
+    def reembed_swap(self, model: str, dimension: int) -> bool:
+        with self._write() as conn:
+            if not reembed.swap(conn, model, dimension):
+                return False
+            # Still under the write lock: no write sees the old model with the new vectors.
+            self._embedding_model = model
+            self._dimension = dimension
+            self._index = MemoryIndex(dimension, self._clusters)
+            self._knowledge = KnowledgeTables(self._read, self._write, dimension)
+        return True
 
     # -- tokens --------------------------------------------------------------------------------
 

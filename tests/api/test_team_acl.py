@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from api.service import MemoryService
 from hivemem.access import Grant, Role
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
+from hivemem.hashing import content_hash
 from hivemem.knowledge_schemas import KnowledgeStoreRequest
 from hivemem.schemas import MemoryCreate
 from hivemem.token_schemas import TokenCreate
@@ -64,6 +66,9 @@ NEEDS = {
     "handoff_save": "write",
     "handoff_load": "read",
     "undo": "admin",
+    "audit": "read",
+    "export": "read",
+    "import": "admin",
 }
 NEW_NOTE = {"title": "New finding", "content": "A new finding about the build."}
 MCP_VERBS = ("memorize", "remember", "forget", "knowledge_search", "knowledge_read", "knowledge_match")
@@ -76,6 +81,7 @@ class Seeded:
 
     memory: dict[str, str] = field(default_factory=dict)
     audit: dict[str, str] = field(default_factory=dict)
+    gone: dict[str, str] = field(default_factory=dict)
     tokens: dict[str, str] = field(default_factory=dict)
 
 
@@ -133,6 +139,7 @@ def seed(service: MemoryService) -> Seeded:
         gone_id = service.memorize_many([gone], admin)[0].id
         service.forget(gone_id, confirm=True, caller=admin, scope=scope)
         seeded.audit[tag] = next(e.id for e in service.store.audit_log(gone_id))
+        seeded.gone[tag] = gone_id
         text = f"Design doc of {tag}: the k{marker(tag)} rule."
         service.knowledge.store_text(KnowledgeStoreRequest(key=f"doc-{tag}", text=text, scope=scope), admin)
     for name, grants in GRANTS.items():
@@ -173,8 +180,29 @@ def rest_call(http: httpx.Client, verb: str, tag: str, seeded: Seeded, service: 
         return http.post("/v1/handoff", json={"summary": "Where the work stands.", "scope": scope})
     if verb == "handoff_load":
         return http.get("/v1/handoff", params={"scope": scope})
+    if verb == "audit":
+        return http.get("/v1/audit", params={"memory_id": seeded.gone[tag], "scope": scope})
+    if verb == "export":
+        return http.get("/v1/export", params={"scope": scope})
+    if verb == "import":
+        return http.post("/v1/import", content=import_file(scope), headers={"Content-Type": "application/x-ndjson"})
     assert verb == "undo"
     return http.post(f"/v1/audit/{seeded.audit[tag]}/undo")
+
+
+def import_file(scope: str) -> str:
+    """An export file holding one new memory of ``scope``."""
+    now = "2026-12-01T00:00:00+00:00"
+    content = f"An imported note {time.monotonic_ns()}."
+    memory = {
+        "kind": "memory", "id": str(uuid.uuid4()), "scope": scope, "title": "Imported", "content": content,
+        "content_hash": content_hash(content), "memory_type": "fact", "importance": 0.5,
+        "source": "agent_inferred", "tags": [], "related_files": [], "state": "working", "author": "someone",
+        "created_at": now, "updated_at": now, "last_accessed_at": None, "access_count": 0, "valid_from": None,
+        "valid_to": None, "details": {}, "thread": "",
+    }  # fmt: skip
+    header = {"kind": "header", "format": "hivemem-export", "version": 1}
+    return "\n".join(json.dumps(line) for line in (header, memory)) + "\n"
 
 
 def allowed(principal: str, verb: str, tag: str) -> bool:

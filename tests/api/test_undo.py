@@ -61,7 +61,7 @@ def test_undoing_a_supersede_makes_the_old_memory_valid_again_once(client: TestC
     assert old["valid_to"] is None and old["relations"] == []
     # Both memories stay; the undo is audited, and a second undo is refused, changing nothing.
     assert client.get(f"/v1/memories/{new.id}", headers=HEADERS).status_code == 200
-    assert [r["action"] for r in _audit(client, new.id)] == ["supersede", "undo"]
+    assert [r["action"] for r in _audit(client, new.id)] == ["undo", "supersede"]  # newest first
     again = client.post(f"/v1/audit/{record['id']}/undo", headers=HEADERS)
     assert again.status_code == 409 and "already undone" in again.text
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
 import pytest
 
+from hivemem.audit import AuditQuery
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import AuditNotFoundError, MemoryNotFoundError
 from hivemem.model import AuditEvent, Relation, RelationType
@@ -44,6 +48,32 @@ def test_an_audit_record_is_read_back_by_its_id(store: Store, embedder: HashEmbe
         store.audit_event("999999")
     with pytest.raises(AuditNotFoundError):
         store.audit_event("not-an-id")
+
+
+def test_the_audit_log_is_queried_newest_first_by_every_filter(store: Store) -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [
+        ("forget", "m1", "p", "ann"),
+        ("merge", "m2", "p", "bob"),
+        ("denied", "", "q", "ann"),
+        ("undo", "m2", "q", "bob"),
+        ("forget", "m3", "q", "ann"),
+    ]
+    for hour, (action, memory_id, scope, author) in enumerate(rows):
+        store.audit(AuditEvent(action, memory_id, scope, author, {"n": hour}, start + timedelta(hours=hour)))
+
+    def numbers(**query: Any) -> list[int]:
+        return [e.detail["n"] for e in store.audit_search(AuditQuery(**query))]
+
+    assert numbers() == [4, 3, 2, 1, 0]
+    assert numbers(limit=2) == [4, 3]
+    assert numbers(memory_id="m2") == [3, 1]
+    assert numbers(actions=("forget", "denied")) == [4, 2, 0]
+    assert numbers(author="ann", scopes=["q"]) == [4, 2]
+    assert numbers(since=start + timedelta(hours=1), until=start + timedelta(hours=3)) == [2, 1]
+    assert numbers(scopes=["nowhere"]) == []
+    with pytest.raises(ValueError, match="scopes"):
+        AuditQuery(scopes=[])
 
 
 def test_a_relation_is_removed_by_its_ends_and_type(store: Store, embedder: HashEmbedder) -> None:

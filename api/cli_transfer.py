@@ -1,0 +1,67 @@
+"""``hivemem export`` and ``hivemem import``: a store's memories and knowledge as JSON lines, and back.
+
+``hivemem export [--scope S]… > memories.jsonl`` writes every scope (or those named);
+``hivemem import memories.jsonl`` reads one into the configured store (SQLite or OpenSearch), so
+moving between the two stores is an export from one and an import into the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hivemem.config import Settings
+from hivemem.errors import ValidationError
+
+__all__ = ["add_parsers", "run"]
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``export`` and ``import`` to the ``hivemem`` subcommands."""
+    export = sub.add_parser("export", help="write memories, relations and knowledge as JSON lines (to stdout)")
+    export.add_argument(
+        "--scope", dest="scopes", action="append", default=None, help="a scope to export (repeatable; default: all)"
+    )
+    export.add_argument("--output", "-o", default=None, help="write to this file instead of stdout")
+    imported = sub.add_parser("import", help="read an export file into this store (re-embedding with its model)")
+    imported.add_argument("file", help="the export file ('-' for stdin)")
+
+
+def _lines(name: str) -> list[str]:
+    if name == "-":
+        return sys.stdin.read().splitlines()
+    path = Path(name)
+    if path.is_dir():
+        raise ValidationError(f"{name} is a folder; give the export file", field="file")
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise ValidationError(f"{name}: no such file", field="file") from None
+    except UnicodeDecodeError:
+        raise ValidationError(f"{name} is not UTF-8 text: not an export file", field="file") from None
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    from api.service import Caller, MemoryService
+
+    caller = Caller(principal="cli")
+    lines = _lines(args.file) if args.command == "import" else []
+    service = MemoryService.from_settings(settings)
+    try:
+        if args.command == "export":
+            exported = service.transfer.export(caller, args.scopes)
+            if args.output is None:
+                for line in exported:
+                    sys.stdout.write(line + "\n")
+            else:
+                with open(args.output, "w", encoding="utf-8") as out:
+                    out.writelines(line + "\n" for line in exported)
+        else:
+            result = service.transfer.import_lines(lines, caller)
+            print(json.dumps(result.model_dump(), indent=2))
+    finally:
+        service.close()
+    return 0

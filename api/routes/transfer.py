@@ -1,0 +1,56 @@
+"""Export and import over REST: a scope's memories, relations and knowledge as JSON lines, and back."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from api.deps import CallerDep, ServiceDep
+from api.routes.memories import ScopeQuery
+from api.transfer import ImportResult
+from hivemem.errors import ValidationError
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["export"])
+
+NDJSON = "application/x-ndjson"
+_FILE = {"content": {NDJSON: {"schema": {"type": "string", "description": "The export file, one JSON record a line."}}}}
+
+
+@router.get("/export", response_class=Response, responses={200: _FILE})
+def export(service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> Response:
+    """The export file of `scope` (default: every scope the caller may read): a header line, then
+    every memory (all states, with validity and provenance), the relations between them, and the
+    knowledge sources with their chunks, one JSON record a line, in a fixed order. No vectors: the
+    importing store embeds again. 403 for a scope the caller may not read."""
+    lines = list(service.transfer.export(caller, None if scope is None else [scope]))
+    return Response("\n".join(lines) + "\n", media_type=NDJSON)
+
+
+@router.post(
+    "/import",
+    response_model=ImportResult,
+    # Declared as text: any content type is read the same (an export file is JSON lines, `application/x-ndjson`).
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "An export file: JSON lines, as `GET /v1/export` or `hivemem export` write it.",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+    },
+)
+async def import_file(request: Request, service: ServiceDep, caller: CallerDep) -> ImportResult:
+    """Import an export file (the body, JSON lines; sent as `application/x-ndjson` or `text/plain`):
+    admin on every scope it writes to.
+    The whole file is checked first: a bad line (422, naming it), a memory whose content its scope
+    holds under another id (422) or a scope without admin (403) writes nothing. Memories and chunks
+    are embedded with this server's model and written by id (importing a file twice changes nothing
+    more); the import is audited. Larger files: `hivemem import` on the server's machine."""
+    from starlette.concurrency import run_in_threadpool
+
+    body = await request.body()
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError("the body is not UTF-8 text", field="body") from None
+    return await run_in_threadpool(service.transfer.import_lines, text.splitlines(), caller)

@@ -1,0 +1,329 @@
+"""The export file: a memory store as JSON lines, lossless between the SQLite and OpenSearch stores.
+
+The first line is the header (``{"kind": "header", "format": "hivemem-export", "version": 1}``);
+then one line per memory (every field a caller or the lifecycle set: validity, state, provenance,
+access counts), per relation between two exported memories, and per knowledge source with its
+chunks. Vectors are not exported: they belong to the embedding model of the store that imports
+the file, which embeds every memory and chunk again. Lines are written in a fixed order (memories
+by scope and id, then relations, then sources), so exporting the same memories from either store
+gives the same bytes.
+
+Reading a file validates every line before anything is written (:func:`parse_export`); an error
+names the line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, TypeAdapter
+from pydantic import ValidationError as PydanticValidationError
+
+from hivemem.codec import memory_from_json, memory_to_json
+from hivemem.errors import ValidationError
+from hivemem.hashing import content_hash
+from hivemem.knowledge import DocumentFormat, KnowledgeChunk, KnowledgeSource
+from hivemem.model import Memory, MemoryState, MemoryType, Relation, RelationType, Source
+from hivemem.scope import validate_scope
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "ExportContents",
+    "export_lines",
+    "parse_export",
+]
+
+EXPORT_FORMAT = "hivemem-export"
+EXPORT_VERSION = 1
+# One line of an export holds at most this much (a source's line holds its chunks).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+_RECORD = ConfigDict(extra="forbid", frozen=True)
+# A memory's fields that its store makes (the vector and its model): not in the file.
+_STORE_OWN = frozenset({"embedding", "embedding_model"})
+_Text = Annotated[StrictStr, Field(max_length=1_000_000)]
+_Id = Annotated[StrictStr, Field(min_length=1, max_length=200)]
+_Name = Annotated[StrictStr, Field(max_length=200)]
+_Score = Annotated[StrictFloat | StrictInt, Field(ge=0.0, le=1.0)]
+
+
+class _Header(BaseModel):
+    model_config = _RECORD
+    kind: Literal["header"]
+    format: Literal["hivemem-export"]
+    version: Literal[1]
+
+
+class _MemoryLine(BaseModel):
+    model_config = _RECORD
+    kind: Literal["memory"]
+    id: _Id
+    scope: _Name
+    title: _Text
+    content: _Text
+    content_hash: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
+    memory_type: MemoryType
+    importance: _Score
+    source: Source
+    tags: list[_Name]
+    related_files: list[Annotated[StrictStr, Field(max_length=4096)]]
+    state: MemoryState
+    author: _Name
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime | None
+    access_count: Annotated[StrictInt, Field(ge=0)]
+    valid_from: datetime | None
+    valid_to: datetime | None
+    details: dict[str, Any]
+    thread: _Name
+
+
+class _RelationLine(BaseModel):
+    model_config = _RECORD
+    kind: Literal["relation"]
+    source_id: _Id
+    target_id: _Id
+    type: RelationType
+    strength: _Score
+    author: _Name
+    created_at: datetime
+    description: Annotated[StrictStr, Field(max_length=2000)]
+
+
+class _ChunkLine(BaseModel):
+    model_config = _RECORD
+    id: _Id
+    ordinal: Annotated[StrictInt, Field(ge=0)]
+    text: _Text
+    title: _Text
+    section: list[_Text]
+    page: Annotated[StrictInt, Field(ge=1)] | None
+    start: Annotated[StrictInt, Field(ge=0)]
+    end: Annotated[StrictInt, Field(ge=0)]
+
+
+class _SourceLine(BaseModel):
+    model_config = _RECORD
+    kind: Literal["source"]
+    scope: _Name
+    uri: Annotated[StrictStr, Field(min_length=1, max_length=4096)]
+    title: _Text
+    format: DocumentFormat
+    content_hash: StrictStr
+    size: Annotated[StrictInt, Field(ge=0)]
+    fetched_at: datetime
+    indexed_at: datetime | None
+    chunk_count: Annotated[StrictInt, Field(ge=0)]
+    last_error: StrictStr | None
+    chunks: list[_ChunkLine]
+
+
+_Line = Annotated[_MemoryLine | _RelationLine | _SourceLine, Field(discriminator="kind")]
+_LINE = TypeAdapter(_Line)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportContents:
+    """What a file holds: memories (without vectors), relations, and sources with their chunks."""
+
+    memories: list[Memory]
+    relations: list[Relation]
+    sources: list[tuple[KnowledgeSource, list[KnowledgeChunk]]]
+
+    @property
+    def scopes(self) -> set[str]:
+        """Every scope the file writes to."""
+        return {m.scope for m in self.memories} | {s.scope for s, _ in self.sources}
+
+
+def _stamp(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _memory_line(memory: Memory) -> dict[str, Any]:
+    # The broker's encoding of a memory, less what belongs to the store that holds it.
+    fields = memory_to_json(replace(memory, requested_links=()))
+    return {"kind": "memory", **{k: v for k, v in fields.items() if k not in _STORE_OWN}}
+
+
+def _relation_line(relation: Relation) -> dict[str, Any]:
+    return {
+        "kind": "relation",
+        "source_id": relation.source_id,
+        "target_id": relation.target_id,
+        "type": relation.type.value,
+        "strength": relation.strength,
+        "author": relation.author,
+        "created_at": _stamp(relation.created_at),
+        "description": relation.description,
+    }
+
+
+def _source_line(source: KnowledgeSource, chunks: Iterable[KnowledgeChunk]) -> dict[str, Any]:
+    return {
+        "kind": "source",
+        "scope": source.scope,
+        "uri": source.uri,
+        "title": source.title,
+        "format": source.format.value,
+        "content_hash": source.content_hash,
+        "size": source.size,
+        "fetched_at": _stamp(source.fetched_at),
+        "indexed_at": _stamp(source.indexed_at),
+        "chunk_count": source.chunk_count,
+        "last_error": source.last_error,
+        "chunks": [
+            {
+                "id": c.id,
+                "ordinal": c.ordinal,
+                "text": c.text,
+                "title": c.title,
+                "section": list(c.section),
+                "page": c.page,
+                "start": c.start,
+                "end": c.end,
+            }
+            for c in sorted(chunks, key=lambda c: c.ordinal)
+        ],
+    }
+
+
+def _dumped(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def export_lines(
+    memories: Iterable[Memory],
+    relations: Iterable[Relation],
+    sources: Iterable[tuple[KnowledgeSource, list[KnowledgeChunk]]],
+) -> Iterator[str]:
+    """The export file, line by line (each without its newline), in its fixed order. Only the
+    relations whose two ends are among ``memories`` are written."""
+    yield _dumped({"kind": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION})
+    ordered = sorted(memories, key=lambda m: (m.scope, m.id))
+    ids = {m.id for m in ordered}
+    for memory in ordered:
+        yield _dumped(_memory_line(memory))
+    edges = {(r.source_id, r.target_id, r.type.value): r for r in relations}
+    for key in sorted(edges):
+        if key[0] in ids and key[1] in ids:
+            yield _dumped(_relation_line(edges[key]))
+    for source, chunks in sorted(sources, key=lambda pair: (pair[0].scope, pair[0].uri)):
+        yield _dumped(_source_line(source, chunks))
+
+
+def _memory(raw: dict[str, Any]) -> Memory:
+    fields = {k: v for k, v in raw.items() if k != "kind"}
+    return memory_from_json({**fields, "embedding": None, "embedding_model": ""})
+
+
+def _relation(line: _RelationLine) -> Relation:
+    return Relation(
+        line.source_id, line.target_id, line.type, float(line.strength), line.author, line.created_at, line.description
+    )
+
+
+def _source(line: _SourceLine) -> tuple[KnowledgeSource, list[KnowledgeChunk]]:
+    source = KnowledgeSource(
+        scope=line.scope,
+        uri=line.uri,
+        title=line.title,
+        format=line.format,
+        content_hash=line.content_hash,
+        size=line.size,
+        fetched_at=line.fetched_at,
+        indexed_at=line.indexed_at,
+        chunk_count=line.chunk_count,
+        last_error=line.last_error,
+    )
+    chunks = [
+        KnowledgeChunk(
+            id=c.id,
+            scope=line.scope,
+            uri=line.uri,
+            ordinal=c.ordinal,
+            text=c.text,
+            title=c.title,
+            section=tuple(c.section),
+            page=c.page,
+            start=c.start,
+            end=c.end,
+        )
+        for c in line.chunks
+    ]
+    return source, chunks
+
+
+def _problem(number: int, message: str) -> ValidationError:
+    return ValidationError(f"line {number}: {message}", field=f"line {number}")
+
+
+def _timezones(line: _MemoryLine | _RelationLine | _SourceLine) -> bool:
+    stamps = [v for v in line.__dict__.values() if isinstance(v, datetime)]
+    return all(v.tzinfo is not None for v in stamps)
+
+
+def parse_export(lines: Iterable[str]) -> ExportContents:
+    """Every record of an export file, each line validated; nothing is returned unless all are.
+
+    Raises ``ValidationError`` naming the first bad line: not JSON, an unknown kind or field, a
+    value out of range, a content hash that is not the content's, a scope that is no scope, a
+    memory id given twice, or a relation whose ends are not memories of the file.
+    """
+    memories: dict[str, Memory] = {}
+    relations: list[Relation] = []
+    sources: list[tuple[KnowledgeSource, list[KnowledgeChunk]]] = []
+    header_seen = False
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        if len(text) > MAX_LINE_BYTES:
+            raise _problem(number, f"longer than {MAX_LINE_BYTES} bytes")
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _problem(number, f"not JSON ({exc.msg})") from None
+        if not header_seen:
+            try:
+                _Header.model_validate(raw)
+            except PydanticValidationError:
+                raise _problem(
+                    number, f'not a {EXPORT_FORMAT} file: the first line must be {{"kind": "header", …, "version": 1}}'
+                ) from None
+            header_seen = True
+            continue
+        try:
+            line = _LINE.validate_python(raw)
+        except PydanticValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise _problem(number, f"{where}: {first['msg']}") from None
+        if not _timezones(line):
+            raise _problem(number, "every time must carry its timezone")
+        if not isinstance(line, _RelationLine):
+            try:
+                validate_scope(line.scope)
+            except ValidationError as exc:
+                raise _problem(number, str(exc)) from None
+        if isinstance(line, _MemoryLine):
+            if line.id in memories:
+                raise _problem(number, f"memory {line.id} is given twice")
+            if content_hash(line.content) != line.content_hash:
+                raise _problem(number, f"memory {line.id}: content_hash is not the hash of its content")
+            memories[line.id] = _memory(raw)
+        elif isinstance(line, _RelationLine):
+            missing = [end for end in (line.source_id, line.target_id) if end not in memories]
+            if missing:
+                raise _problem(number, f"relation end {missing[0]} is not a memory of the file (above this line)")
+            relations.append(_relation(line))
+        else:
+            sources.append(_source(line))
+    if not header_seen:
+        raise ValidationError(f"the file is empty: an export starts with its {EXPORT_FORMAT} header", field="line 1")
+    return ExportContents(list(memories.values()), relations, sources)

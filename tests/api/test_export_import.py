@@ -1,0 +1,238 @@
+"""Export and import: SQLite -> OpenSearch -> SQLite gives the same file, and bad files change nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.cli import main as cli_main
+from api.main import create_app
+from api.service import Caller, MemoryService
+from hivemem.config import Settings
+from hivemem.embedding import HashEmbedder
+from hivemem.errors import ValidationError
+from hivemem.knowledge_schemas import KnowledgeSearchRequest, KnowledgeStoreRequest
+from hivemem.model import DuplicatePolicy, MemoryState
+from hivemem.schemas import LinkCreate, MemoryCreate, RecallRequest
+from tests.api.conftest import LOCAL_URL
+from tests.opensearch_backend import OpenSearchBackend
+from workers.documents.sources import FileAccess
+
+SCOPE = "github.com/acme/api"
+OTHER = "github.com/acme/web"
+LOCAL = Caller(principal="admin")
+HTML = b"""<!doctype html><html><head><title>Release runbook</title></head><body>
+<h1>Release runbook</h1><p>Tag the release, then build the images from the tag.</p>
+<h2>Rollback</h2><p>Roll back by redeploying the previous tag; never rebuild an old tag.</p></body></html>"""
+
+
+def _sqlite(path: Path) -> MemoryService:
+    return MemoryService.from_settings(Settings(data_dir=path, embed_model="hash:64"))
+
+
+@pytest.fixture
+def opensearch_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryService]:
+    backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
+    embedder = HashEmbedder(64)
+    store = backend.open(
+        embedder, Settings(opensearch_replicas=0), request.getfixturevalue("spec_validator"), exact_knn=True
+    )
+    service = MemoryService(Settings(data_dir=tmp_path / "os", embed_model="hash:64"), store, embedder)
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+def _note(content: str, scope: str = SCOPE, **fields: object) -> MemoryCreate:
+    return MemoryCreate.model_validate({"title": content[:40], "content": content, "scope": scope} | fields)
+
+
+def fill(service: MemoryService) -> None:
+    """Memories in three scopes and every state, with edges, validity, provenance, access counts and
+    structured details; a key's text and an uploaded HTML document."""
+    alice, bob = Caller(principal="alice", default_scope=SCOPE), Caller(principal="bob", default_scope=SCOPE)
+    decision = service.memorize_many(
+        [_note("We deploy with blue-green switches.", tags=["deploy", "infra"], related_files=["ops/deploy.sh"])],
+        alice,
+    )[0].id
+    service.memorize_many(
+        [
+            _note(
+                "We deploy with canary releases now.",
+                related_to=[LinkCreate(target_id=decision, relationship_type="supersedes")],
+            )
+        ],
+        bob,
+    )
+    goal = service.memorize_many([_note("Goal: builds under five minutes.", memory_type="goal")], alice)[0].id
+    for text in ("Layer caching saves two minutes.", "Parallel tests save a minute."):
+        service.memorize_many([_note(text, related_to=[LinkCreate(target_id=goal, relationship_type="achieves")])], bob)
+    service.memorize_many(
+        [
+            _note(
+                "Lesson: cache layers and split tests.",
+                memory_type="insight",
+                related_to=[LinkCreate(target_id=goal, relationship_type="closes")],
+            )
+        ],
+        alice,
+    )
+    failure = _note(
+        "The nightly build fails on a full disk.",
+        memory_type="failure",
+        details={"component": "ci", "severity": "high", "error": "ENOSPC"},
+        thread="ci-triage",
+    )
+    service.memorize_many([failure, _note("Everyone uses UTC in logs.", scope="")], alice)
+    faded = service.memorize_many([_note("The old wiki lives on the intranet.", scope=OTHER)], bob)[0].id
+    store = service.store
+    store.put(replace(store.get(faded), state=MemoryState.ARCHIVED), DuplicatePolicy.OVERWRITE)
+    service.remember(RecallRequest(query="deploy switches", scope=SCOPE), alice)
+    service.knowledge.store_text(
+        KnowledgeStoreRequest(key="conventions", text="Branches are named team/topic.", scope=SCOPE), alice
+    )
+    service.knowledge.upload("runbook.html", HTML, alice, scope=OTHER)
+
+
+def export(service: MemoryService, scopes: list[str] | None = None) -> str:
+    return "\n".join(service.transfer.export(LOCAL, scopes)) + "\n"
+
+
+def test_sqlite_to_opensearch_to_sqlite_gives_the_same_file(tmp_path: Path, opensearch_service: MemoryService) -> None:
+    first = _sqlite(tmp_path / "a")
+    try:
+        fill(first)
+        exported = export(first)
+    finally:
+        first.close()
+    records = [json.loads(line) for line in exported.splitlines()]
+    kinds = [r["kind"] for r in records]
+    assert kinds.count("memory") == 9 and kinds.count("source") == 2 and kinds.count("relation") >= 5
+    memories = [r for r in records if r["kind"] == "memory"]
+    assert {r["state"] for r in memories} == {"working", "consolidated", "archived"}
+    assert any(r["valid_to"] for r in memories) and any(r["access_count"] for r in memories)
+    assert {r["author"] for r in memories} == {"alice", "bob"}
+
+    result = opensearch_service.transfer.import_lines(exported.splitlines(), LOCAL)
+    assert (result.memories, result.sources) == (9, 2) and result.scopes == ["", SCOPE, OTHER]
+    from_opensearch = export(opensearch_service)
+    assert from_opensearch == exported
+    # The vectors were made again: the imported store recalls and searches its knowledge.
+    found = opensearch_service.remember(
+        RecallRequest(query="nightly build full disk", scope=SCOPE), LOCAL, reinforce=False
+    )
+    assert "The nightly build fails on a full disk." in [r.content for r in found.results]
+    question = KnowledgeSearchRequest(query="roll back previous tag", scope=OTHER)
+    hits = opensearch_service.knowledge.search(question, LOCAL, FileAccess())
+    assert hits.results and "previous tag" in hits.results[0].text
+
+    last = _sqlite(tmp_path / "c")
+    try:
+        last.transfer.import_lines(from_opensearch.splitlines(), LOCAL)
+        assert export(last) == exported
+        # Importing the same file again changes nothing.
+        last.transfer.import_lines(from_opensearch.splitlines(), LOCAL)
+        assert export(last) == exported
+        assert [e.action for e in last.store.audit_log()].count("import") == 2
+        assert export(last, [OTHER]).count('"kind":"memory"') == 1
+    finally:
+        last.close()
+
+
+def test_a_bad_file_is_refused_whole_and_changes_nothing(tmp_path: Path) -> None:
+    source = _sqlite(tmp_path / "a")
+    try:
+        fill(source)
+        lines = export(source).splitlines()
+    finally:
+        source.close()
+    target = _sqlite(tmp_path / "b")
+    held = target.memorize_many([_note("We deploy with blue-green switches.")], LOCAL)[0].id
+    try:
+        memory = next(i for i, line in enumerate(lines) if '"kind":"memory"' in line)
+        relation = next(i for i, line in enumerate(lines) if '"kind":"relation"' in line)
+        wrong_hash = json.loads(lines[memory]) | {"content": "Something else entirely."}
+        dangling = json.loads(lines[relation]) | {"target_id": "not-in-the-file"}
+        bad_scope = json.loads(lines[memory]) | {"scope": "Not A Scope!"}
+        cases = {
+            "not JSON": [*lines[:3], "{broken", *lines[3:]],
+            "not a hivemem-export file": lines[1:],
+            "is not the hash of its content": [*lines[:memory], json.dumps(wrong_hash), *lines[memory + 1 :]],
+            "not a memory of the file": [*lines[:relation], json.dumps(dangling), *lines[relation + 1 :]],
+            "scope": [*lines[:memory], json.dumps(bad_scope), *lines[memory + 1 :]],
+            "does not match any of the expected tags": [*lines, '{"kind": "token", "id": "x"}'],
+            "the file is empty": [],
+            # Its content is held in its scope under another id.
+            "already holds its content": lines,
+        }
+        for expected, bad in cases.items():
+            with pytest.raises(ValidationError) as refused:
+                target.transfer.import_lines(bad, LOCAL)
+            assert expected in str(refused.value), (expected, str(refused.value))
+            assert target.store.count() == 1 and [m.id for m in target.store.get_many([held])] == [held]
+            assert target.store.source_scopes() == []
+    finally:
+        target.close()
+
+
+def test_the_cli_exports_and_imports_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _sqlite(tmp_path / "a")
+    try:
+        fill(source)
+        expected = export(source, [SCOPE])
+    finally:
+        source.close()
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "a"))
+    out = tmp_path / "scope.jsonl"
+    assert cli_main(["export", "--scope", SCOPE, "--output", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == expected
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "b"))
+    assert cli_main(["import", str(tmp_path)]) == 2  # a folder
+    assert cli_main(["import", str(tmp_path / "missing.jsonl")]) == 2
+    capsys.readouterr()
+    assert cli_main(["import", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["scopes"] == [SCOPE]
+    assert cli_main(["export", "--scope", SCOPE]) == 0
+    assert capsys.readouterr().out == expected
+
+
+def test_rest_import_takes_admin_on_every_scope_of_the_file(tmp_path: Path) -> None:
+    source = _sqlite(tmp_path / "a")
+    try:
+        fill(source)
+        body = export(source, [SCOPE])
+    finally:
+        source.close()
+    settings = Settings(data_dir=tmp_path / "b", embed_model="hash:64", team=True)
+    service = MemoryService.from_settings(settings)
+    try:
+        admin = service.tokens.first_admin()
+        assert admin is not None
+        from hivemem.token_schemas import TokenCreate
+
+        writer = service.tokens.create(TokenCreate(name="wes", grants=[f"{SCOPE}:write"]), LOCAL).token
+        with TestClient(create_app(settings, service), base_url=LOCAL_URL) as client:
+            ndjson = {"Content-Type": "application/x-ndjson"}
+            refused = client.post("/v1/import", content=body, headers={**ndjson, "Authorization": f"Bearer {writer}"})
+            assert refused.status_code == 403 and service.store.count() == 0
+            garbled = client.post(
+                "/v1/import", content=b"\xff\xfe", headers={**ndjson, "Authorization": f"Bearer {admin.token}"}
+            )
+            assert garbled.status_code == 422
+            done = client.post("/v1/import", content=body, headers={**ndjson, "Authorization": f"Bearer {admin.token}"})
+            assert done.status_code == 200, done.text
+            assert done.json()["memories"] == body.count('"kind":"memory"')
+            again = client.get("/v1/export", params={"scope": SCOPE}, headers={"Authorization": f"Bearer {writer}"})
+            assert again.status_code == 200 and again.text == body
+            assert again.headers["content-type"].startswith("application/x-ndjson")
+    finally:
+        service.close()
