@@ -46,6 +46,8 @@ KEY_FILE = "token.key"
 # Answered without a token: probes, the API's description, and where a client learns how to authenticate.
 PUBLIC_PATHS = ("/healthz", "/readyz", "/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect")
 METADATA_PATH = "/.well-known/oauth-protected-resource"
+# The API pages' scripts and styles (api.docs_pages), public like the pages.
+PUBLIC_PREFIX = "/docs/static/"
 # How long "no token exists" is believed before the store is asked again (a token created by the
 # CLI in another process counts from then on); "some token exists" is never forgotten.
 NO_TOKENS_TTL_S = 1.0
@@ -208,7 +210,8 @@ class AuthGate:
             return
         path: str = scope.get("path", "")
         state = scope.setdefault("state", {})
-        if path in PUBLIC_PATHS or path.startswith(METADATA_PATH) or not self._served(scope):
+        public = path in PUBLIC_PATHS or path.startswith((METADATA_PATH, PUBLIC_PREFIX))
+        if public or not self._served(scope):
             state["access"] = None
             await self.app(scope, receive, send)
             return

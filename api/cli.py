@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +14,18 @@ import pydantic
 
 from api.cli_audit import add_parser as add_audit_parser
 from api.cli_audit import run as run_audit
+from api.cli_doctor import add_parser as add_doctor_parser
+from api.cli_doctor import run as run_doctor
 from api.cli_knowledge import add_parser as add_knowledge_parser
 from api.cli_knowledge import run as run_knowledge
+from api.cli_memories import add_parser as add_memories_parser
+from api.cli_memories import run as run_memories
 from api.cli_opensearch import add_parser as add_opensearch_parser
 from api.cli_opensearch import run as run_opensearch
 from api.cli_reembed import add_parser as add_reembed_parser
 from api.cli_reembed import run as run_reembed
+from api.cli_setup import add_parser as add_setup_parser
+from api.cli_setup import run as run_setup
 from api.cli_tokens import add_parser as add_token_parser
 from api.cli_tokens import run as run_tokens
 from api.cli_transfer import add_parsers as add_transfer_parsers
@@ -168,6 +174,9 @@ def _parser() -> argparse.ArgumentParser:
     add_audit_parser(sub)
     add_transfer_parsers(sub)
     add_reembed_parser(sub)
+    add_memories_parser(sub)
+    add_setup_parser(sub)
+    add_doctor_parser(sub)
 
     worker = sub.add_parser("worker", help="run a Celery worker of the distributed shape (needs HIVEMEM_BROKER_URL)")
     worker.add_argument("--queues", default=",".join(QUEUES), help=f"comma list (default all: {','.join(QUEUES)})")
@@ -242,6 +251,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Commands whose module parses and runs them (api/cli_*.py).
+_COMMAND_MODULES: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+    "opensearch": run_opensearch,
+    "knowledge": run_knowledge,
+    "token": run_tokens,
+    "audit": run_audit,
+    "export": run_transfer,
+    "import": run_transfer,
+    "reembed": run_reembed,
+    "memories": run_memories,
+    "setup": run_setup,
+    "doctor": run_doctor,
+}
+
+
 def _print_json(value: object) -> None:
     print(json.dumps(value, indent=2, default=str))
 
@@ -270,18 +294,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "config":
         _print_json(settings.public_dict())
         return 0
-    if args.command == "opensearch":
-        return run_opensearch(args, settings)
-    if args.command == "knowledge":
-        return run_knowledge(args, settings)
-    if args.command == "token":
-        return run_tokens(args, settings)
-    if args.command == "audit":
-        return run_audit(args, settings)
-    if args.command in ("export", "import"):
-        return run_transfer(args, settings)
-    if args.command == "reembed":
-        return run_reembed(args, settings)
+    if args.command in _COMMAND_MODULES:
+        return _COMMAND_MODULES[args.command](args, settings)
     if args.command == "bench":
         return _bench(args, settings)
     if args.command in ("worker", "beat"):

@@ -12,17 +12,19 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 import hivemem
 from api.auth import METADATA_PATH, Authenticator, AuthGate, protected_resource_metadata
 from api.deps import no_repeated_query_parameters
+from api.docs_pages import install_docs
 from api.errors import ERROR_RESPONSES, install_handlers
 from api.guard import RequestGuard
 from api.mcp_endpoint import ProjectEndpoint
 from api.mcp_server import build_mcp
-from api.routes import health, jobs, knowledge, memories, tokens, transfer
+from api.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
+from api.routes import health, jobs, knowledge, memories, operators, tokens, transfer
 from api.service import MemoryService
 from api.shutdown import stopping_on_signals
 from hivemem.config import Settings, redact_url
@@ -41,7 +43,10 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     limits = Limits.from_settings(settings)
     holder: dict[str, MemoryService] = {}
     gate: dict[str, Authenticator] = {}
-    mcp = build_mcp(lambda: holder["service"], limits=limits)
+    metrics = Metrics() if settings.metrics else None
+    mcp = build_mcp(
+        lambda: holder["service"], limits=limits, on_tool_call=None if metrics is None else metrics.tool_call
+    )
     # Called for its session manager; the routes are this app's own. Host and Origin checks are
     # the RequestGuard's, for every route alike, so the SDK's own copy of them is off.
     mcp.streamable_http_app(
@@ -60,6 +65,8 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
             await anyio.to_thread.run_sync(opened.warm_up)
             opened.start_sleep_timer()
         holder["service"] = opened
+        if metrics is not None:
+            metrics.watch(opened)
         gate["authenticator"] = Authenticator(opened.store, opened.tokens.key, settings)
         # Learn now, while the store answers, whether tokens exist (see Authenticator._any_token).
         await anyio.to_thread.run_sync(gate["authenticator"].tokens_required, None)
@@ -78,13 +85,17 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
         lifespan=lifespan,
         responses=ERROR_RESPONSES,
         dependencies=[Depends(no_repeated_query_parameters)],
+        docs_url=None,
+        redoc_url=None,
     )
+    install_docs(app)
     install_handlers(app)
     app.include_router(memories.build_router(request_schemas(limits)))
     app.include_router(knowledge.router)
     app.include_router(jobs.router)
     app.include_router(tokens.router)
     app.include_router(transfer.router)
+    app.include_router(operators.router)
     app.include_router(health.router)
     endpoint = ProjectEndpoint(StreamableHTTPASGIApp(mcp.session_manager))
     app.router.routes.append(Route("/mcp", endpoint=endpoint, methods=MCP_METHODS))
@@ -96,6 +107,15 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
 
     app.router.routes.append(Route(METADATA_PATH, endpoint=resource_metadata, methods=["GET"]))
     app.router.routes.append(Route(METADATA_PATH + "/mcp", endpoint=resource_metadata, methods=["GET"]))
+    if metrics is not None:
+        watched = metrics
+
+        async def metrics_page(_: Request) -> Response:
+            # Scrape-time reads (the store's count) are blocking calls: off the event loop.
+            body = await anyio.to_thread.run_sync(watched.render)
+            return Response(body, media_type=CONTENT_TYPE)
+
+        app.router.routes.append(Route("/metrics", endpoint=metrics_page, methods=["GET"]))
     # Innermost of the three: CORS answers preflights (which carry no token) before it.
     app.add_middleware(AuthGate, authenticator=lambda: gate["authenticator"], routes=lambda: app.routes)
     if settings.cors_origins:
@@ -114,6 +134,9 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
         )
     # Added last, so it runs first: nothing reaches a route (or CORS) from a foreign host or origin.
     app.add_middleware(RequestGuard, settings=settings)
+    if metrics is not None:
+        # Outside everything: requests the guard or the token gate refuse are counted too.
+        app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 
 

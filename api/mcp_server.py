@@ -21,6 +21,7 @@ refused, not ignored.
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,15 +177,29 @@ _TEMPLATES = {
 _SCOPED_TOOLS = ("memorize", "remember", "forget", "knowledge", "handoff", "memory_status")
 
 
-def _reporting_errors(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-    """The tool, with every failure turned into an MCP tool error an agent can act on."""
+# Told of every tool call: the tool's name, its seconds, and whether it failed (a server's metrics).
+ToolCalls = Callable[[str, float, bool], None]
+
+
+def _reporting_errors(
+    tool: Callable[..., dict[str, Any]], name: str, on_call: ToolCalls | None = None
+) -> Callable[..., dict[str, Any]]:
+    """The tool, with every failure turned into an MCP tool error an agent can act on (and each
+    call reported to ``on_call``)."""
 
     @functools.wraps(tool)
     def reporting(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        began = time.perf_counter()
+        failed = True
         try:
-            return tool(*args, **kwargs)
+            answer = tool(*args, **kwargs)
+            failed = False
+            return answer
         except Exception as exc:
             raise tool_error(exc) from exc
+        finally:
+            if on_call is not None:
+                on_call(name, time.perf_counter() - began, failed)
 
     return reporting
 
@@ -233,7 +248,11 @@ def _refusing_unknown_arguments(tool: Tool) -> Tool:
 
 
 def build_mcp(
-    service: Callable[[], MemoryService], *, session: SessionScope | None = None, limits: Limits = DEFAULT_LIMITS
+    service: Callable[[], MemoryService],
+    *,
+    session: SessionScope | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    on_tool_call: ToolCalls | None = None,
 ) -> MCPServer:
     """The MCP server over ``service()``.
 
@@ -385,37 +404,37 @@ def build_mcp(
         description=MEMORIZE,
         annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True),
     )
-    memorize_tool.fn = _reporting_errors(memorize_by_wire_names)
+    memorize_tool.fn = _reporting_errors(memorize_by_wire_names, "memorize", on_tool_call)
     tools = [
         memorize_tool,
         Tool.from_function(
-            _reporting_errors(remember),
+            _reporting_errors(remember, "remember", on_tool_call),
             description=REMEMBER,
             annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
         ),
         Tool.from_function(
-            _reporting_errors(job),
+            _reporting_errors(job, "job", on_tool_call),
             description=JOB,
             annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
         ),
         Tool.from_function(
-            _reporting_errors(forget),
+            _reporting_errors(forget, "forget", on_tool_call),
             description=FORGET,
             annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
         ),
         Tool.from_function(
-            _reporting_errors(handoff),
+            _reporting_errors(handoff, "handoff", on_tool_call),
             description=HANDOFF,
             annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False),
         ),
         Tool.from_function(
-            _reporting_errors(memory_status),
+            _reporting_errors(memory_status, "memory_status", on_tool_call),
             description=MEMORY_STATUS,
             annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
         ),
     ]
     knowledge = knowledge_tool(service, caller, over_stdio=session is not None)
-    knowledge.fn = _reporting_errors(knowledge.fn)
+    knowledge.fn = _reporting_errors(knowledge.fn, "knowledge", on_tool_call)
     tools.append(knowledge)
     tools = [_refusing_unknown_arguments(tool) for tool in tools]
     # The SDK logs every session-manager start at INFO; the server logs what matters itself.

@@ -94,6 +94,7 @@ from workers.sleep_timer import SleepTimer
 
 if TYPE_CHECKING:
     from api.knowledge_service import KnowledgeService
+    from api.operators import Operators
     from api.token_service import TokenService
     from api.transfer import Transfer
 
@@ -271,6 +272,13 @@ class MemoryService:
         from api.token_service import TokenService
 
         return TokenService(self.store, server_key(self.settings))
+
+    @functools.cached_property
+    def operators(self) -> Operators:
+        """Listing, editing and counting memories (:mod:`api.operators`)."""
+        from api.operators import Operators
+
+        return Operators(self.store, self.embedder)
 
     @functools.cached_property
     def transfer(self) -> Transfer:

@@ -20,6 +20,7 @@ DENIED = "denied"
 # Every action the log records.
 AuditAction = Literal[
     "forget",
+    "update",
     "merge",
     "supersede",
     "undo",

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from hivemem.audit import AuditAction
+from hivemem.audit import AUDITED_ACTIONS, AuditAction
 from hivemem.schemas import ScopeName, Timestamp
 
 __all__ = ["MAX_AUDIT_LIMIT", "AuditRequest"]
@@ -25,7 +25,7 @@ class AuditRequest(BaseModel):
         default=None, description="The memory (or token) whose records to read; it may be gone."
     )
     scope: ScopeName | None = None
-    action: Annotated[list[AuditAction], Field(min_length=1, max_length=11)] | None = Field(
+    action: Annotated[list[AuditAction], Field(min_length=1, max_length=len(AUDITED_ACTIONS))] | None = Field(
         default=None, description="Only these actions."
     )
     principal: Annotated[StrictStr, Field(min_length=1, max_length=64)] | None = Field(

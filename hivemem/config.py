@@ -463,6 +463,11 @@ class Settings(BaseSettings):
         description="Browser origins (comma list of `scheme://host[:port]`) allowed to call the API cross-origin. "
         "A request with any other `Origin` is refused (403), same-origin requests excepted.",
     )
+    metrics: bool = Field(
+        default=True,
+        description="Serve Prometheus metrics at `/metrics` (pulled by a scraper, with a token where tokens are "
+        "needed; nothing is ever sent).",
+    )
     max_request_bytes: int = Field(
         default=1 * MiB, ge=1024, le=256 * MiB, description="Largest request body; a larger one is refused (413)."
     )

@@ -26,6 +26,7 @@ from concurrent.futures import Future
 
 from hivemem.embedding import Embedder
 from hivemem.errors import EmbeddingError
+from hivemem.observe import NO_OBSERVER, Observer
 
 __all__ = ["QueuedEmbedder"]
 
@@ -58,6 +59,7 @@ class QueuedEmbedder:
         self._passages: deque[_Piece] = deque()
         self._documents: deque[_Piece] = deque()
         self._lanes = self._lanes_of(inner)
+        self.observer: Observer = NO_OBSERVER
         self._wake = threading.Condition()
         self._closed = False
         self._idle = 0
@@ -174,6 +176,7 @@ class QueuedEmbedder:
             if not live:
                 continue
             texts = [t for p in live for t in p.texts]
+            self.observer.embed_batch(getattr(embed, "__name__", "embed").removeprefix("embed_"), len(texts))
             try:
                 vectors = embed(texts)
                 if len(vectors) != len(texts):

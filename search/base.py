@@ -37,6 +37,7 @@ __all__ = [
     "LegQuery",
     "Legs",
     "MemoryStore",
+    "PageMark",
     "PlanDecision",
     "ReEmbeds",
     "ReembedBatch",
@@ -50,6 +51,14 @@ __all__ = [
 ]
 
 DEFAULT_STATES: tuple[MemoryState, ...] = (MemoryState.WORKING, MemoryState.CONSOLIDATED)
+
+
+@dataclass(frozen=True, slots=True)
+class PageMark:
+    """Where a page of a listing ended: its last memory's ``created_at`` and id."""
+
+    created_at: datetime
+    id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,9 +145,17 @@ class MemoryStore(Protocol):
         """How many memories the store holds (in ``scopes`` when given), every state counted."""
         ...
 
-    def list_memories(self, where: SearchFilter, limit: int) -> list[Memory]:
+    def list_memories(
+        self,
+        where: SearchFilter,
+        limit: int,
+        *,
+        authors: Sequence[str] = (),
+        after: PageMark | None = None,
+    ) -> list[Memory]:
         """The memories ``where`` admits, newest first (``created_at``, then id), at most ``limit``;
-        with their vectors (maintenance passes: consolidation, archiving)."""
+        with their vectors (maintenance passes: consolidation, archiving). ``authors``: only theirs;
+        ``after``: only those that come after that memory in this order (the next page)."""
         ...
 
     def scopes(self) -> list[str]:

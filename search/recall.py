@@ -18,6 +18,7 @@ pipeline does the same arithmetic, enabled by the store's own configuration).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from hivemem.errors import RerankLateError
 from hivemem.expansion import prf_vector
 from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
 from hivemem.model import FusionMethod, Hit, Memory, MemoryState, RetrievalMode
+from hivemem.observe import NO_OBSERVER, Observer
 from hivemem.rerank import Reranked, Reranker, RerankOutcome, RerankPolicy, rerank_order, wanted
 from hivemem.thread_context import context_leg
 from search.base import FusesNatively, LegQuery, SearchesLegsTogether, SearchFilter, Store
@@ -138,6 +140,7 @@ class Recaller:
         self._embedder = embedder
         self.params = params
         self.reranker = reranker
+        self.observer: Observer = NO_OBSERVER  # a server's metrics (api.metrics)
 
     def _rerank(
         self, query: str, shortlist: list[Fused], memories: Mapping[str, Memory]
@@ -269,6 +272,7 @@ class Recaller:
         """The best ``limit`` memories for ``queries`` inside ``where``, best first."""
         if not queries:
             return []
+        clock = time.perf_counter()
         vectors: _Vectors = [None] * len(queries)
         if self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
             if isinstance(self._embedder, QueuedEmbedder):
@@ -281,11 +285,15 @@ class Recaller:
         else:
             lists = {f"q{i}": [Candidate(f.id, f.score) for f in fl] for i, fl in enumerate(per_query)}
             fused = self._fuse(lists, dict.fromkeys(lists, 1.0))
+        clock = self._lap("legs", clock)
         # Rescoring can lift a candidate a few places, so look a little past the limit.
         shortlist = fused[: max(limit * 3, 30, self.params.rerank.top_n if self.reranker else 0)]
         memories = {m.id: m for m in self._store.get_many([f.id for f in shortlist])}
+        clock = self._lap("fetch", clock)
         first_rank = {f.id: rank for rank, f in enumerate(shortlist, start=1)}
         shortlist, reranked, outcome = self._rerank(queries[0], shortlist, memories)
+        clock = self._lap("rerank", clock)
+        self.observer.rerank(outcome.value)
         # Per-leg ranks and scores exist for one query; several are fused again from their fusions.
         by_leg = {f.id: f for f in per_query[0]} if len(per_query) == 1 else {}
         hits: list[Hit] = []
@@ -329,4 +337,11 @@ class Recaller:
             }
             hits.append(Hit(memory=memory, score=score, explain=explain))
         hits.sort(key=lambda h: (-h.score, h.memory.id))
+        self._lap("score", clock)
         return hits[:limit]
+
+    def _lap(self, stage: str, began: float) -> float:
+        """Report ``stage`` as having run since ``began``; the time now, where the next one begins."""
+        now = time.perf_counter()
+        self.observer.recall_stage(stage, now - began)
+        return now

@@ -46,7 +46,7 @@ from hivemem.model import (
 )
 from hivemem.resolution import Resolution
 from hivemem.tokens import TokenRecord
-from search.base import LegQuery, Legs, PlanDecision, SearchFilter
+from search.base import LegQuery, Legs, PageMark, PlanDecision, SearchFilter
 from search.knowledge_delegate import DelegatesKnowledge
 from search.opensearch import bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
@@ -270,10 +270,26 @@ class OpenSearchStore(DelegatesKnowledge):
         )
         return int(response["count"])
 
-    def list_memories(self, where: SearchFilter, limit: int) -> list[Memory]:
+    def list_memories(
+        self,
+        where: SearchFilter,
+        limit: int,
+        *,
+        authors: Sequence[str] = (),
+        after: PageMark | None = None,
+    ) -> list[Memory]:
         if limit < 1:
             return []
-        query: Json = {"bool": {"filter": bodies.search_filter(where)}}
+        filters = bodies.search_filter(where)
+        if authors:
+            filters.append({"terms": {"author": list(authors)}})
+        if after is not None:
+            stamp = to_iso(after.created_at)
+            later = {"bool": {"filter": [{"term": {"created_at": stamp}}, {"range": {"id": {"gt": after.id}}}]}}
+            filters.append(
+                {"bool": {"should": [{"range": {"created_at": {"lt": stamp}}}, later], "minimum_should_match": 1}}
+            )
+        query: Json = {"bool": {"filter": filters}}
         found: list[Memory] = []
         for doc in self._cluster.scan(self._names.memories, query, [{"created_at": "desc"}, {"id": "asc"}]):
             found.append(memory_from_doc(doc))

@@ -49,7 +49,7 @@ from hivemem.model import (
 )
 from hivemem.resolution import Neighbour, Resolution
 from hivemem.tokens import TokenRecord
-from search.base import PlanDecision, ReembedBatch, SearchFilter
+from search.base import PageMark, PlanDecision, ReembedBatch, SearchFilter
 from search.knowledge_delegate import DelegatesKnowledge
 from search.neighbours import nearest, neighbour_filter
 from search.query_terms import query_terms
@@ -564,10 +564,24 @@ class SQLiteStore(DelegatesKnowledge):
                 ).fetchone()[0]
             )
 
-    def list_memories(self, where: SearchFilter, limit: int) -> list[Memory]:
+    def list_memories(
+        self,
+        where: SearchFilter,
+        limit: int,
+        *,
+        authors: Sequence[str] = (),
+        after: PageMark | None = None,
+    ) -> list[Memory]:
         if limit < 1:
             return []
         clause, params = self._where(where)
+        if authors:
+            clause += f" AND m.author IN ({marks(authors)})"
+            params += list(authors)
+        if after is not None:
+            stamp = to_timestamp(after.created_at)
+            clause += " AND (m.created_at < ? OR (m.created_at = ? AND m.id > ?))"
+            params += [stamp, stamp, after.id]
         with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {clause} ORDER BY m.created_at DESC, m.id LIMIT ?",

@@ -215,7 +215,7 @@ def test_unknown_routes_and_methods_answer_json(client: TestClient) -> None:
     assert (missing.status_code, missing.json()["error"]) == (404, "not_found")
     wrong = client.put(f"/v1/memories/{UNKNOWN_ID}")
     assert (wrong.status_code, wrong.json()["error"]) == (405, "method_not_allowed")
-    assert wrong.headers["allow"] == "DELETE, GET"
+    assert wrong.headers["allow"] == "DELETE, GET, PATCH"
     bulk = client.get("/v1/memories/bulk")  # not a memory id: memory ids are UUIDs
     assert (bulk.status_code, bulk.headers["allow"]) == (405, "POST")
     assert client.get("/v1/memories/not-a-uuid").json()["error"] == "not_found"

@@ -29,6 +29,7 @@ from hivemem.model import (
 )
 from hivemem.resolution import Resolution
 from search import SearchFilter, Store
+from search.base import PageMark
 
 # The contract's cosines: a store may score from a compressed copy of the vectors (float16).
 COSINE_TOLERANCE = 2e-3
@@ -393,6 +394,28 @@ def test_list_memories_is_newest_first_within_the_filter_with_vectors(store: Sto
     every_state = SearchFilter(scopes=["p"], states=tuple(MemoryState))
     assert store.list_memories(every_state, 10)[0].id == archived.id
     assert store.list_memories(SearchFilter(scopes=["p"]), 0) == []
+
+
+def test_list_memories_pages_through_ties_and_filters_by_author(store: Store, embedder: HashEmbedder) -> None:
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    # Seven memories, three of them created at the same instant: pages must not lose or repeat any.
+    made = [
+        make(embedder, f"paged memory {i}", created_at=start + timedelta(days=min(i, 3)), author=f"a{i % 2}")
+        for i in range(7)
+    ]
+    for m in made:
+        store.put(m)
+    every = SearchFilter(scopes=["p"])
+    seen: list[str] = []
+    after = None
+    while page := store.list_memories(every, 3, after=after):
+        seen += [m.id for m in page]
+        after = PageMark(page[-1].created_at, page[-1].id)
+    expected = sorted(made, key=lambda m: (-m.created_at.timestamp(), m.id))
+    assert seen == [m.id for m in expected]
+    by_a1 = store.list_memories(every, 10, authors=["a1"])
+    assert [m.id for m in by_a1] == [m.id for m in expected if m.author == "a1"]
+    assert store.list_memories(every, 10, authors=["nobody"]) == []
 
 
 def test_scopes_lists_each_scope_holding_a_memory_once(store: Store, embedder: HashEmbedder) -> None:

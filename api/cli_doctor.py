@@ -1,0 +1,115 @@
+"""``hivemem doctor``: check what hivemem needs, one line each, and say how to fix what fails.
+
+The data folder (there and writable), the embedding model (loads, embeds), the store (opens with
+that model, answers), the broker when one is configured (answers a ping), and the token key's
+permissions. Exit status 0 when every check passes, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hivemem.config import Settings, redact_url
+from hivemem.errors import HivememError
+
+__all__ = ["Check", "add_parser", "checks", "run"]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One check's outcome: what was checked, whether it passed, what was found or how to fix it."""
+
+    name: str
+    ok: bool
+    says: str
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``doctor`` to the ``hivemem`` subcommands."""
+    sub.add_parser("doctor", help="check the data folder, model, store, broker and key; say how to fix what fails")
+
+
+def _data_folder(settings: Settings) -> Check:
+    folder = settings.data_dir.expanduser()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return Check(
+            "data folder", False, f"{folder}: {exc.strerror or exc}; set HIVEMEM_DATA_DIR to a writable folder"
+        )
+    return Check("data folder", True, f"{folder} is writable")
+
+
+def _model_and_store(settings: Settings) -> list[Check]:
+    from search import open_store
+    from workers.embed import load_embedder
+
+    try:
+        embedder = load_embedder(settings)
+        dimension = len(embedder.embed_queries(["doctor"])[0])
+    except Exception as exc:  # a model that cannot load fails in many ways; each is reported as is
+        hint = "check HIVEMEM_EMBED_MODEL and that the embed extra is installed (pip install 'hivemem[embed]')"
+        return [Check("model", False, f"{type(exc).__name__}: {exc}; {hint}")]
+    found = [Check("model", True, f"{embedder.model_id} embeds ({dimension} dimensions)")]
+    url = settings.resolved_store_url()
+    try:
+        store = open_store(url, embedding_model=embedder.model_id, dimension=dimension, settings=settings)
+        try:
+            store.check()
+            count = store.count()
+        finally:
+            store.close()
+    except HivememError as exc:
+        found.append(Check("store", False, f"{redact_url(url)}: {exc}"))
+    else:
+        found.append(Check("store", True, f"{redact_url(url)} holds {count} memories"))
+    return found
+
+
+def _broker(settings: Settings) -> Check | None:
+    if not settings.broker_url:
+        return None
+    try:
+        import redis
+
+        redis.Redis.from_url(settings.broker_url, socket_timeout=3, socket_connect_timeout=3).ping()
+    except Exception as exc:  # any failure to reach the broker is the finding
+        return Check(
+            "broker", False, f"{redact_url(settings.broker_url)}: {exc}; start Redis or fix HIVEMEM_BROKER_URL"
+        )
+    return Check("broker", True, f"{redact_url(settings.broker_url)} answers")
+
+
+def _token_key(settings: Settings) -> Check | None:
+    path = settings.data_dir.expanduser() / "token.key"
+    if settings.token_secret or not path.exists() or os.name == "nt":  # no owner-only mode bits there
+        return None
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        return Check("token key", False, f"{path} is readable by others (mode {mode:o}); chmod 600 {path}")
+    return Check("token key", True, f"{path} is its owner's only")
+
+
+def checks(settings: Settings) -> list[Check]:
+    """Every check, in order; the model and store only once the data folder is usable."""
+    folder = _data_folder(settings)
+    found = [folder]
+    if folder.ok:
+        found += _model_and_store(settings)
+    steps: list[Callable[[Settings], Check | None]] = [_broker, _token_key]
+    found += [c for c in (step(settings) for step in steps) if c is not None]
+    return found
+
+
+def run(_: argparse.Namespace, settings: Settings) -> int:
+    found = checks(settings)
+    for check in found:
+        print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.says}")
+    return 0 if all(c.ok for c in found) else 1

@@ -1,0 +1,116 @@
+"""``hivemem setup`` registers a working server with MCP clients' config files (kept intact, bad ones
+refused), and ``hivemem doctor`` says what works and how to fix what does not."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from api.cli import main as cli_main
+from tests.e2e.helpers import free_port, hivemem_env
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    data = tmp_path / "data"
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(data))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    return data
+
+
+def test_setup_writes_a_stdio_entry_that_a_real_client_starts(
+    env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"other": {"command": "other-server"}}}))
+    assert cli_main(["setup", "claude-code", "--project", str(project), "--scope", "github.com/acme/api"]) == 0
+    assert env.is_dir()  # made, and the model loaded once
+    written = json.loads((project / ".mcp.json").read_text())
+    assert written["mcpServers"]["other"] == {"command": "other-server"}
+    entry = written["mcpServers"]["hivemem"]
+    assert entry["args"][-3:] == ["mcp", "--scope", "github.com/acme/api"]
+
+    seen: dict[str, Any] = {}
+
+    async def session() -> None:
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=hivemem_env(env), cwd=project)
+        with anyio.fail_after(60):
+            async with Client(params) as client:
+                seen["tools"] = {t.name for t in (await client.list_tools()).tools}
+                stored = await client.call_tool("memorize", {"title": "Set up", "content": "Registered by setup."})
+                seen["scope"] = stored.structured_content["scope"]
+
+    anyio.run(session)
+    assert "memorize" in seen["tools"] and seen["scope"] == "github.com/acme/api"
+
+
+def test_setup_over_http_and_for_each_client(env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["setup", "print", "--url", "http://127.0.0.1:8765/", "--token", "hm_x"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == {
+        "mcpServers": {
+            "hivemem": {
+                "type": "http",
+                "url": "http://127.0.0.1:8765/mcp",
+                "headers": {"Authorization": "Bearer hm_x"},
+            }
+        }
+    }
+    assert cli_main(["setup", "cursor", "--project", str(tmp_path), "--url", "http://127.0.0.1:8765"]) == 0
+    cursor = json.loads((tmp_path / ".cursor" / "mcp.json").read_text())
+    assert cursor["mcpServers"]["hivemem"] == {"url": "http://127.0.0.1:8765/mcp"}
+    desktop_home = tmp_path / "xdg"
+    os.environ["XDG_CONFIG_HOME"] = str(desktop_home)
+    try:
+        assert cli_main(["setup", "claude-desktop", "--no-warm"]) == 0
+        desktop = json.loads((desktop_home / "Claude" / "claude_desktop_config.json").read_text())
+        assert desktop["mcpServers"]["hivemem"]["args"][-1] == "mcp"
+    finally:
+        del os.environ["XDG_CONFIG_HOME"]
+
+
+def test_setup_refuses_what_it_cannot_write_and_changes_nothing(env: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / ".mcp.json").write_text("{not json")
+    assert cli_main(["setup", "claude-code", "--project", str(broken), "--no-warm"]) == 2
+    assert (broken / ".mcp.json").read_text() == "{not json"
+    listed = tmp_path / "listed"
+    listed.mkdir()
+    (listed / ".mcp.json").write_text("[1, 2]")
+    assert cli_main(["setup", "claude-code", "--project", str(listed), "--no-warm"]) == 2
+    folder = tmp_path / "folder"
+    (folder / ".mcp.json").mkdir(parents=True)
+    assert cli_main(["setup", "claude-code", "--project", str(folder), "--no-warm"]) == 2
+    assert cli_main(["setup", "claude-desktop", "--url", "http://127.0.0.1:8765", "--no-warm"]) == 2
+    assert cli_main(["setup", "print", "--url", "ftp://x", "--no-warm"]) == 2
+    assert cli_main(["setup", "print", "--token", "hm_x", "--no-warm"]) == 2
+    assert cli_main(["setup", "print", "--scope", "Not A Scope!", "--no-warm"]) == 2
+
+
+def test_doctor_passes_on_a_working_setup_and_says_how_to_fix_a_broken_one(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_main(["doctor"]) == 0
+    healthy = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in healthy] == ["ok    data folder", "ok    model", "ok    store"]
+    assert "hash-64 embeds (64 dimensions)" in healthy[1] and "holds 0 memories" in healthy[2]
+
+    (env / "token.key").write_text("0" * 64)
+    (env / "token.key").chmod(0o644)
+    monkeypatch.setenv("HIVEMEM_BROKER_URL", f"redis://127.0.0.1:{free_port()}/0")
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:32")  # the store was made with hash:64
+    monkeypatch.setenv("HIVEMEM_REEMBED_ON_MODEL_CHANGE", "false")
+    assert cli_main(["doctor"]) == 1
+    sick = {line.split(":")[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert sick["ok    model"] and "hash-64" in sick["FAIL  store"]
+    assert "start Redis or fix HIVEMEM_BROKER_URL" in sick["FAIL  broker"]
+    assert "chmod 600" in sick["FAIL  token key"]
