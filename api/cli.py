@@ -10,10 +10,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pydantic
-
 from api.cli_audit import add_parser as add_audit_parser
 from api.cli_audit import run as run_audit
+from api.cli_client import CLIENT_COMMANDS, Remote, server_for
 from api.cli_doctor import add_parser as add_doctor_parser
 from api.cli_doctor import run as run_doctor
 from api.cli_knowledge import add_parser as add_knowledge_parser
@@ -30,13 +29,9 @@ from api.cli_tokens import add_parser as add_token_parser
 from api.cli_tokens import run as run_tokens
 from api.cli_transfer import add_parsers as add_transfer_parsers
 from api.cli_transfer import run as run_transfer
-from api.process_memory import tune_allocator
-from hivemem.audit_schemas import AuditRequest
 from hivemem.config import Settings
 from hivemem.errors import HivememError
-from hivemem.limits import Limits
 from hivemem.model import GLOBAL_SCOPE, FusionMethod, MemoryType, RetrievalMode, Source
-from hivemem.schemas import PromoteRequest, RecallResponse, SleepRequest, describe_errors, request_schemas
 from hivemem.scope import derive_scope
 from workers.queues import QUEUES
 
@@ -90,12 +85,16 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--scope", default=None, help="lock the session to this scope (default: from the working dir)")
 
     memorize = sub.add_parser("memorize", help="store a memory")
-    memorize.add_argument("--title", required=True)
-    memorize.add_argument("--content", required=True)
+    memorize.add_argument("--title", required=True, help="a short, specific title")
+    memorize.add_argument("--content", required=True, help="the memory itself: the decision, fix or fact")
     memorize.add_argument("--scope", default=None, help="default: derived from the working directory")
     memorize.add_argument("--global", dest="global_", action="store_true", help="store in the global scope")
     memorize.add_argument(
-        "--type", dest="memory_type", default=MemoryType.FACT.value, choices=[t.value for t in MemoryType]
+        "--type",
+        dest="memory_type",
+        default=MemoryType.FACT.value,
+        choices=[t.value for t in MemoryType],
+        help="what kind of memory (default: fact)",
     )
     memorize.add_argument(
         "--importance", type=float, default=None, help="0-1 (default 0.5, or what a failure's severity implies)"
@@ -103,8 +102,13 @@ def _parser() -> argparse.ArgumentParser:
     memorize.add_argument(
         "--details", type=_json_object, default=None, help="a JSON object, e.g. for a failure: '{\"error\": ...}'"
     )
-    memorize.add_argument("--source", default=Source.USER_CONFIRMED.value, choices=[s.value for s in Source])
-    memorize.add_argument("--tag", dest="tags", action="append", default=[])
+    memorize.add_argument(
+        "--source",
+        default=Source.USER_CONFIRMED.value,
+        choices=[s.value for s in Source],
+        help="who vouches for it (default: user_confirmed, as a person types it)",
+    )
+    memorize.add_argument("--tag", dest="tags", action="append", default=[], help="a tag (repeatable)")
     memorize.add_argument(
         "--related-to",
         dest="related_to",
@@ -121,17 +125,28 @@ def _parser() -> argparse.ArgumentParser:
     remember = sub.add_parser("remember", help="recall memories by meaning")
     remember.add_argument("queries", nargs="+", metavar="QUERY", help="1-5 queries, fused")
     remember.add_argument("--scope", default=None, help="default: derived from the working directory")
-    remember.add_argument("--limit", type=int, default=None)
-    remember.add_argument("--type", dest="memory_types", action="append", choices=[t.value for t in MemoryType])
-    remember.add_argument("--tag", dest="tags", action="append")
+    remember.add_argument("--limit", type=int, default=None, help="at most this many results (default 10)")
+    remember.add_argument(
+        "--type",
+        dest="memory_types",
+        action="append",
+        choices=[t.value for t in MemoryType],
+        help="only memories of this type (repeatable)",
+    )
+    remember.add_argument("--tag", dest="tags", action="append", help="only memories with this tag (repeatable)")
+    remember.add_argument(
+        "--min-relevance", dest="min_relevance", type=float, default=None, help="leave out results scored below (0-1)"
+    )
+    remember.add_argument("--after", default=None, metavar="RFC3339", help="only memories created at or after")
+    remember.add_argument("--before", default=None, metavar="RFC3339", help="only memories created before")
     remember.add_argument("--json", action="store_true", help="print JSON")
 
     get = sub.add_parser("get", help="show one memory (of this project's scope, or global)")
-    get.add_argument("id")
+    get.add_argument("id", help="the memory's id")
     get.add_argument("--scope", default=None, help="the memory's scope (default: derived from the working directory)")
 
     forget = sub.add_parser("forget", help="delete a memory for good (audited)")
-    forget.add_argument("id")
+    forget.add_argument("id", help="the memory's id")
     forget.add_argument("--confirm", action="store_true", help="required: forgetting cannot be undone")
     forget.add_argument(
         "--scope", default=None, help="the memory's scope (default: derived from the working directory)"
@@ -140,22 +155,22 @@ def _parser() -> argparse.ArgumentParser:
     memory = sub.add_parser("memory", help="a memory's audit trail, undo, and consolidation")
     memory_sub = memory.add_subparsers(dest="memory_command", required=True)
     audit = memory_sub.add_parser("audit", help="the audit records of one memory (forget, merge, supersede, undo)")
-    audit.add_argument("id")
+    audit.add_argument("id", help="the memory's id (it may be forgotten)")
     audit.add_argument("--scope", default=None, help="the memory's scope (default: derived from the working directory)")
     promote = memory_sub.add_parser(
         "promote", help="copy a memory (e.g. of your personal scope) to a team scope, keeping its author"
     )
-    promote.add_argument("id")
+    promote.add_argument("id", help="the memory's id")
     promote.add_argument("--to", required=True, help="the team scope the copy goes to")
     promote.add_argument(
         "--scope", default=None, help="the memory's scope (default: derived from the working directory)"
     )
     undo = memory_sub.add_parser("undo", help="undo the merge, supersede or consolidation an audit record names")
-    undo.add_argument("audit_id")
+    undo.add_argument("audit_id", help="the audit record's id (hivemem memory audit ID lists them)")
     consolidate = memory_sub.add_parser(
         "consolidate", help="consolidate a goal's findings under its closing note (or the goal itself)"
     )
-    consolidate.add_argument("goal_id")
+    consolidate.add_argument("goal_id", help="the goal memory's id")
     consolidate.add_argument(
         "--scope", default=None, help="the goal's scope (default: derived from the working directory)"
     )
@@ -182,7 +197,9 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--queues", default=",".join(QUEUES), help=f"comma list (default all: {','.join(QUEUES)})")
     worker.add_argument("--concurrency", type=_positive_int, default=None, help="pool processes (default: one per CPU)")
     worker.add_argument("--device", choices=["cpu", "cuda"], default=None, help="embedder device (default: setting)")
-    worker.add_argument("--pool", choices=["prefork", "solo", "threads"], default="prefork")
+    worker.add_argument(
+        "--pool", choices=["prefork", "solo", "threads"], default="prefork", help="Celery's pool (default prefork)"
+    )
     worker.add_argument("--loglevel", default=None, help="default: HIVEMEM_LOG_LEVEL")
     worker.add_argument(
         "--nice", type=int, choices=range(0, 20), default=0, metavar="0-19",
@@ -198,7 +215,7 @@ def _parser() -> argparse.ArgumentParser:
         ("locomo", "LoCoMo JSON file"),
         ("scifact", "SciFact folder (corpus.jsonl, queries.jsonl)"),
     ):
-        b = bench_sub.add_parser(name)
+        b = bench_sub.add_parser(name, help=f"retrieval quality on {name} (a real benchmark's data)")
         b.add_argument("--data", type=Path, required=True, help=data_help)
         if name == "scifact":
             b.add_argument("--qrels", type=Path, default=None, help="qrels TSV (default DATA/qrels/train.tsv)")
@@ -207,7 +224,12 @@ def _parser() -> argparse.ArgumentParser:
                 "--as-facts", action="store_true", help="memorize the turns as facts an agent noted, not conversation"
             )
         b.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
-        b.add_argument("--mode", choices=[m.value for m in RetrievalMode], default=RetrievalMode.HYBRID.value)
+        b.add_argument(
+            "--mode",
+            choices=[m.value for m in RetrievalMode],
+            default=RetrievalMode.HYBRID.value,
+            help="which recall legs run (default hybrid)",
+        )
         b.add_argument("--fusion", choices=[f.value for f in FusionMethod], default=None, help="default: the setting")
         b.add_argument("--fresh", action="store_true", help="rebuild the bench database")
         b.add_argument(
@@ -219,6 +241,9 @@ def _parser() -> argparse.ArgumentParser:
             help="run the questions once more with these settings changed (e.g. e5:rerank_model=e5-small); "
             "repeat it for a comparison table",
         )
+    cl = bench_sub.add_parser("cli", help="CLI calls end to end (process start included), through a server and alone")
+    cl.add_argument("--runs", type=_positive_int, default=20, help="hivemem remember calls through the server")
+    cl.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     sc = bench_sub.add_parser("scale", help="recall cost against store size: 10k to 1M memories, 1 and 100 scopes")
     sc.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl, queries.jsonl)")
     sc.add_argument("--sizes", type=_int_list, default=[10_000, 100_000, 1_000_000], help="comma list of sizes")
@@ -234,8 +259,8 @@ def _parser() -> argparse.ArgumentParser:
     kn.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     il = bench_sub.add_parser("ingest-load", help="recall latency while Celery workers ingest a folder")
     il.add_argument("--corpus", type=Path, required=True, help="folder of documents")
-    il.add_argument("--workers", type=_positive_int, default=2)
-    il.add_argument("--clients", type=_positive_int, default=8)
+    il.add_argument("--workers", type=_positive_int, default=2, help="Celery ingest workers")
+    il.add_argument("--clients", type=_positive_int, default=8, help="concurrent recall clients")
     il.add_argument("--nice", type=int, choices=range(0, 20), default=0, metavar="0-19", help="the workers' niceness")
     il.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     t = bench_sub.add_parser("throughput", help="memorize/s and recall latency, embedded and Celery + Redis")
@@ -270,23 +295,82 @@ def _print_json(value: object) -> None:
     print(json.dumps(value, indent=2, default=str))
 
 
-def _print_results(response: RecallResponse) -> None:
-    if not response.results:
+def _print_recall(response: dict[str, Any], *, as_json: bool) -> None:
+    """A recall's answer (``RecallResponse`` as JSON): all of it, or a line and the content per result."""
+    if as_json:
+        _print_json(response)
+        return
+    if not response["results"]:
         print("no memories found")
-    for r in response.results:
-        print(f"{r.label} {r.score:.3f}  {r.title}  ({r.memory_type.value}, {r.scope or 'global'}, {r.id})")
-        print(f"    {r.content}")
+    for r in response["results"]:
+        print(f"{r['label']} {r['score']:.3f}  {r['title']}  ({r['memory_type']}, {r['scope'] or 'global'}, {r['id']})")
+        print(f"    {r['content']}")
+
+
+def _memorize_body(args: argparse.Namespace) -> dict[str, Any]:
+    """``POST /v1/memories``'s body from the command line (validated where it is used)."""
+    return {
+        "title": args.title,
+        "content": args.content,
+        "scope": GLOBAL_SCOPE if args.global_ else args.scope,
+        "memory_type": args.memory_type,
+        "source": args.source,
+        "tags": args.tags,
+        "related_to": args.related_to,
+        "thread": args.thread,
+        # Left out unless given: a failure's severity or a progress note's status sets it.
+        **({} if args.importance is None else {"importance": args.importance}),
+        **({} if args.details is None else {"details": args.details}),
+    }
+
+
+def _recall_body(args: argparse.Namespace) -> dict[str, Any]:
+    """``POST /v1/remember``'s body from the command line."""
+    return {
+        "query": args.queries[0] if len(args.queries) == 1 else args.queries,
+        "scope": args.scope,
+        "limit": args.limit,
+        "memory_types": args.memory_types or None,
+        "tags": args.tags,
+        "min_relevance": args.min_relevance,
+        "created_after": args.after,
+        "created_before": args.before,
+    }
+
+
+def _given(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` without the options left out (a field left out takes its default)."""
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def _through(remote: Remote, args: argparse.Namespace) -> int:
+    """Run a client command on the server (:mod:`api.cli_client`), printing what the in-process one does.
+    Nothing here imports a request schema: the server validates, and a CLI call is mostly its imports."""
+    if args.command == "memorize":
+        _print_json(remote.memorize({k: v for k, v in _memorize_body(args).items() if v is not None}))
+    elif args.command == "remember":
+        _print_recall(
+            remote.remember({k: v for k, v in _recall_body(args).items() if v is not None}), as_json=args.json
+        )
+    elif args.command == "get":
+        _print_json(remote.get(args.id, args.scope))
+    else:
+        removed = remote.forget(args.id, confirm=args.confirm, scope=args.scope)
+        print(f"forgot {removed['id']}: {removed['title']}")
+    return 0
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
         from api.main import serve
+        from api.process_memory import tune_allocator
 
         tune_allocator()
         serve(settings, host=args.host, port=args.port)
         return 0
     if args.command == "mcp":
         from api.mcp_server import run_stdio
+        from api.process_memory import tune_allocator
 
         tune_allocator()
         run_stdio(settings, scope=args.scope)
@@ -313,46 +397,40 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             nice=args.nice,
         )
 
-    from api.service import Caller, MemoryService
+    home = derive_scope(Path.cwd())
+    if args.command in CLIENT_COMMANDS and (url := server_for(settings)) is not None:
+        remote = Remote(url, token=settings.token, scope=home)
+        try:
+            return _through(remote, args)
+        finally:
+            remote.close()
 
-    caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
+    from hivemem.audit_schemas import AuditRequest
+    from hivemem.limits import Limits
+    from hivemem.schemas import MemoryCreate, PromoteRequest, RecallRequest, SleepRequest, request_schemas
+
     schemas = request_schemas(Limits.from_settings(settings))
+    request: MemoryCreate | None = None
+    recall: RecallRequest | None = None
     if args.command == "memorize":
-        request = schemas.memory_create(
-            title=args.title,
-            content=args.content,
-            scope=GLOBAL_SCOPE if args.global_ else args.scope,
-            memory_type=MemoryType(args.memory_type),
-            source=Source(args.source),
-            tags=args.tags,
-            related_to=args.related_to,
-            thread=args.thread,
-            # Left out unless given: a failure's severity or a progress note's status sets it.
-            **({} if args.importance is None else {"importance": args.importance}),
-            **({} if args.details is None else {"details": args.details}),
-        )
+        request = schemas.memory_create.model_validate(_given(_memorize_body(args)))
     elif args.command == "remember":
-        recall = schemas.recall(
-            query=args.queries[0] if len(args.queries) == 1 else args.queries,
-            scope=args.scope,
-            limit=args.limit,
-            memory_types=[MemoryType(t) for t in args.memory_types] if args.memory_types else None,
-            tags=args.tags,
-        )
+        recall = schemas.recall.model_validate(_given(_recall_body(args)))
     elif args.command == "memory" and args.memory_command == "sleep-consolidate":
         sleep_request = SleepRequest(
             scope=args.scope, threshold=args.threshold, min_size=args.min_size, dry_run=args.dry_run
         )
-    service = MemoryService.from_settings(settings)
+
+    from api.service import Caller, MemoryService
+
+    caller = Caller(principal="cli", default_scope=home)
+    service = MemoryService.from_settings(settings, lazy_model=True)
     try:
-        if args.command == "memorize":
+        if request is not None:
             _print_json(service.memorize(request, caller).model_dump(mode="json"))
-        elif args.command == "remember":
-            response = service.remember(recall, caller)
-            if args.json:
-                _print_json(response.model_dump(mode="json", exclude_none=True))
-            else:
-                _print_results(response)
+        elif recall is not None:
+            answer = service.remember(recall, caller).model_dump(mode="json", exclude_none=True)
+            _print_recall(answer, as_json=args.json)
         elif args.command == "get":
             _print_json(service.get(args.id, caller, scope=args.scope).model_dump(mode="json"))
         elif args.command == "forget":
@@ -380,6 +458,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 def _bench(args: argparse.Namespace, settings: Settings) -> int:
     if args.bench == "throughput":
         return _bench_throughput(args, settings)
+    if args.bench == "cli":
+        from api.bench.cli_latency import run_cli_latency
+        from api.bench.harness import emit
+
+        emit(run_cli_latency(settings, runs=args.runs), args.json_out)
+        return 0
     if args.bench == "scale":
         from api.bench.harness import emit
         from api.bench.scale import run_scale
@@ -471,10 +555,16 @@ def _bench_throughput(args: argparse.Namespace, settings: Settings) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hivemem`` console script."""
     args = _parser().parse_args(argv)
+    # pydantic is imported by the settings already; its names are taken here so that the CLI's
+    # own imports stay few (a call through a server is mostly its imports).
+    import pydantic
+
     try:
         settings = Settings()
         return _run(args, settings)
     except pydantic.ValidationError as exc:
+        from hivemem.schemas import describe_errors
+
         print(f"error: {describe_errors(exc.errors())}", file=sys.stderr)  # type: ignore[arg-type]
         return 2
     except HivememError as exc:

@@ -10,8 +10,7 @@ import argparse
 import json
 from typing import get_args
 
-from hivemem.audit import AuditAction
-from hivemem.audit_schemas import MAX_AUDIT_LIMIT, AuditRequest
+from hivemem.audit import MAX_AUDIT_LIMIT, AuditAction
 from hivemem.config import Settings
 
 __all__ = ["add_parser", "run"]
@@ -39,6 +38,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from api.service import Caller, MemoryService
+    from hivemem.audit_schemas import AuditRequest
 
     request = AuditRequest.model_validate(
         {
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             "limit": args.limit,
         }
     )
-    service = MemoryService.from_settings(settings)
+    service = MemoryService.from_settings(settings, lazy_model=True)
     try:
         for record in service.audit(request, Caller(principal="cli")):
             print(json.dumps(record.model_dump(mode="json"), sort_keys=True))

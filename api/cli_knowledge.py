@@ -16,21 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from hivemem.config import Settings
-from hivemem.knowledge_schemas import (
-    IngestFailure,
-    IngestReport,
-    IngestRequest,
-    KnowledgeDeleteRequest,
-    KnowledgeMatchRequest,
-    KnowledgeReadRequest,
-    KnowledgeSearchRequest,
-    KnowledgeStoreRequest,
-)
 from hivemem.scope import derive_scope
 
 if TYPE_CHECKING:
     from api.knowledge_service import KnowledgeService
     from api.service import Caller
+    from hivemem.knowledge_schemas import IngestReport, IngestRequest
     from workers.documents.sources import FileAccess
     from workers.knowledge_jobs import IndexOutcome
 
@@ -39,53 +30,56 @@ __all__ = ["PARTIAL", "add_parser", "run"]
 PARTIAL = 3
 
 
+_SCOPE_HELP = "default: derived from the working directory"
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``knowledge`` command and its subcommands."""
     knowledge = sub.add_parser("knowledge", help="index and search documents (pdf, docx, html, md, txt, URLs)")
     commands = knowledge.add_subparsers(dest="knowledge", required=True)
 
     search = commands.add_parser("search", help="search indexed documents")
-    search.add_argument("query")
+    search.add_argument("query", help="what to look for, in words")
     search.add_argument("--source", default=None, help="one file or URL (indexed first when new or changed)")
     search.add_argument("--scope", default=None, help="default: derived from the working directory")
-    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--limit", type=int, default=10, help="at most this many chunks (default 10)")
     search.add_argument("--json", action="store_true", help="print JSON (each result with its chunk text)")
 
     read = commands.add_parser("read", help="print a document's text (a file, a URL, or key:NAME)")
-    read.add_argument("source")
-    read.add_argument("--scope", default=None)
-    read.add_argument("--offset", type=int, default=0)
-    read.add_argument("--limit", type=int, default=None)
-    read.add_argument("--json", action="store_true")
+    read.add_argument("source", help="a file, a URL, or key:NAME")
+    read.add_argument("--scope", default=None, help=_SCOPE_HELP)
+    read.add_argument("--offset", type=int, default=0, help="the first character to print")
+    read.add_argument("--limit", type=int, default=None, help="at most this many characters")
+    read.add_argument("--json", action="store_true", help="print JSON")
 
     match = commands.add_parser("match", help="regular expression over indexed chunks")
-    match.add_argument("pattern")
-    match.add_argument("--source", default=None)
-    match.add_argument("--scope", default=None)
-    match.add_argument("--limit", type=int, default=50)
-    match.add_argument("-i", "--ignore-case", action="store_true")
-    match.add_argument("--json", action="store_true")
+    match.add_argument("pattern", help="a regular expression")
+    match.add_argument("--source", default=None, help="only this document (a file, URL or key:NAME)")
+    match.add_argument("--scope", default=None, help=_SCOPE_HELP)
+    match.add_argument("--limit", type=int, default=50, help="at most this many matches (default 50)")
+    match.add_argument("-i", "--ignore-case", action="store_true", help="match regardless of case")
+    match.add_argument("--json", action="store_true", help="print JSON")
 
     store = commands.add_parser("store", help="index text under a key (text from --text or stdin)")
-    store.add_argument("key")
+    store.add_argument("key", help="the name it is stored under (read back as key:NAME)")
     store.add_argument("--text", default=None, help="default: read stdin")
-    store.add_argument("--title", default="")
-    store.add_argument("--scope", default=None)
+    store.add_argument("--title", default="", help="the document's title")
+    store.add_argument("--scope", default=None, help=_SCOPE_HELP)
 
     delete = commands.add_parser("delete", help="remove an indexed document (file, URL or key:NAME)")
-    delete.add_argument("source")
-    delete.add_argument("--scope", default=None)
+    delete.add_argument("source", help="a file, a URL, or key:NAME")
+    delete.add_argument("--scope", default=None, help=_SCOPE_HELP)
 
     ingest = commands.add_parser("ingest", help="index files, folders and .urls files (one URL per line)")
-    ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help="files, folders and .urls files")
     ingest.add_argument("--scope", default=None, help="default: derived from the working directory")
     ingest.add_argument("--glob", action="append", default=[], help="only files matching (repeatable), e.g. '*.pdf'")
     ingest.add_argument("--force", action="store_true", help="index unchanged documents again")
     ingest.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     sources = commands.add_parser("sources", help="list indexed documents")
-    sources.add_argument("--scope", default=None)
-    sources.add_argument("--json", action="store_true")
+    sources.add_argument("--scope", default=None, help=_SCOPE_HELP)
+    sources.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _dump(value: object) -> None:
@@ -130,6 +124,14 @@ class _Progress:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from hivemem.knowledge_schemas import (
+        KnowledgeDeleteRequest,
+        KnowledgeMatchRequest,
+        KnowledgeReadRequest,
+        KnowledgeSearchRequest,
+        KnowledgeStoreRequest,
+    )
+
     """Run one ``knowledge`` subcommand; the exit code."""
     from api.service import Caller, MemoryService
     from workers.documents.sources import FileAccess
@@ -137,7 +139,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
     access = FileAccess()
     command = args.knowledge
-    service = MemoryService.from_settings(settings)
+    service = MemoryService.from_settings(settings, lazy_model=True)
     knowledge = service.knowledge
     try:
         if command == "search":
@@ -204,6 +206,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _ingest(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> int:
+    from hivemem.knowledge_schemas import IngestRequest
+
     request = IngestRequest(paths=args.paths, scope=args.scope, glob=args.glob, force=args.force)
     if knowledge.settings.broker_url:
         return _ingest_on_workers(args, knowledge, request, caller, access)
@@ -252,6 +256,8 @@ def _ingest_on_workers(
     if current.result is None:
         print(f"error: ingest job {job.id} failed: {current.error}", file=sys.stderr)
         return 2
+    from hivemem.knowledge_schemas import IngestFailure, IngestReport
+
     items = current.result["items"]
     failures = [IngestFailure(source=i["id"], error=i.get("error", "")) for i in items if i["outcome"] == "failed"]
     report = IngestReport(

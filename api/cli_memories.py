@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from hivemem.config import Settings
-from hivemem.listing_schemas import MAX_PAGE, CreatedWindow, MemoryUpdate
 from hivemem.model import MemoryState, MemoryType
 from hivemem.scope import derive_scope
 
@@ -28,13 +27,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     listing.add_argument("--author", default=None, help="only memories this principal wrote")
     listing.add_argument("--after", default=None, metavar="RFC3339", help="created at or after")
     listing.add_argument("--before", default=None, metavar="RFC3339", help="created before")
-    listing.add_argument("--limit", type=int, default=50, help=f"memories per page (1-{MAX_PAGE})")
+    listing.add_argument("--limit", type=int, default=50, help="memories per page")
     listing.add_argument("--cursor", default=None, help="the next_cursor a previous page printed")
     show = commands.add_parser("show", help="one memory with its relations")
-    show.add_argument("id")
+    show.add_argument("id", help="the memory's id")
     show.add_argument("--scope", default=None, help=_SCOPE_HELP)
     update = commands.add_parser("update", help="edit a memory (a new title or content is embedded again)")
-    update.add_argument("id")
+    update.add_argument("id", help="the memory's id")
     update.add_argument("--scope", default=None, help=_SCOPE_HELP)
     update.add_argument("--title", default=None, help="the new title")
     update.add_argument("--content", default=None, help="the new content")
@@ -44,6 +43,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from api.service import Caller, MemoryService
+    from hivemem.listing_schemas import CreatedWindow, MemoryUpdate
 
     caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
     change = None
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     window = CreatedWindow.model_validate(
         {"created_after": getattr(args, "after", None), "created_before": getattr(args, "before", None)}
     )
-    service = MemoryService.from_settings(settings)
+    service = MemoryService.from_settings(settings, lazy_model=True)
     try:
         if args.memories_command == "list":
             page = service.operators.page(

@@ -43,10 +43,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _command() -> list[str]:
-    """How the client starts the stdio server: this installation's ``hivemem`` (absolute, since a
-    client does not start it in this shell), else this Python running the CLI module."""
-    found = shutil.which("hivemem") or str(Path(sys.executable).with_name("hivemem"))
-    if Path(found).is_file():
+    """How the client starts the stdio server: the ``hivemem`` of the installation running this
+    (absolute, since a client does not start it in this shell), else one on PATH, else this Python
+    running the CLI module."""
+    beside = Path(sys.executable).with_name("hivemem")
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("hivemem")
+    if found is not None:
         return [str(Path(found).resolve())]
     return [sys.executable, "-m", "api.cli"]
 

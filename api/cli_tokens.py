@@ -10,7 +10,6 @@ import argparse
 import json
 
 from hivemem.config import Settings
-from hivemem.token_schemas import TokenCreate
 
 __all__ = ["add_parser", "run"]
 
@@ -38,8 +37,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from api.service import Caller, MemoryService
+    from hivemem.token_schemas import TokenCreate
 
-    service = MemoryService.from_settings(settings)
+    service = MemoryService.from_settings(settings, lazy_model=True)
     caller = Caller(principal="cli")
     try:
         if args.token_command == "create":

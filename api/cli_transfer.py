@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     caller = Caller(principal="cli")
     lines = _lines(args.file) if args.command == "import" else []
-    service = MemoryService.from_settings(settings)
+    service = MemoryService.from_settings(settings, lazy_model=True)
     try:
         if args.command == "export":
             exported = service.transfer.export(caller, args.scopes)

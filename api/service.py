@@ -43,6 +43,7 @@ from hivemem.errors import (
     ValidationError,
 )
 from hivemem.hashing import content_hash
+from hivemem.lazy_embedder import LazyEmbedder
 from hivemem.model import (
     AuditEvent,
     Link,
@@ -184,13 +185,22 @@ class MemoryService:
         self._reembedding: Reembedding | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings, embedder: Embedder | None = None) -> MemoryService:
+    def from_settings(
+        cls, settings: Settings, embedder: Embedder | None = None, *, lazy_model: bool = False
+    ) -> MemoryService:
         """Open the configured store with the configured embedder (loaded lazily).
 
         The embedder runs on threads of its own, where calls from every request are batched
         (:mod:`hivemem.embedding_queue`): one, or one per core for a runtime whose calls each take one.
+        ``lazy_model`` (the CLI): when the store already records the configured model, open it with
+        that record and load the model only if something is embedded (one model thread).
         """
         embedder = embedder or load_embedder(settings)
+        if lazy_model and not isinstance(embedder, QueuedEmbedder):
+            recorded = recorded_embedding(settings.resolved_store_url())
+            if recorded is not None and recorded[0] == embedder.model_id:
+                configured = embedder
+                embedder = LazyEmbedder(recorded[0], recorded[1], load=lambda: configured)
         if not isinstance(embedder, QueuedEmbedder):
             threads = settings.embed_parallel or parallel_calls(embedder)
             embedder = QueuedEmbedder(embedder, max_batch=settings.embed_batch_size, threads=threads)

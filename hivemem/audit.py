@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, get_args
 
-__all__ = ["AUDITED_ACTIONS", "DENIED", "AuditAction", "AuditQuery", "public_detail"]
+__all__ = ["AUDITED_ACTIONS", "DENIED", "MAX_AUDIT_LIMIT", "AuditAction", "AuditQuery", "public_detail"]
+
+# The most records one query reads.
+MAX_AUDIT_LIMIT = 1000
 
 # A request refused for want of a grant (403) or of a valid token (401).
 DENIED = "denied"

@@ -6,12 +6,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from hivemem.audit import AUDITED_ACTIONS, AuditAction
+from hivemem.audit import AUDITED_ACTIONS, MAX_AUDIT_LIMIT, AuditAction
 from hivemem.schemas import ScopeName, Timestamp
 
 __all__ = ["MAX_AUDIT_LIMIT", "AuditRequest"]
-
-MAX_AUDIT_LIMIT = 1000
 
 
 class AuditRequest(BaseModel):

@@ -463,6 +463,15 @@ class Settings(BaseSettings):
         description="Browser origins (comma list of `scheme://host[:port]`) allowed to call the API cross-origin. "
         "A request with any other `Origin` is refused (403), same-origin requests excepted.",
     )
+    server_url: str = Field(
+        default="",
+        description="The running server the CLI sends memorize, remember, get and forget to. Empty: the local "
+        "`hivemem serve` on `port` when it answers for the same store; `off`: the CLI always works alone.",
+    )
+    token: str = Field(
+        default="",
+        description="The bearer token the CLI sends to that server (a team server's, or once tokens exist).",
+    )
     metrics: bool = Field(
         default=True,
         description="Serve Prometheus metrics at `/metrics` (pulled by a scraper, with a token where tokens are "

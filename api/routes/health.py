@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
+from api.cli_client import store_fingerprint
 from api.deps import ServiceDep
 
 __all__ = ["router"]
@@ -17,9 +18,10 @@ OPTIONAL_CHECKS = frozenset({"workers"})
 
 
 @router.get("/healthz")
-def healthz() -> dict[str, str]:
-    """The process is up."""
-    return {"status": "ok"}
+def healthz(service: ServiceDep) -> dict[str, str]:
+    """The process is up; `store` tells which store it serves (a fingerprint, nothing of its path:
+    the CLI goes through this server only when it is its own store)."""
+    return {"status": "ok", "store": store_fingerprint(service.settings.resolved_store_url())}
 
 
 @router.get("/readyz")

@@ -157,3 +157,8 @@ def test_the_cli_lists_shows_and_edits_memories(
     assert run("memories", "update", first, "--scope", SCOPE, "--importance", "0.8")["importance"] == 0.8
     assert run("memories", "show", first, "--scope", SCOPE)["importance"] == 0.8
     assert cli_main(["memories", "update", first, "--scope", SCOPE]) == 2  # nothing to change
+    recall = ["remember", "operator note", "--scope", SCOPE, "--json"]
+    assert len(run(*recall, "--before", "2999-01-01T00:00:00Z", "--min-relevance", "0.01")["results"]) == 2
+    assert run(*recall, "--after", "2999-01-01T00:00:00Z")["results"] == []
+    assert run(*recall, "--min-relevance", "1")["results"] == []
+    assert cli_main([*recall, "--after", "yesterday"]) == 2

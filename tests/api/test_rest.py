@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from api.cli_client import store_fingerprint
 from tests.api.helpers import memorize, recall, stored_count
 
 RESULT_FIELDS = {
@@ -391,7 +392,11 @@ def test_unknown_id_is_404_with_json_error(client: TestClient) -> None:
 def test_healthz(client: TestClient) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    service = client.app.state.service  # type: ignore[attr-defined]
+    # The store by a fingerprint (the CLI goes through this server only for its own store), not its path.
+    fingerprint = store_fingerprint(service.settings.resolved_store_url())
+    assert response.json() == {"status": "ok", "store": fingerprint}
+    assert str(service.settings.data_dir) not in response.text
 
 
 def test_readyz_reports_each_check(client: TestClient) -> None:

@@ -266,3 +266,14 @@ def test_ingest_load_bench_recalls_while_workers_ingest(
     assert (report["documents"], report["job_state"], report["indexed"], report["failed"]) == (13, "done", 12, 1)
     assert report["recall_idle"]["calls"] >= 400 and report["recall_during_ingest"]["calls"] > 0
     assert report["p95_ratio_during_to_idle"] > 0
+
+
+def test_cli_bench_times_calls_through_a_server_and_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    assert main(["bench", "cli", "--runs", "2", "--json", str(tmp_path / "cli.json")]) == 0
+    report = json.loads((tmp_path / "cli.json").read_text())
+    for call in ("remember_through_server", "remember_alone", "get_alone_no_model"):
+        assert report[call]["runs"] >= 2 and 0 < report[call]["median_s"] <= report[call]["max_s"], call
+    capsys.readouterr()

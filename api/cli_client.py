@@ -1,0 +1,110 @@
+"""The CLI as a client: with a server running on the same store, ``memorize``, ``remember``, ``get``
+and ``forget`` go through its REST API and answer in milliseconds, instead of opening the store
+and loading the model in a process of their own.
+
+Which server: ``HIVEMEM_SERVER_URL`` when set (``off``: never one), else the local ``hivemem serve``
+on ``HIVEMEM_PORT`` if it answers ``/healthz`` within a moment and serves the store this CLI would
+open (``/healthz`` names its store by a fingerprint). ``HIVEMEM_TOKEN`` is sent as the bearer token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from hivemem.config import Settings
+from hivemem.errors import HivememError
+from hivemem.scope import SCOPE_HEADER
+
+__all__ = ["CLIENT_COMMANDS", "Remote", "RemoteError", "server_for", "store_fingerprint"]
+
+# The commands that go through a running server.
+CLIENT_COMMANDS = frozenset({"memorize", "remember", "get", "forget"})
+# How long the local server has to answer before the CLI works on its own.
+_PROBE_S = 0.3
+
+
+class RemoteError(HivememError):
+    """The server refused or failed the call; the message is its own."""
+
+
+def store_fingerprint(store_url: str) -> str:
+    """A store's name on ``/healthz``: enough to tell two stores apart, nothing of the path."""
+    return hashlib.sha256(store_url.encode("utf-8")).hexdigest()[:16]
+
+
+def server_for(settings: Settings) -> str | None:
+    """The base URL of the server this CLI call should go through, or None to work in-process."""
+    if settings.server_url == "off":
+        return None
+    if settings.server_url:
+        return settings.server_url.rstrip("/")
+    url = f"http://127.0.0.1:{settings.port}"
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=_PROBE_S) as answer:
+            health = json.loads(answer.read())
+    except (OSError, ValueError):  # nothing listening, another service, or not JSON
+        return None
+    same_store = isinstance(health, dict) and health.get("store") == store_fingerprint(settings.resolved_store_url())
+    return url if same_store else None
+
+
+class Remote:
+    """REST calls on one server, as the CLI's caller (its token, its project's scope). The standard
+    library's HTTP client: a CLI call spends most of its time importing, and httpx costs 0.1 s more."""
+
+    def __init__(self, url: str, *, token: str, scope: str | None) -> None:
+        self._url = url
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        if scope is not None:
+            self._headers[SCOPE_HEADER] = scope
+
+    def close(self) -> None:
+        """Nothing is held between calls."""
+
+    def _call(self, method: str, path: str, *, params: dict[str, str] | None = None, body: Any = None) -> Any:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(f"{self._url}{path}{query}", data=data, method=method, headers=self._headers)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                return json.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            raise RemoteError(_refusal(exc)) from None
+        except (OSError, ValueError) as exc:
+            raise RemoteError(f"the server at {self._url} did not answer: {exc}") from exc
+
+    # Bodies are sent as the CLI read them: the server validates them (its answer names what is
+    # wrong), and the CLI spares the import of every request schema.
+    def memorize(self, body: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", "/v1/memories", body=body)
+        return result
+
+    def remember(self, body: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", "/v1/remember", body=body)
+        return result
+
+    def get(self, memory_id: str, scope: str | None) -> dict[str, Any]:
+        params = {} if scope is None else {"scope": scope}
+        result: dict[str, Any] = self._call("GET", f"/v1/memories/{memory_id}", params=params)
+        return result
+
+    def forget(self, memory_id: str, *, confirm: bool, scope: str | None) -> dict[str, Any]:
+        params = {"confirm": str(confirm).lower()} | ({} if scope is None else {"scope": scope})
+        result: dict[str, Any] = self._call("DELETE", f"/v1/memories/{memory_id}", params=params)
+        return result
+
+
+def _refusal(exc: urllib.error.HTTPError) -> str:
+    """The server's own words for a refusal (its error body), else the status."""
+    try:
+        body = json.loads(exc.read())
+        return f"{body.get('error', exc.code)}: {body.get('message', '')}"
+    except (ValueError, AttributeError):
+        return f"{exc.code}: {exc.reason}"

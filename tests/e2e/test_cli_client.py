@@ -1,0 +1,118 @@
+"""The CLI as a client: with ``hivemem serve`` running on the same store, memorize, remember, get and
+forget go through it (its metrics move); with another store, or told not to, the CLI works alone;
+commands that embed nothing never load the model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from api.cli import main as cli_main
+from api.service import Caller, MemoryService
+from hivemem.config import Settings
+from hivemem.lazy_embedder import LazyEmbedder
+from hivemem.schemas import MemoryCreate
+from tests.e2e.helpers import HivememServer, run_cli
+
+SCOPE = "github.com/acme/api"
+
+
+@pytest.fixture
+def server(data_dir: Path, tmp_path: Path) -> Iterator[HivememServer]:
+    (tmp_path / "logs").mkdir()
+    running = HivememServer(data_dir, tmp_path / "logs")
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def served(server: HivememServer, route: str, method: str) -> float:
+    """How many requests the server answered on ``route``, by its own metrics."""
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    return sum(
+        s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == "hivemem_http_requests_total" and s.labels["route"] == route and s.labels["method"] == method
+    )
+
+
+def test_cli_commands_go_through_a_server_on_the_same_store(
+    server: HivememServer, data_dir: Path, tmp_path: Path
+) -> None:
+    port = str(server.port)
+
+    def cli(*args: str, data: Path = data_dir, **env: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, data_dir=data, cwd=tmp_path, HIVEMEM_PORT=port, **env)
+
+    stored = cli(
+        "memorize", "--title", "Release trains", "--content", "Releases leave every other Tuesday.", "--scope", SCOPE
+    )
+    assert stored.returncode == 0, stored.stderr
+    memory_id = json.loads(stored.stdout)["id"]
+    assert served(server, "/v1/memories", "POST") == 1
+
+    found = run_cli(
+        "remember", "when do releases leave", "--scope", SCOPE, data_dir=data_dir, cwd=tmp_path, HIVEMEM_PORT=port
+    )
+    assert found.returncode == 0 and "Releases leave every other Tuesday." in found.stdout
+    assert served(server, "/v1/remember", "POST") == 1
+
+    shown = cli("get", memory_id, "--scope", SCOPE)
+    assert json.loads(shown.stdout)["title"] == "Release trains"
+    refused = cli("forget", memory_id, "--scope", SCOPE)
+    assert refused.returncode == 2 and "confirm" in refused.stderr  # the server's own refusal
+
+    # Told not to, the CLI opens the store itself: the server sees nothing of it.
+    alone = cli("get", memory_id, "--scope", SCOPE, HIVEMEM_SERVER_URL="off")
+    assert alone.returncode == 0 and served(server, "/v1/memories/{memory_id:uuid}", "GET") == 1
+    # Another store: the server on that port is not this CLI's.
+    other = run_cli(
+        "remember", "releases", "--scope", SCOPE, data_dir=tmp_path / "other", cwd=tmp_path, HIVEMEM_PORT=port
+    )
+    assert other.returncode == 0 and "no memories found" in other.stdout
+    assert served(server, "/v1/remember", "POST") == 1
+
+    gone = cli("forget", memory_id, "--confirm", "--scope", SCOPE)
+    assert gone.returncode == 0 and f"forgot {memory_id}" in gone.stdout
+    assert served(server, "/v1/memories/{memory_id:uuid}", "DELETE") == 2
+
+
+def test_commands_that_embed_nothing_never_load_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = MemoryService.from_settings(Settings(data_dir=tmp_path, embed_model="hash:64"))
+    try:
+        note = MemoryCreate(title="Loaded lazily", content="The model waits for a text to embed.", scope=SCOPE)
+        (result,) = service.memorize_many([note], Caller(principal="cli"))
+    finally:
+        service.close()
+    loads: list[str] = []
+
+    def refuse_to_load(self: LazyEmbedder) -> None:
+        loads.append(self.model_id)
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(LazyEmbedder, "_model", refuse_to_load)
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
+    for argv in (
+        ["get", result.id, "--scope", SCOPE],
+        ["memories", "list", "--scope", SCOPE],
+        ["export", "--scope", SCOPE],
+        ["token", "list"],
+        ["audit"],
+        ["forget", result.id, "--confirm", "--scope", SCOPE],
+    ):
+        assert cli_main(argv) == 0, argv
+    assert loads == []
+    capsys.readouterr()

@@ -1,0 +1,28 @@
+"""Every command and every flag of the ``hivemem`` CLI says what it is for in ``--help``."""
+
+from __future__ import annotations
+
+import argparse
+
+from api.cli import _parser
+
+
+def _undocumented(parser: argparse.ArgumentParser, path: str) -> list[str]:
+    missing = []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        if isinstance(action, argparse._SubParsersAction):
+            helped = {choice.dest for choice in action._choices_actions if choice.help}
+            for name, sub in action.choices.items():
+                if name not in helped:
+                    missing.append(f"{path} {name} (command)")
+                missing += _undocumented(sub, f"{path} {name}")
+            continue
+        if not action.help:
+            missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+    return missing
+
+
+def test_every_command_and_flag_has_help() -> None:
+    assert _undocumented(_parser(), "hivemem") == []
