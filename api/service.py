@@ -192,15 +192,25 @@ class MemoryService:
 
         The embedder runs on threads of its own, where calls from every request are batched
         (:mod:`hivemem.embedding_queue`): one, or one per core for a runtime whose calls each take one.
-        ``lazy_model`` (the CLI): when the store already records the configured model, open it with
-        that record and load the model only if something is embedded (one model thread).
+        ``lazy_model`` (the CLI): open a store that records its model with that record, and load
+        the model only if something is embedded (one model thread); a store of another model than
+        the configured one is used as it is, not re-embedded.
         """
         embedder = embedder or load_embedder(settings)
         if lazy_model and not isinstance(embedder, QueuedEmbedder):
             recorded = recorded_embedding(settings.resolved_store_url())
-            if recorded is not None and recorded[0] == embedder.model_id:
+            if recorded is not None:
+                # The store's own model, even after a model change: a CLI call works on the store as
+                # it is, and leaves re-embedding to the server (or `hivemem reembed`).
                 configured = embedder
-                embedder = LazyEmbedder(recorded[0], recorded[1], load=lambda: configured)
+                model, dimension = recorded
+
+                def load() -> Embedder:
+                    if configured.model_id == model:
+                        return configured
+                    return load_embedder(settings.model_copy(update={"embed_model": model}))
+
+                embedder = LazyEmbedder(model, dimension, load=load)
         if not isinstance(embedder, QueuedEmbedder):
             threads = settings.embed_parallel or parallel_calls(embedder)
             embedder = QueuedEmbedder(embedder, max_batch=settings.embed_batch_size, threads=threads)

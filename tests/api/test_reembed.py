@@ -149,6 +149,15 @@ def test_a_server_started_with_another_model_re_embeds_by_itself(
         MemoryService.from_settings(_settings(tmp_path, "hash:64", reembed_on_model_change=False))
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
+    # A one-shot command works on the store as it is (its own model), and re-embeds nothing.
+    assert cli_main(["remember", "service 3 port", "--scope", SCOPE]) == 0
+    assert "Service number 3 listens on port 8003." in capsys.readouterr().out
+    unchanged = MemoryService.from_settings(_settings(tmp_path, "hash:32"))
+    try:
+        assert unchanged.store.embedding_model == "hash-32" and unchanged._reembedding is None
+    finally:
+        unchanged.close()
     assert cli_main(["reembed"]) == 0
     assert "re-embedded with hash-64" in capsys.readouterr().out
     assert cli_main(["reembed"]) == 0
