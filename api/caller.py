@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hivemem.access import Access, Role
-from hivemem.errors import PermissionDeniedError, ValidationError
-from hivemem.model import GLOBAL_SCOPE
+from hivemem.errors import MemoryNotFoundError, PermissionDeniedError, ValidationError
+from hivemem.model import GLOBAL_SCOPE, Memory
 from hivemem.scope import recall_scopes
 
 __all__ = ["Caller", "OnDenied"]
@@ -67,6 +67,24 @@ class Caller:
         if not self.may(scope, role):
             raise self.refused(f"{self.principal!r} may not {_VERBS[role]} in {_named(scope)}", scope, role)
         return scope
+
+    def require_everything(self, doing: str) -> None:
+        """Refuse (and record the refusal) unless this caller is admin on ``*``, or the trusted local
+        caller: managing tokens, reading the whole audit log, re-embedding the store."""
+        if self.access is not None and not self.access.manages_tokens:
+            raise self.refused(f"{self.principal!r} may not {doing} (that takes admin on '*')", "*", Role.ADMIN)
+
+    def require_changing(self, memory: Memory) -> None:
+        """Refuse a change to ``memory`` (an edit, a forget) unless the caller wrote it and may write
+        in its scope, or administers its scope."""
+        self.require(memory.scope, Role.WRITE if memory.author == self.principal else Role.ADMIN)
+
+    def visible(self, memory: Memory, requested: str | None) -> Memory:
+        """``memory``, if it lies in the scopes a read in ``requested`` searches; else the error an
+        unknown id gets, so that nothing says it exists."""
+        if memory.scope not in self.readable(requested):
+            raise MemoryNotFoundError(f"no memory with id {memory.id}")
+        return memory
 
     def scope_for(self, requested: str | None, *, write: bool) -> str:
         """The scope a call works in: ``requested`` if given and allowed, else the default.

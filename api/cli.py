@@ -399,11 +399,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
     home = derive_scope(Path.cwd())
     if args.command in CLIENT_COMMANDS and (url := server_for(settings)) is not None:
-        remote = Remote(url, token=settings.token, scope=home)
-        try:
-            return _through(remote, args)
-        finally:
-            remote.close()
+        return _through(Remote(url, token=settings.token, scope=home), args)
 
     from hivemem.audit_schemas import AuditRequest
     from hivemem.limits import Limits

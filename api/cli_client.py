@@ -9,18 +9,17 @@ open (``/healthz`` names its store by a fingerprint). ``HIVEMEM_TOKEN`` is sent 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
 
-from hivemem.config import Settings
+from hivemem.config import Settings, store_fingerprint
 from hivemem.errors import HivememError
 from hivemem.scope import SCOPE_HEADER
 
-__all__ = ["CLIENT_COMMANDS", "Remote", "RemoteError", "server_for", "store_fingerprint"]
+__all__ = ["CLIENT_COMMANDS", "Remote", "RemoteError", "server_for"]
 
 # The commands that go through a running server.
 CLIENT_COMMANDS = frozenset({"memorize", "remember", "get", "forget"})
@@ -30,11 +29,6 @@ _PROBE_S = 0.3
 
 class RemoteError(HivememError):
     """The server refused or failed the call; the message is its own."""
-
-
-def store_fingerprint(store_url: str) -> str:
-    """A store's name on ``/healthz``: enough to tell two stores apart, nothing of the path."""
-    return hashlib.sha256(store_url.encode("utf-8")).hexdigest()[:16]
 
 
 def server_for(settings: Settings) -> str | None:
@@ -64,9 +58,6 @@ class Remote:
             self._headers["Authorization"] = f"Bearer {token}"
         if scope is not None:
             self._headers[SCOPE_HEADER] = scope
-
-    def close(self) -> None:
-        """Nothing is held between calls."""
 
     def _call(self, method: str, path: str, *, params: dict[str, str] | None = None, body: Any = None) -> Any:
         query = f"?{urllib.parse.urlencode(params)}" if params else ""

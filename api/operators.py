@@ -11,7 +11,6 @@ from typing import Protocol
 from api.caller import Caller
 from hivemem.access import Role
 from hivemem.embedding import Embedder
-from hivemem.errors import MemoryNotFoundError
 from hivemem.hashing import content_hash
 from hivemem.listing_schemas import MemoryPage, MemoryUpdate, ScopeStats, decode_cursor, encode_cursor
 from hivemem.model import AuditEvent, DuplicatePolicy, MemoryState, MemoryType, utcnow
@@ -64,7 +63,7 @@ class Operators:
         shown = found[:limit]
         more = len(found) > limit
         return MemoryPage(
-            memories=[MemoryPublic.of(replace(m, embedding=None)) for m in shown],
+            memories=[MemoryPublic.of(m) for m in shown],
             next_cursor=encode_cursor(shown[-1].created_at, shown[-1].id) if more else None,
         )
 
@@ -73,10 +72,8 @@ class Operators:
         A new title or content is embedded again. Audited (``update``). Raises ``MemoryNotFoundError``
         (also for a memory outside the caller's scopes), ``PermissionDeniedError``, and
         ``DuplicateMemoryError`` when the new content is another memory's in that scope."""
-        memory = self.store.get(memory_id)
-        if memory.scope not in caller.readable(scope):
-            raise MemoryNotFoundError(f"no memory with id {memory_id}")
-        caller.require(memory.scope, Role.WRITE if memory.author == caller.principal else Role.ADMIN)
+        memory = caller.visible(self.store.get(memory_id), scope)
+        caller.require_changing(memory)
         fields = change.model_dump(exclude_unset=True)
         edited = replace(memory, **fields, updated_at=utcnow())
         if "tags" in fields:

@@ -13,20 +13,25 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from typing import Protocol
 
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.jobs import Job, JobKind, new_job_id
 from hivemem.model import GLOBAL_SCOPE, AuditEvent
 from hivemem.read_write_lock import ReadWriteLock
-from search.base import ReEmbeds, Store
+from search.base import ReEmbeds, RelationStore
 from workers.job_board import JobBoard
 
-__all__ = ["BATCH", "Reembedding"]
+__all__ = ["BATCH", "ReEmbeddingStore", "Reembedding"]
 
 log = logging.getLogger(__name__)
 
 BATCH = 64  # memories or chunks embedded per model call
+
+
+class ReEmbeddingStore(ReEmbeds, RelationStore, Protocol):
+    """What a re-embed needs of the store: staging and swapping vectors, and the audit log."""
 
 
 class Reembedding:
@@ -34,7 +39,7 @@ class Reembedding:
 
     def __init__(
         self,
-        store: Store,
+        store: ReEmbeddingStore,
         serving: QueuedEmbedder,
         target: Embedder,
         board: JobBoard,
@@ -42,10 +47,7 @@ class Reembedding:
         *,
         author: str,
     ) -> None:
-        if not isinstance(store, ReEmbeds):
-            raise TypeError(f"{type(store).__name__} cannot re-embed in place")
         self._store = store
-        self._audit = store
         self._serving = serving
         self._target = target
         self._board = board
@@ -117,7 +119,7 @@ class Reembedding:
             for i in range(done, self.job.total - 1)
         }
         detail = {"model": self.model, "dimension": dimension, "memories": memories, "chunks": chunks}
-        self._audit.audit(AuditEvent("reembed", "", GLOBAL_SCOPE, self._author, detail))
+        self._store.audit(AuditEvent("reembed", "", GLOBAL_SCOPE, self._author, detail))
         self._board.record(
             self.job.id, fillers | {"swap": {"index": self.job.total - 1, "outcome": "swapped", **detail}}
         )

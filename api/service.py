@@ -247,9 +247,7 @@ class MemoryService:
     def reembed_job(self, caller: Caller = Caller()) -> JobPublic:
         """The job re-embedding this server's store (admin on ``*``). Raises ``JobNotFoundError``
         when none ran since the server started (its store already held the configured model)."""
-        if caller.access is not None and not caller.access.manages_tokens:
-            message = f"{caller.principal!r} may not watch the re-embedding (that takes admin on '*')"
-            raise caller.refused(message, "*", Role.ADMIN)
+        caller.require_everything("watch the re-embedding")
         if self._reembedding is None:
             raise JobNotFoundError(f"no re-embedding ran: the store holds {self.store.embedding_model} vectors")
         return self.job(self._reembedding.job.id)
@@ -264,10 +262,7 @@ class MemoryService:
         """Re-embed every memory and chunk with ``target`` in the background (:mod:`api.reembed`),
         or, while one runs, its job. Takes admin on ``*``. Raises ``ConfigError`` for a store that
         cannot re-embed in place or a service whose embedder cannot be switched."""
-        if caller.access is not None and not caller.access.manages_tokens:
-            raise caller.refused(
-                f"{caller.principal!r} may not re-embed the store (that takes admin on '*')", "*", Role.ADMIN
-            )
+        caller.require_everything("re-embed the store")
         running = self._reembedding
         if running is not None and not self.runner.board.get(running.job.id).state.final:
             return self.job(running.job.id)
@@ -437,10 +432,7 @@ class MemoryService:
 
     def _visible(self, memory_id: str, caller: Caller, scope: str | None) -> Memory:
         """The memory, if it is in the caller's recall scopes; else the same error as for an unknown id."""
-        memory = self.store.get(memory_id)
-        if memory.scope not in caller.readable(scope):
-            raise MemoryNotFoundError(f"no memory with id {memory_id}")
-        return memory
+        return caller.visible(self.store.get(memory_id), scope)
 
     def promote(
         self, memory_id: str, request: PromoteRequest, caller: Caller = Caller(), *, scope: str | None = None
@@ -498,8 +490,7 @@ class MemoryService:
         if not confirm:
             raise ConfirmationRequired(FORGET_NEEDS_CONFIRM)
         memory = self._visible(memory_id, caller, scope)
-        # A writer forgets what it wrote; anyone else's memory takes an admin of its scope.
-        caller.require(memory.scope, Role.WRITE if memory.author == caller.principal else Role.ADMIN)
+        caller.require_changing(memory)
         removed = self.store.delete(memory_id)
         self.store.audit(
             AuditEvent(
@@ -523,9 +514,7 @@ class MemoryService:
         if request.memory_id is not None:
             scopes: list[str] | None = caller.readable(request.scope)
         else:
-            if caller.access is not None and not caller.access.manages_tokens:
-                message = f"{caller.principal!r} may not read the whole audit log (that takes admin on '*')"
-                raise caller.refused(message, "*", Role.ADMIN)
+            caller.require_everything("read the whole audit log")
             scopes = None if request.scope is None else [request.scope]
         query = AuditQuery(
             memory_id=request.memory_id,

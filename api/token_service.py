@@ -34,9 +34,7 @@ class TokenService:
 
     @staticmethod
     def _check(caller: Caller) -> None:
-        if caller.access is not None and not caller.access.manages_tokens:
-            message = f"{caller.principal!r} may not manage tokens (that takes admin on '*')"
-            raise caller.refused(message, "*", Role.ADMIN)
+        caller.require_everything("manage tokens")
 
     def _audit(self, action: str, caller: Caller, token_id: str, detail: dict[str, object]) -> None:
         self.store.audit(AuditEvent(action, token_id, GLOBAL_SCOPE, caller.principal, {"token_id": token_id, **detail}))

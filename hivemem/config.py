@@ -8,6 +8,7 @@ when one is missing from the README.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -36,6 +37,7 @@ __all__ = [
     "default_cache_dir",
     "default_data_dir",
     "redact_url",
+    "store_fingerprint",
 ]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -63,6 +65,11 @@ def redact_url(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def store_fingerprint(store_url: str) -> str:
+    """A store's public name (``/healthz``): enough to tell two stores apart, nothing of the URL."""
+    return hashlib.sha256(store_url.encode("utf-8")).hexdigest()[:16]
 
 
 def default_cache_dir() -> Path:

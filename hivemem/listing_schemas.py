@@ -29,10 +29,8 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         stamp, _, memory_id = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8").partition("|")
         created_at = datetime.fromisoformat(stamp)
     except (binascii.Error, UnicodeError, ValueError):
-        raise ValidationError(
-            "cursor: not a cursor this server gave (pass `next_cursor` back as it is)", field="cursor"
-        ) from None
-    if not memory_id or created_at.tzinfo is None:
+        memory_id, created_at = "", None
+    if not memory_id or created_at is None or created_at.tzinfo is None:
         raise ValidationError(
             "cursor: not a cursor this server gave (pass `next_cursor` back as it is)", field="cursor"
         )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from api.cli_client import store_fingerprint
 from api.deps import ServiceDep
+from hivemem.config import store_fingerprint
 
 __all__ = ["router"]
 

@@ -35,14 +35,15 @@ from hivemem.schemas import (
     UndoResult,
 )
 
-__all__ = ["build_router"]
+__all__ = ["DATE_TIME", "ScopeQuery", "build_router"]
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
 # One audit action, or several joined by commas (a query parameter may not repeat).
 _ONE_ACTION = f"({'|'.join(get_args(AuditAction))})"
 _ACTION_LIST = f"^{_ONE_ACTION}(,{_ONE_ACTION})*$"
-_DATE_TIME: dict[str, Any] = {"format": "date-time"}
+# A query parameter read as RFC 3339 (hivemem.schemas.Timestamp), so published as a date-time.
+DATE_TIME: dict[str, Any] = {"format": "date-time"}
 
 ScopeQuery = Annotated[
     ScopeName | None,
@@ -136,10 +137,10 @@ def build_router(schemas: RequestSchemas) -> APIRouter:
             str | None, Query(min_length=1, max_length=64, description="Only what this principal did or was refused.")
         ] = None,
         since: Annotated[
-            str | None, Query(description="RFC 3339; records at or after it.", json_schema_extra=_DATE_TIME)
+            str | None, Query(description="RFC 3339; records at or after it.", json_schema_extra=DATE_TIME)
         ] = None,
         until: Annotated[
-            str | None, Query(description="RFC 3339; records before it.", json_schema_extra=_DATE_TIME)
+            str | None, Query(description="RFC 3339; records before it.", json_schema_extra=DATE_TIME)
         ] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_AUDIT_LIMIT)] = 100,
     ) -> list[AuditPublic]:

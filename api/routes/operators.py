@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from uuid import UUID
 
 from fastapi import APIRouter, Query
 
 from api.deps import CallerDep, ServiceDep
-from api.routes.memories import ScopeQuery
+from api.routes.memories import DATE_TIME, ScopeQuery
 from hivemem.listing_schemas import MAX_PAGE, CreatedWindow, MemoryPage, MemoryUpdate, ScopeStats
 from hivemem.model import MemoryState, MemoryType
 from hivemem.schemas import MemoryPublic
@@ -17,7 +17,6 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["operators"])
 
-_DATE_TIME: dict[str, Any] = {"format": "date-time"}
 _NAME = Query(min_length=1, max_length=200)
 
 
@@ -30,8 +29,8 @@ def list_memories(
     state: MemoryState | None = None,
     tag: Annotated[str | None, _NAME] = None,
     author: Annotated[str | None, _NAME] = None,
-    created_after: Annotated[str | None, Query(json_schema_extra=_DATE_TIME)] = None,
-    created_before: Annotated[str | None, Query(json_schema_extra=_DATE_TIME)] = None,
+    created_after: Annotated[str | None, Query(json_schema_extra=DATE_TIME)] = None,
+    created_before: Annotated[str | None, Query(json_schema_extra=DATE_TIME)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(min_length=1, max_length=400)] = None,
 ) -> MemoryPage:

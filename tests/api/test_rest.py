@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.cli_client import store_fingerprint
+from hivemem.config import store_fingerprint
 from tests.api.helpers import memorize, recall, stored_count
 
 RESULT_FIELDS = {
