@@ -44,10 +44,11 @@ log = logging.getLogger(__name__)
 
 KEY_FILE = "token.key"
 # Answered without a token: probes, the API's description, and where a client learns how to authenticate.
-PUBLIC_PATHS = ("/healthz", "/readyz", "/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect")
+PUBLIC_PATHS = ("/healthz", "/readyz", "/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect", "/ui", "/ui/")
 METADATA_PATH = "/.well-known/oauth-protected-resource"
-# The API pages' scripts and styles (api.docs_pages), public like the pages.
-PUBLIC_PREFIX = "/docs/static/"
+# The scripts and styles of the API pages (api.docs_pages) and the dashboard (api.dashboard),
+# public like the pages: they hold no data, and fetch it with the user's token.
+PUBLIC_PREFIXES = ("/docs/static/", "/ui/static/")
 # How long "no token exists" is believed before the store is asked again (a token created by the
 # CLI in another process counts from then on); "some token exists" is never forgotten.
 NO_TOKENS_TTL_S = 1.0
@@ -210,7 +211,7 @@ class AuthGate:
             return
         path: str = scope.get("path", "")
         state = scope.setdefault("state", {})
-        public = path in PUBLIC_PATHS or path.startswith((METADATA_PATH, PUBLIC_PREFIX))
+        public = path in PUBLIC_PATHS or path.startswith((METADATA_PATH, *PUBLIC_PREFIXES))
         if public or not self._served(scope):
             state["access"] = None
             await self.app(scope, receive, send)

@@ -15,6 +15,8 @@ from api.cli_audit import run as run_audit
 from api.cli_client import CLIENT_COMMANDS, Remote, server_for
 from api.cli_doctor import add_parser as add_doctor_parser
 from api.cli_doctor import run as run_doctor
+from api.cli_jobs import add_parser as add_jobs_parser
+from api.cli_jobs import run as run_jobs
 from api.cli_knowledge import add_parser as add_knowledge_parser
 from api.cli_knowledge import run as run_knowledge
 from api.cli_memories import add_parser as add_memories_parser
@@ -187,6 +189,7 @@ def _parser() -> argparse.ArgumentParser:
     add_opensearch_parser(sub)
     add_token_parser(sub)
     add_audit_parser(sub)
+    add_jobs_parser(sub)
     add_transfer_parsers(sub)
     add_reembed_parser(sub)
     add_memories_parser(sub)
@@ -244,6 +247,12 @@ def _parser() -> argparse.ArgumentParser:
     cl = bench_sub.add_parser("cli", help="CLI calls end to end (process start included), through a server and alone")
     cl.add_argument("--runs", type=_positive_int, default=20, help="hivemem remember calls through the server")
     cl.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    ui = bench_sub.add_parser("ui", help="dashboard pages in Chromium on a large store: first paint, data shown")
+    ui.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl: the texts)")
+    ui.add_argument("--size", type=_positive_int, default=100_000, help="memories in the store (default 100000)")
+    ui.add_argument("--scopes", type=_positive_int, default=100, help="scopes they are spread over (default 100)")
+    ui.add_argument("--runs", type=_positive_int, default=10, help="loads of each page (default 10)")
+    ui.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     sc = bench_sub.add_parser("scale", help="recall cost against store size: 10k to 1M memories, 1 and 100 scopes")
     sc.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl, queries.jsonl)")
     sc.add_argument("--sizes", type=_int_list, default=[10_000, 100_000, 1_000_000], help="comma list of sizes")
@@ -282,6 +291,7 @@ _COMMAND_MODULES: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     "knowledge": run_knowledge,
     "token": run_tokens,
     "audit": run_audit,
+    "jobs": run_jobs,
     "export": run_transfer,
     "import": run_transfer,
     "reembed": run_reembed,
@@ -459,6 +469,13 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
         from api.bench.harness import emit
 
         emit(run_cli_latency(settings, runs=args.runs), args.json_out)
+        return 0
+    if args.bench == "ui":
+        from api.bench.dashboard import run_dashboard_bench
+        from api.bench.harness import emit
+
+        report = run_dashboard_bench(data=args.data, size=args.size, scopes=args.scopes, runs=args.runs)
+        emit(report, args.json_out)
         return 0
     if args.bench == "scale":
         from api.bench.harness import emit

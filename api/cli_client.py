@@ -91,6 +91,14 @@ class Remote:
         result: dict[str, Any] = self._call("DELETE", f"/v1/memories/{memory_id}", params=params)
         return result
 
+    def jobs(self, params: dict[str, str]) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self._call("GET", "/v1/jobs", params=params)
+        return result
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}")
+        return result
+
 
 def _refusal(exc: urllib.error.HTTPError) -> str:
     """The server's own words for a refusal (its error body), else the status."""

@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 import hivemem
 from api.auth import METADATA_PATH, Authenticator, AuthGate, protected_resource_metadata
+from api.dashboard import install_dashboard
 from api.deps import no_repeated_query_parameters
 from api.docs_pages import install_docs
 from api.errors import ERROR_RESPONSES, install_handlers
@@ -89,6 +90,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
         redoc_url=None,
     )
     install_docs(app)
+    install_dashboard(app)
     install_handlers(app)
     app.include_router(memories.build_router(request_schemas(limits)))
     app.include_router(knowledge.router)

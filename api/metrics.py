@@ -3,7 +3,7 @@
 Counted as they happen: HTTP requests by route template, method and status, with latency
 histograms; MCP tool calls by tool and outcome, with latencies; recall stage times; what the rerank
 stage did; embedder batch sizes by lane. Read at each scrape: memories in the store, jobs waiting by
-queue, and the process's own (CPU, memory, file descriptors). Each app has a registry of its
+queue, the newest jobs by state, and the process's own (CPU, memory, file descriptors). Each app has a registry of its
 own, so that two servers in one process (tests) do not mix their series. Nothing is sent anywhere:
 a scraper pulls ``/metrics``, with a token like any request where tokens are needed.
 """
@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 from api.guard import ASGIApp, Message, Receive, Scope, Send
 from api.service import MemoryService
 from hivemem.errors import HivememError
+from hivemem.jobs import JobState
 
 __all__ = ["CONTENT_TYPE", "Metrics", "MetricsMiddleware"]
 
@@ -31,6 +32,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 UNROUTED = "(unrouted)"
+# Jobs by state are counted over the newest this many: a scrape reads each one.
+_JOBS_TALLIED = 1000
 
 
 class Metrics:
@@ -134,6 +137,17 @@ class _ServiceCollector(Collector):
             for queue, count in sorted(depth.items()):
                 waiting.add_metric([queue], count)
             yield waiting
+        try:
+            recent = service.runner.board.recent(_JOBS_TALLIED)
+        except HivememError as exc:
+            log.warning("metrics: cannot read the jobs: %s", exc)
+        else:
+            by_state = GaugeMetricFamily(
+                "hivemem_jobs", f"The newest {_JOBS_TALLIED} jobs, by state.", labels=["state"]
+            )
+            for state in JobState:
+                by_state.add_metric([state.value], sum(job.state is state for job in recent))
+            yield by_state
 
     def describe(self) -> Iterator[Metric]:
         return iter(())  # read at scrape time only: registering must not call the store

@@ -43,6 +43,7 @@ from hivemem.errors import (
     ValidationError,
 )
 from hivemem.hashing import content_hash
+from hivemem.jobs import JobState
 from hivemem.lazy_embedder import LazyEmbedder
 from hivemem.model import (
     AuditEvent,
@@ -382,8 +383,15 @@ class MemoryService:
         """A job's state, progress and result. Raises ``JobNotFoundError``."""
         return JobPublic.of(self.runner.board.get(job_id))
 
-    def dead_letters(self, limit: int = 100) -> list[DeadLetterPublic]:
-        """Tasks that failed for good, newest first."""
+    def jobs(self, caller: Caller = Caller(), *, state: JobState | None = None, limit: int = 100) -> list[JobPublic]:
+        """The newest jobs (in ``state`` when given), without their per-item results; admin on
+        ``*``, as jobs carry no owner and name every scope's work."""
+        caller.require_everything("list the jobs")
+        return [JobPublic.of(job) for job in self.runner.board.recent(limit, state)]
+
+    def dead_letters(self, caller: Caller = Caller(), limit: int = 100) -> list[DeadLetterPublic]:
+        """Tasks that failed for good, newest first (admin on ``*``: an error may quote any scope)."""
+        caller.require_everything("read the dead letters")
         return [DeadLetterPublic.of(letter) for letter in self.runner.board.dead_letters(limit)]
 
     def remember(self, request: RecallRequest, caller: Caller = Caller(), *, reinforce: bool = True) -> RecallResponse:

@@ -434,6 +434,8 @@ class JobPublic(BaseModel):
     kind: JobKind
     state: JobState
     progress: float
+    total: int = Field(description="Items in the job (memories, documents).")
+    done: int = Field(description="Items with an outcome.")
     result: dict[str, Any] | None
     error: str | None
     created_at: datetime
@@ -447,6 +449,8 @@ class JobPublic(BaseModel):
             kind=job.kind,
             state=job.state,
             progress=round(job.progress, 4),
+            total=job.total,
+            done=job.done,
             result=job.result,
             error=job.error,
             created_at=job.created_at,

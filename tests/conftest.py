@@ -31,6 +31,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="schemathesis examples per API operation and phase (default 40; raise it for a longer fuzz)",
     )
     parser.addoption(
+        "--screenshots",
+        type=Path,
+        default=None,
+        help="keep the dashboard tests' screenshots in this folder (default: each test's temporary folder)",
+    )
+    parser.addoption(
+        "--chromium",
+        default=None,
+        help="the Chromium the dashboard tests drive (default: chromium, chromium-browser or google-chrome on PATH)",
+    )
+    parser.addoption(
         "--fuzz-seed", type=int, default=20261201, help="schemathesis seed (fixed, so a run can be repeated)"
     )
 

@@ -142,6 +142,11 @@ class JobBoard(Protocol):
         """The most recent dead letters, newest first."""
         ...
 
+    def recent(self, limit: int = 100, state: JobState | None = None) -> list[Job]:
+        """The most recently created jobs (in ``state`` when given), newest first, without their
+        per-item results (:meth:`get` has those)."""
+        ...
+
     def ping(self) -> bool:
         """True when the board can be read and written."""
         ...
@@ -224,6 +229,14 @@ class MemoryJobBoard:
         with self._lock:
             return list(reversed(self._dead[-limit:]))
 
+    def recent(self, limit: int = 100, state: JobState | None = None) -> list[Job]:
+        with self._lock:
+            cutoff = utcnow() - self._ttl
+            jobs = [job for job, _ in self._jobs.values() if job.updated_at > cutoff]
+        jobs = [job for job in jobs if state is None or job.state is state]
+        jobs.sort(key=lambda job: job.created_at, reverse=True)
+        return [replace(job, result=None) for job in jobs[:limit]]
+
     def ping(self) -> bool:
         return True
 
@@ -232,6 +245,10 @@ _PREFIX = "hivemem:job:"
 _DEAD = "hivemem:dead-letters"
 # Sorted set of the jobs that are not final, scored by when their work was last known queued.
 _OPEN = "hivemem:jobs:open"
+# Sorted set of every job id, scored by creation time: the listing of recent jobs.
+_RECENT = "hivemem:jobs:recent"
+# How many ids the listing keeps, and reads at most when it filters by state.
+_RECENT_KEPT = 10_000
 
 # Finishing a job is one atomic step, so two workers recording its last items at the same moment
 # cannot both miss (or both half-write) the transition to done; a done job leaves the open index.
@@ -321,6 +338,10 @@ class RedisJobBoard:
         pipe = self._redis.pipeline()
         pipe.hset(key, mapping=fields)
         pipe.expire(key, self._ttl)
+        stamp = job.created_at.timestamp()
+        pipe.zadd(_RECENT, {job.id: stamp})
+        pipe.zremrangebyscore(_RECENT, "-inf", stamp - self._ttl)
+        pipe.zremrangebyrank(_RECENT, 0, -_RECENT_KEPT - 1)
         if items:
             pipe.set(key + ":payload", json.dumps(list(items)), ex=self._ttl)
             pipe.zadd(_OPEN, {job.id: job.created_at.timestamp()})
@@ -381,20 +402,29 @@ class RedisJobBoard:
         raw, items = self._call(pipe.execute)
         if not raw:
             raise JobNotFoundError(f"no job {job_id!r} (unknown, or expired)")
-        fields = {k.decode(): v.decode() for k, v in raw.items()}
-        state = JobState(fields["state"])
-        outcomes = [json.loads(v) for v in items]
-        return Job(
-            id=job_id,
-            kind=JobKind(fields["kind"]),
-            state=state,
-            total=int(fields["total"]),
-            done=int(fields.get("done", 0)),
-            result=job_result(outcomes) if state is JobState.DONE else None,
-            error=fields.get("error"),
-            created_at=datetime.fromisoformat(fields["created_at"]),
-            updated_at=datetime.fromisoformat(fields["updated_at"]),
-        )
+        job = _job_of(job_id, raw)
+        if job.state is JobState.DONE:
+            job.result = job_result([json.loads(v) for v in items])
+        return job
+
+    def recent(self, limit: int = 100, state: JobState | None = None) -> list[Job]:
+        # Filtering by state reads every kept id; without a filter, just the newest ``limit``.
+        last = _RECENT_KEPT - 1 if state is not None else max(0, limit - 1)
+        ids = [member.decode() for member in self._call(self._redis.zrevrange, _RECENT, 0, last)]
+        pipe = self._redis.pipeline()
+        for job_id in ids:
+            pipe.hgetall(_PREFIX + job_id)
+        found, gone = [], []
+        for job_id, raw in zip(ids, self._call(pipe.execute), strict=True):
+            if not raw:
+                gone.append(job_id)
+                continue
+            job = _job_of(job_id, raw)
+            if state is None or job.state is state:
+                found.append(job)
+        if gone:
+            self._call(self._redis.zrem, _RECENT, *gone)
+        return found[:limit]
 
     def _transition_keys(self, job_id: str) -> list[str]:
         return [_PREFIX + job_id, _PREFIX + job_id + ":payload", _OPEN]
@@ -471,6 +501,21 @@ class RedisJobBoard:
     def persistence_warning(self) -> str | None:
         """A warning when this board's Redis keeps nothing across a restart (see :mod:`workers.broker_persistence`)."""
         return persistence_warning(self._redis)
+
+
+def _job_of(job_id: str, raw: dict[bytes, bytes]) -> Job:
+    """A job from its Redis hash (no result: that is in the items hash)."""
+    fields = {k.decode(): v.decode() for k, v in raw.items()}
+    return Job(
+        id=job_id,
+        kind=JobKind(fields["kind"]),
+        state=JobState(fields["state"]),
+        total=int(fields["total"]),
+        done=int(fields.get("done", 0)),
+        error=fields.get("error"),
+        created_at=datetime.fromisoformat(fields["created_at"]),
+        updated_at=datetime.fromisoformat(fields["updated_at"]),
+    )
 
 
 def _now() -> str:

@@ -23,13 +23,14 @@ import httpx
 from api.bench.local_cluster import free_port, hivemem_command
 from hivemem.config import Settings
 
-__all__ = ["run_cli_latency"]
+__all__ = ["run_cli_latency", "wait_ready"]
 
 SCOPE = "bench/cli"
 _NOTES = [f"Service {i} keeps its settings in config/service-{i}.toml and restarts nightly." for i in range(50)]
 
 
-def _wait_ready(url: str, process: subprocess.Popen[bytes], timeout_s: float = 300) -> None:
+def wait_ready(url: str, process: subprocess.Popen[bytes], timeout_s: float = 300) -> None:
+    """Wait until the server ``process`` at ``url`` says ready (its model loaded, its store open)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -71,7 +72,7 @@ def run_cli_latency(settings: Settings, *, runs: int) -> dict[str, Any]:
     server = subprocess.Popen(serve, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_ready(url, server)
+        wait_ready(url, server)
         with httpx.Client(base_url=url, timeout=60) as http:
             notes = [{"title": n[:40], "content": n, "scope": SCOPE} for n in _NOTES]
             http.post("/v1/memories/bulk", json={"memories": notes}).raise_for_status()  # in-process: done on return

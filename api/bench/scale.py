@@ -44,8 +44,9 @@ from hivemem.config import Settings
 from hivemem.embedding import parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfigError
+from hivemem.hashing import content_hash
 from hivemem.limits import printable
-from hivemem.model import embedding_text
+from hivemem.model import Memory, MemoryType, Source, embedding_text
 from workers.embed import load_embedder
 
 __all__ = ["run_scale"]
@@ -137,6 +138,25 @@ def _vectors(base: F32, start: int, stop: int) -> F32:
     return out
 
 
+def bench_memory(i: int, texts: Sequence[tuple[str, str]], scope: str, now: datetime, model_id: str) -> Memory:
+    """Memory ``i`` of a bench store (no vector yet): real text ``i mod len(texts)``, a copy mark past
+    the real count, and an id that ``i`` alone decides."""
+    title, sentence = texts[i % len(texts)]
+    content = sentence if i < len(texts) else f"{sentence} [copy {i // len(texts)}]"
+    return Memory(
+        id=str(uuid.UUID(int=i + 1)),
+        scope=scope,
+        title=title,
+        content=content,
+        content_hash=content_hash(content),
+        memory_type=MemoryType.FACT,
+        source=Source.IMPORTED,
+        created_at=now,
+        updated_at=now,
+        embedding_model=model_id,
+    )
+
+
 def _scope(i: int, scopes: int) -> str:
     return f"{SCOPE_PREFIX}/{i % scopes}"
 
@@ -152,8 +172,7 @@ def _build(
     scopes: int,
 ) -> dict[str, Any]:
     """Grow the store from ``start`` to ``stop`` memories; exact top-10 of each query over all of them."""
-    from hivemem.hashing import content_hash
-    from hivemem.model import Memory, MemoryType, Source, WriteOutcome
+    from hivemem.model import WriteOutcome
     from hivemem.resolution import Resolution
     from search import open_store
 
@@ -166,23 +185,9 @@ def _build(
         vectors = _vectors(base, chunk, end)
         memories = []
         for i, vector in zip(range(chunk, end), vectors, strict=True):
-            title, sentence = texts[i % len(texts)]
-            content = sentence if i < len(texts) else f"{sentence} [copy {i // len(texts)}]"
-            memories.append(
-                Memory(
-                    id=str(uuid.UUID(int=i + 1)),
-                    scope=_scope(i, scopes),
-                    title=title,
-                    content=content,
-                    content_hash=content_hash(content),
-                    memory_type=MemoryType.FACT,
-                    source=Source.IMPORTED,
-                    created_at=now,
-                    updated_at=now,
-                    embedding=vector.tolist(),
-                    embedding_model=store.embedding_model,
-                )
-            )
+            memory = bench_memory(i, texts, _scope(i, scopes), now, store.embedding_model)
+            memory.embedding = vector.tolist()
+            memories.append(memory)
         store.write_resolved_many(memories, lambda incoming, _held: Resolution(WriteOutcome.STORED, incoming))
     build_s = time.perf_counter() - began
     store.close()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Query
 
 from api.deps import CallerDep, ServiceDep
+from hivemem.jobs import JobState
 from hivemem.schemas import DeadLetterPublic, JobPublic
 
 __all__ = ["router"]
@@ -19,12 +22,27 @@ def get_job(job_id: str, service: ServiceDep) -> JobPublic:
     return service.job(job_id)
 
 
+@router.get("/jobs", response_model=list[JobPublic])
+def list_jobs(
+    service: ServiceDep,
+    caller: CallerDep,
+    state: Annotated[JobState | None, Query(description="Only jobs in this state.")] = None,
+    limit: int = Query(default=100, ge=1, le=1000, description="How many, newest first."),
+) -> list[JobPublic]:
+    """The newest jobs, newest first, with their progress (`done` of `total` items) but not their
+    per-item results (`GET /v1/jobs/{job_id}` has those). Admin on `*`: jobs name every scope's work."""
+    return service.jobs(caller, state=state, limit=limit)
+
+
 @router.get("/dead-letters", response_model=list[DeadLetterPublic])
 def dead_letters(
-    service: ServiceDep, limit: int = Query(default=100, ge=1, le=1000, description="How many, newest first.")
+    service: ServiceDep,
+    caller: CallerDep,
+    limit: int = Query(default=100, ge=1, le=1000, description="How many, newest first."),
 ) -> list[DeadLetterPublic]:
-    """Tasks that failed for good (retries exhausted, or an error no retry fixes), newest first."""
-    return service.dead_letters(limit)
+    """Tasks that failed for good (retries exhausted, or an error no retry fixes), newest first.
+    Admin on `*`: their errors may quote any scope's content."""
+    return service.dead_letters(caller, limit)
 
 
 @router.get("/reembed", response_model=JobPublic)

@@ -87,6 +87,8 @@ def test_metrics_parse_and_move_with_requests_tool_calls_recalls_and_jobs(server
         assert moved("hivemem_embed_batch_size_count", lane=lane) >= 1, lane
     assert value(after, "hivemem_memories") == 2
     assert ("hivemem_queue_depth", (("queue", "ingest"),)) in after
+    assert moved("hivemem_jobs", state="done") >= 2  # the two memorize jobs at least
+    assert ("hivemem_jobs", (("state", "failed"),)) in after
     assert value(after, "process_resident_memory_bytes") > 0
 
 

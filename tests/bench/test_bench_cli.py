@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -168,7 +169,8 @@ def test_throughput_bench_refuses_counts_below_one(option: str, capsys: pytest.C
     assert f"{option}: must be at least 1, got 0" in capsys.readouterr().err
 
 
-def test_scale_bench_grows_the_store_and_matches_exact_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _tiny_scifact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SciFact folder of six abstracts and six claims under ``tmp_path``; the hash embedder set."""
     folder = tmp_path / "scifact"
     folder.mkdir()
     topics = ["aspirin", "vitamin", "sleep", "insulin", "statins", "exercise"]
@@ -188,6 +190,10 @@ def test_scale_bench_grows_the_store_and_matches_exact_search(tmp_path: Path, mo
     (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in claims) + "\n")
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+
+
+def test_scale_bench_grows_the_store_and_matches_exact_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _tiny_scifact(tmp_path, monkeypatch)
     out = tmp_path / "scale.json"
     args = ["bench", "scale", "--data", str(tmp_path), "--sizes", "60,150", "--layouts", "1,3"]
     assert main([*args, "--real", "20", "--queries", "6", "--json", str(out)]) == 0
@@ -202,6 +208,22 @@ def test_scale_bench_grows_the_store_and_matches_exact_search(tmp_path: Path, mo
             assert 0 < run[leg]["p50_ms"] <= run[leg]["p95_ms"] <= run[leg]["p99_ms"]
         assert run["recall_16_clients"]["per_s"] > 0
         assert run["rss_mb"] > 0 and run["disk_mb_per_100k"] > 0
+
+
+@pytest.mark.skipif(
+    not any(map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), reason="no Chromium on this machine"
+)
+def test_ui_bench_times_every_dashboard_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("playwright", reason="playwright is not installed")
+    _tiny_scifact(tmp_path, monkeypatch)
+    out = tmp_path / "ui.json"
+    args = ["bench", "ui", "--data", str(tmp_path), "--size", "300", "--scopes", "3", "--runs", "2"]
+    assert main([*args, "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert (report["memories"], report["scopes"], report["runs"]) == (300, 3, 2)
+    assert set(report["pages"]) == {"scopes", "memory list", "memory page", "search"}
+    for page in report["pages"].values():
+        assert 0 < page["first_paint_ms"]["p50"] <= page["data_shown_ms"]["p50"]
 
 
 def test_scale_bench_without_scifact_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

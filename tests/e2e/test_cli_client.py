@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -16,22 +15,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from api.cli import main as cli_main
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
+from hivemem.jobs import Job, JobKind, new_job_id
 from hivemem.lazy_embedder import LazyEmbedder
 from hivemem.schemas import MemoryCreate
 from tests.e2e.helpers import HivememServer, run_cli
+from workers.job_board import RedisJobBoard
 
 SCOPE = "github.com/acme/api"
-
-
-@pytest.fixture
-def server(data_dir: Path, tmp_path: Path) -> Iterator[HivememServer]:
-    (tmp_path / "logs").mkdir()
-    running = HivememServer(data_dir, tmp_path / "logs")
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def served(server: HivememServer, route: str, method: str) -> float:
@@ -81,6 +71,17 @@ def test_cli_commands_go_through_a_server_on_the_same_store(
     assert other.returncode == 0 and "no memories found" in other.stdout
     assert served(server, "/v1/remember", "POST") == 1
 
+    jobs = cli("jobs", "--json")
+    assert jobs.returncode == 0, jobs.stderr
+    (memorized,) = [json.loads(line) for line in jobs.stdout.splitlines()]
+    assert (memorized["kind"], memorized["state"], memorized["done"]) == ("memorize", "done", 1)
+    whole = cli("jobs", memorized["id"])
+    assert json.loads(whole.stdout)["result"]["items"][0]["id"] == memory_id
+    assert cli("jobs", "--state", "failed").stdout == ""
+    unknown = cli("jobs", "job_unknown")
+    assert unknown.returncode == 2 and "job_not_found" in unknown.stderr
+    assert served(server, "/v1/jobs", "GET") == 2
+
     gone = cli("forget", memory_id, "--confirm", "--scope", SCOPE)
     assert gone.returncode == 0 and f"forgot {memory_id}" in gone.stdout
     assert served(server, "/v1/memories/{memory_id:uuid}", "DELETE") == 2
@@ -111,8 +112,27 @@ def test_commands_that_embed_nothing_never_load_the_model(
         ["export", "--scope", SCOPE],
         ["token", "list"],
         ["audit"],
+        ["jobs"],
         ["forget", result.id, "--confirm", "--scope", SCOPE],
     ):
         assert cli_main(argv) == 0, argv
     assert loads == []
     capsys.readouterr()
+
+
+def test_jobs_without_a_server_are_read_from_the_broker(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board = RedisJobBoard.from_url(redis_url)
+    job = Job(id=new_job_id(), kind=JobKind.INGEST, total=4)
+    board.create(job)
+    board.record(job.id, {"a": {"index": 0, "id": "doc-a", "outcome": "indexed"}})
+    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
+    monkeypatch.setenv("HIVEMEM_BROKER_URL", redis_url)
+    capsys.readouterr()
+    assert cli_main(["jobs", "--state", "running"]) == 0
+    assert f"{job.id}  ingest        running      1/4" in capsys.readouterr().out
+    assert cli_main(["jobs", "--limit", "0"]) == 2
+    monkeypatch.delenv("HIVEMEM_BROKER_URL")
+    assert cli_main(["jobs"]) == 0
+    assert "no server is running" in capsys.readouterr().err

@@ -73,6 +73,9 @@ def test_a_built_wheel_installs_with_the_embed_extra_and_serves(tmp_path: Path) 
         assert httpx.post(f"{url}/v1/memories", json=note, timeout=60).status_code == 201
         found = httpx.post(f"{url}/v1/remember", json={"query": "which embedding model ships in the wheel"}, timeout=60)
         assert [r["title"] for r in found.json()["results"]] == ["Installed from a wheel"]
+        # The dashboard's files travel in the wheel.
+        for path in ("/ui", "/ui/static/app.js", "/ui/static/views/memory.js", "/ui/static/app.css"):
+            assert httpx.get(f"{url}{path}", timeout=30).status_code == 200, path
     finally:
         server.terminate()
         server.wait(timeout=60)

@@ -102,6 +102,23 @@ def test_dead_letters_newest_first(board: JobBoard) -> None:
     assert letters[0].attempts == 6 and letters[0].task == "hivemem.resolve"
 
 
+def test_recent_jobs_newest_first_by_state_without_results(board: JobBoard) -> None:
+    start = utcnow()
+    jobs = [
+        Job(id=new_job_id(), kind=JobKind.INGEST, total=1, created_at=start + timedelta(seconds=i)) for i in range(3)
+    ]
+    for job in jobs:
+        board.create(job)
+    board.record(jobs[1].id, {"a": outcome(0, "m1")})
+    board.fail(jobs[2].id, "RuntimeError: boom")
+
+    newest = board.recent(limit=2)
+    assert [j.id for j in newest] == [jobs[2].id, jobs[1].id]
+    assert newest[0].error == "RuntimeError: boom" and newest[1].result is None
+    assert [j.id for j in board.recent(state=JobState.DONE) if j.id in {x.id for x in jobs}] == [jobs[1].id]
+    assert [j.id for j in board.recent(state=JobState.QUEUED) if j.id in {x.id for x in jobs}] == [jobs[0].id]
+
+
 def test_concurrent_recorders_finish_a_job_exactly_once(board: JobBoard) -> None:
     job = Job(id=new_job_id(), kind=JobKind.MEMORIZE_BULK, total=200)
     board.create(job)

@@ -1,0 +1,31 @@
+// The choices forms offer: the scopes the caller can read, and the API's own enumerations.
+
+import { get } from "./api.js";
+import { h, scopeName } from "./dom.js";
+import { choices } from "./schema.js";
+
+/** A <select> of "any" and the values of the API enumeration `name`. */
+export async function choicePicker(id, name, chosen, anyLabel) {
+  return h(
+    "select",
+    { id, name: id },
+    ["", ...(await choices(name))].map((value) => h("option", { value, selected: value === chosen }, value || anyLabel)),
+  );
+}
+
+/** A <select> of the scopes the caller can read ("" = the caller's default scope). */
+export async function scopePicker(id, chosen) {
+  const select = h("select", { id, name: "scope" }, h("option", { value: "" }, "your default scope"));
+  let scopes = [];
+  try {
+    scopes = await get("/v1/scopes");
+  } catch {
+    // The picker still works with the default; the view shows the error of its own call.
+  }
+  const names = scopes.map((scope) => scope.scope);
+  if (chosen && !names.includes(chosen)) names.push(chosen);
+  for (const name of names) {
+    select.append(h("option", { value: name, selected: name === chosen }, scopeName(name)));
+  }
+  return select;
+}

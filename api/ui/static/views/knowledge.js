@@ -1,0 +1,135 @@
+// Knowledge: the documents indexed in a scope (with their errors), an ingest of files, folders and
+// URLs watched live as it runs, and the upload of one document from this computer.
+
+import { get, post, upload } from "../api.js";
+import { failure, fill, h, scopeName, table, when } from "../dom.js";
+import { scopePicker } from "../pickers.js";
+
+const POLL_MS = 500;
+
+function sourcesTable(sources) {
+  if (!sources.length) return h("p", { class: "muted" }, "No documents indexed here yet.");
+  const rows = sources.map((source) => [
+    h("span", { title: source.uri }, source.title || source.uri),
+    scopeName(source.scope),
+    source.format,
+    String(source.chunk_count),
+    when(source.indexed_at),
+    source.last_error ? h("span", { class: "error" }, source.last_error) : "ok",
+  ]);
+  return table("Indexed documents", ["Document", "Scope", "Format", "Chunks", "Indexed", "Status"], rows);
+}
+
+/** Follow job `jobId` until it ends, drawing its progress into `panel`; `alive()` false stops it. */
+async function watch(jobId, panel, alive, finished) {
+  const bar = h("progress", { max: 1, value: 0, "aria-label": "ingest progress" });
+  const words = h("span", { class: "progress-text" });
+  fill(panel, h("h3", {}, `Ingest ${jobId}`), bar, " ", words);
+  while (alive()) {
+    let job;
+    try {
+      job = await get(`/v1/jobs/${encodeURIComponent(jobId)}`);
+    } catch (error) {
+      panel.append(failure(error));
+      return;
+    }
+    bar.max = Math.max(job.total, 1);
+    bar.value = job.done;
+    fill(words, `${job.state}: ${job.done} of ${job.total} documents`);
+    panel.dataset.state = job.state;
+    if (job.state === "done" || job.state === "failed") {
+      if (job.error) panel.append(h("p", { class: "error" }, job.error));
+      if (job.result) {
+        const items = job.result.items.map((item) => [
+          item.id,
+          item.outcome,
+          item.chunks === undefined ? "—" : String(item.chunks),
+          item.error ? h("span", { class: "error" }, item.error) : "",
+        ]);
+        panel.append(table("Documents of this ingest", ["Document", "Outcome", "Chunks", "Error"], items));
+      }
+      finished();
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+}
+
+export async function renderKnowledge(main, { query }) {
+  const scope = query.get("scope") || "";
+  let alive = true;
+  const listing = h("section", { id: "sources", "aria-live": "polite" });
+  const progress = h("section", { id: "ingest-progress", "aria-live": "polite" });
+  async function list() {
+    try {
+      fill(listing, sourcesTable(await get("/v1/knowledge/sources", { scope })));
+    } catch (error) {
+      fill(listing, failure(error));
+    }
+  }
+  const paths = h("textarea", { id: "paths", rows: 3, cols: 60, required: true, placeholder: "/docs/handbook\nhttps://…" });
+  const force = h("input", { id: "force", type: "checkbox" });
+  const ingestScope = await scopePicker("ingest-scope", scope);
+  const ingest = h(
+    "form",
+    {
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const body = {
+          paths: paths.value.split("\n").map((p) => p.trim()).filter(Boolean),
+          scope: ingestScope.value || undefined,
+          force: force.checked,
+        };
+        try {
+          const job = await post("/v1/knowledge/ingest", body);
+          await watch(job.id, progress, () => alive, list);
+        } catch (error) {
+          fill(progress, failure(error));
+        }
+      },
+    },
+    h("label", { for: "paths" }, "Files, folders or URLs, one per line (files only where the server allows)"),
+    paths,
+    h("div", { class: "inline" }, h("label", { for: "ingest-scope" }, "into"), ingestScope,
+      h("label", {}, force, " index again even if unchanged"), h("button", { type: "submit" }, "Ingest")),
+  );
+  const file = h("input", { id: "file", type: "file", required: true });
+  const uploaded = h("p", { "aria-live": "polite" });
+  const send = h(
+    "form",
+    {
+      class: "inline",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const chosen = file.files[0];
+        if (!chosen) return;
+        fill(uploaded, `Indexing ${chosen.name}…`);
+        try {
+          const stored = await upload("/v1/knowledge/documents", { name: chosen.name, scope: scope || undefined }, chosen);
+          fill(uploaded, `Indexed ${stored.source}: ${stored.chunks} chunks.`);
+          await list();
+        } catch (error) {
+          fill(uploaded, failure(error));
+        }
+      },
+    },
+    h("label", { for: "file" }, "Upload a document"),
+    file,
+    h("button", { type: "submit" }, "Upload"),
+  );
+  fill(
+    main,
+    h("h1", {}, "Knowledge"),
+    h("p", {}, scope ? `Documents of ${scopeName(scope)} and global.` : "Documents of your default scope and global."),
+    listing,
+    h("h2", {}, "Ingest"),
+    ingest,
+    progress,
+    send,
+    uploaded,
+  );
+  await list();
+  return () => {
+    alive = false;
+  };
+}
