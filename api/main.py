@@ -28,6 +28,7 @@ from api.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
 from api.routes import health, jobs, knowledge, memories, operators, tokens, transfer
 from api.service import MemoryService
 from api.shutdown import stopping_on_signals
+from api.tracing import TracingObserver, start_tracing, trace_app
 from hivemem.config import Settings, redact_url
 from hivemem.limits import Limits
 from hivemem.schemas import request_schemas
@@ -68,6 +69,8 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
         holder["service"] = opened
         if metrics is not None:
             metrics.watch(opened)
+        if settings.otel_endpoint:
+            opened.recaller.observer = TracingObserver(opened.recaller.observer)
         gate["authenticator"] = Authenticator(opened.store, opened.tokens.key, settings)
         # Learn now, while the store answers, whether tokens exist (see Authenticator._any_token).
         await anyio.to_thread.run_sync(gate["authenticator"].tokens_required, None)
@@ -91,6 +94,8 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     )
     install_docs(app)
     install_dashboard(app)
+    if settings.otel_endpoint:
+        trace_app(app)
     install_handlers(app)
     app.include_router(memories.build_router(request_schemas(limits)))
     app.include_router(knowledge.router)
@@ -165,6 +170,8 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     # Validate again: --host must pass the same safety check as HIVEMEM_HOST.
     settings = Settings.model_validate(settings.model_dump() | overrides)
+    # First: the embedded shape's in-process jobs are traced from the start.
+    start_tracing(settings, "gateway")
     service = MemoryService.from_settings(settings)
     try:
         service.warm_up()

@@ -71,6 +71,10 @@ def run_worker(
         os.environ["HIVEMEM_EMBED_THREADS"] = str(threads)
         settings = settings.model_copy(update={"embed_threads": threads})
     app = get_app(settings)  # refuses a missing broker first
+    from api.tracing import start_tracing
+
+    # Before the pool forks: the span exporter's thread starts again in each pool process.
+    start_tracing(settings, "worker")
     warning = RedisJobBoard.from_url(settings.broker_url, settings.job_ttl_s).persistence_warning()
     if warning:
         print(f"warning: {warning}", file=sys.stderr, flush=True)

@@ -479,6 +479,13 @@ class Settings(BaseSettings):
         default="",
         description="The bearer token the CLI sends to that server (a team server's, or once tokens exist).",
     )
+    otel_endpoint: str = Field(
+        default="",
+        max_length=500,
+        description="Send traces over OTLP/HTTP to this collector (e.g. `http://127.0.0.1:4318`; needs the `otel` "
+        "extra): gateway requests, Celery publish and run, embedding, store writes, recall stages. Empty (the "
+        "default): no traces.",
+    )
     metrics: bool = Field(
         default=True,
         description="Serve Prometheus metrics at `/metrics` (pulled by a scraper, with a token where tokens are "
@@ -623,6 +630,16 @@ class Settings(BaseSettings):
             raise ValueError(f"not origins: {bad} (give scheme://host[:port], such as https://app.example.com)")
         return origins
 
+    @field_validator("otel_endpoint")
+    @classmethod
+    def _collector(cls, value: str) -> str:
+        endpoint = value.strip().rstrip("/")
+        if endpoint and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", endpoint):
+            raise ValueError(
+                f"not an http(s) URL: {value!r} (give the collector's OTLP/HTTP base, e.g. http://host:4318)"
+            )
+        return endpoint
+
     def resolved_store_url(self) -> str:
         """The store URL, with the embedded default filled in from ``data_dir``."""
         return self.store_url or f"sqlite:///{self.data_dir.expanduser() / 'hivemem.db'}"
@@ -642,6 +659,6 @@ class Settings(BaseSettings):
     def public_dict(self) -> dict[str, Any]:
         """The settings as JSON-able values, for `hivemem config` and diagnostics; passwords in URLs redacted."""
         values = self.model_dump(mode="json")
-        for name in ("store_url", "broker_url"):
+        for name in ("store_url", "broker_url", "otel_endpoint"):
             values[name] = redact_url(values[name])
         return values

@@ -383,7 +383,7 @@ def test_compose_builds_name_existing_dockerfiles_and_stages(path: Path) -> None
 
 @pytest.mark.parametrize(
     ("stage", "extras"),
-    [("cpu", "embed,ingest,distributed,opensearch"), ("cuda", "embed-gpu,ingest,distributed,opensearch")],
+    [("cpu", "embed,ingest,distributed,opensearch,otel"), ("cuda", "embed-gpu,ingest,distributed,opensearch,otel")],
 )
 def test_images_install_their_extras(stage: str, extras: str) -> None:
     stages, _ = dockerfile()

@@ -23,6 +23,7 @@ from hivemem.config import Settings
 from hivemem.errors import ConfigError
 from workers.context import close_current
 from workers.queues import QUEUES, TASK_QUEUE, Task
+from workers.spans import flush_spans
 
 __all__ = ["build_celery", "get_app"]
 
@@ -95,6 +96,8 @@ def _reconcile_at_start(sender: Any, **_: Any) -> None:
 def _close_resources(**_: Any) -> None:
     # Warm shutdown: the running tasks are done, so the store can close cleanly.
     close_current()
+    # A pool process leaves without running exit handlers: its last spans go now or never.
+    flush_spans()
 
 
 def get_app(settings: Settings | None = None) -> Celery:

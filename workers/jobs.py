@@ -16,6 +16,7 @@ from hivemem.model import DuplicatePolicy, Memory, MemoryType
 from hivemem.resolution import EXACT_ONLY, Resolution, ResolutionPolicy, resolve
 from search.base import ResolvesByMeaning, Store
 from workers.lifecycle import apply_links, supersede_earlier_progress
+from workers.spans import step
 
 __all__ = ["embed_new", "embedded", "memorize", "memorize_many", "record_access", "resolution_policy", "write_all"]
 
@@ -36,7 +37,8 @@ def embedded(embedder: Embedder, memories: Sequence[Memory]) -> list[Memory]:
     # Read before embedding: a model switched meanwhile (a re-embed) labels these vectors with the
     # old model, which the store then refuses, rather than the new one, which it would take.
     model = embedder.model_id
-    vectors = embedder.embed_passages([m.embedding_text() for m in memories])
+    with step("embed", texts=len(memories), model=model):
+        vectors = embedder.embed_passages([m.embedding_text() for m in memories])
     return [replace(m, embedding=v, embedding_model=model) for m, v in zip(memories, vectors, strict=True)]
 
 
@@ -93,14 +95,15 @@ def write_all(
     With ``policy.neighbours``, on a store that can (:class:`search.base.ResolvesByMeaning`), each
     memory is resolved against its nearest memories too: reinforce, merge or supersede.
     """
-    if policy.neighbours and isinstance(store, ResolvesByMeaning):
-        resolutions = store.write_planned(
-            memories,
-            lambda incoming, held, near: resolve(incoming, held, now, near, policy),
-            neighbours=policy.neighbours,
-        )
-    else:
-        resolutions = store.write_resolved_many(memories, lambda incoming, held: resolve(incoming, held, now))
+    with step("store.write", memories=len(memories), store=type(store).__name__):
+        if policy.neighbours and isinstance(store, ResolvesByMeaning):
+            resolutions = store.write_planned(
+                memories,
+                lambda incoming, held, near: resolve(incoming, held, now, near, policy),
+                neighbours=policy.neighbours,
+            )
+        else:
+            resolutions = store.write_resolved_many(memories, lambda incoming, held: resolve(incoming, held, now))
     for i, resolution in enumerate(resolutions):
         if resolution.memory.embedding is None:
             # Stored without a vector: the duplicate seen before embedding vanished in between.

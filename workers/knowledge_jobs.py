@@ -25,6 +25,7 @@ from hivemem.knowledge import Document, DocumentFormat, KnowledgeChunk, Knowledg
 from hivemem.model import utcnow
 from search.base import Store
 from workers.documents import GuardLimits, format_of, parse_document
+from workers.spans import step
 
 __all__ = ["IndexOutcome", "PhaseTimes", "guard_limits", "index_documents", "text_document"]
 
@@ -165,11 +166,11 @@ def _record_failure(store: Store, scope: str, exc: DocumentError) -> None:
 
 def _write(store: Store, embedder: Embedder, batch: list[_Prepared], times: PhaseTimes) -> Iterator[IndexOutcome]:
     texts = [chunk.context for prepared in batch for chunk in prepared.chunks]
-    with times.phase("embed"):
+    with times.phase("embed"), step("embed", texts=len(texts), model=embedder.model_id):
         vectors = iter(embedder.embed_documents(texts) if texts else [])
     for prepared in batch:
         chunks = [replace(chunk, embedding=tuple(next(vectors))) for chunk in prepared.chunks]
-        with times.phase("write"):
+        with times.phase("write"), step("store.write", chunks=len(chunks), store=type(store).__name__):
             store.replace_source(prepared.source, chunks)
         yield IndexOutcome(
             prepared.source.uri, "indexed", len(chunks), prepared.source.title, position=prepared.position

@@ -89,3 +89,16 @@ def test_public_settings_hide_url_passwords() -> None:
     public = settings.public_dict()
     assert public["store_url"] == "opensearch+https://admin:***@os:9200"
     assert public["broker_url"] == "redis://:***@cache:6379/0"
+
+
+def test_the_trace_collector_is_an_http_url_and_tracing_is_off_without_one() -> None:
+    from api.tracing import start_tracing
+
+    assert Settings(otel_endpoint=" http://collector:4318/ ").otel_endpoint == "http://collector:4318"
+    for bad in ("collector:4318", "grpc://collector:4317", "http://", "http://a b"):
+        with pytest.raises(pydantic.ValidationError, match="otel_endpoint"):
+            Settings(otel_endpoint=bad)
+    assert Settings(otel_endpoint="https://u:secret@otel.example.com").public_dict()["otel_endpoint"] == (
+        "https://u:***@otel.example.com"
+    )
+    assert start_tracing(Settings(), "gateway") is False  # the default: no traces, nothing set up
