@@ -1,4 +1,5 @@
-"""The MCP server: tools ``memorize``, ``remember``, ``job``, ``forget``, ``knowledge``, over stdio and at /mcp.
+"""The MCP server: tools ``memorize``, ``remember``, ``job``, ``forget``, ``memory``, ``handoff``,
+``memory_status``, ``knowledge``, over stdio and at /mcp.
 
 Tool descriptions are product text: the agent reads them to decide when and how to call, and
 pays for every word in its context, so they say what matters and nothing else, and they say the
@@ -40,6 +41,7 @@ from api.mcp_knowledge import knowledge_tool
 from api.service import Caller, MemoryService
 from api.shutdown import sigterm_as_sigint
 from hivemem.access import Access
+from hivemem.audit_schemas import AuditRequest
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
 from hivemem.limits import DEFAULT_LIMITS, Limits
@@ -165,8 +167,15 @@ MEMORY_STATUS = """Where the project's memory stands: counts by type and state, 
 severity, features not done with their status and completion, when memories were last consolidated, and \
 jobs waiting. {reads_from}"""
 
+MEMORY = """One memory up close, and taking back what the memory system did to it. `action: get` with `id`: \
+the memory whole, with its relations (edges to other memories). `action: history` with `id`: its audit \
+records, newest first (merges, supersedes, consolidations, forgets, undos), each with its `id`. \
+`action: undo` with `audit_id`: undo the merge, supersede or consolidation a record names, putting the \
+memories back as they were (admin on its scope; audited). {reads_from}"""
+
 _TEMPLATES = {
     "memorize": MEMORIZE,
+    "memory": MEMORY,
     "remember": REMEMBER,
     "forget": FORGET,
     "job": JOB,
@@ -174,7 +183,7 @@ _TEMPLATES = {
     "memory_status": MEMORY_STATUS,
 }
 # The tools whose `scope` argument a locked session does not offer.
-_SCOPED_TOOLS = ("memorize", "remember", "forget", "knowledge", "handoff", "memory_status")
+_SCOPED_TOOLS = ("memorize", "remember", "forget", "knowledge", "handoff", "memory_status", "memory")
 
 
 # Told of every tool call: the tool's name, its seconds, and whether it failed (a server's metrics).
@@ -381,6 +390,35 @@ def build_mcp(
         request = HandoffSave(summary=summary, scope=scope, **{k: v for k, v in lists.items() if v is not None})
         return service().save_handoff(request, caller(ctx)).model_dump(mode="json")
 
+    def memory(
+        ctx: Context[Any, Any],
+        action: Annotated[
+            Literal["get", "history", "undo"], Field(description="get a memory, read its history, or undo a change.")
+        ],
+        id: Annotated[
+            StrictStr | None, Field(min_length=1, max_length=64, description="get, history: the memory id.")
+        ] = None,
+        audit_id: Annotated[
+            StrictStr | None, Field(min_length=1, max_length=64, description="undo: the record's id, from history.")
+        ] = None,
+        scope: Annotated[ScopeName | None, Field(description="get, history: the memory's project scope.")] = None,
+    ) -> dict[str, Any]:
+        if action == "undo":
+            extra = [name for name, value in (("id", id), ("scope", scope)) if value is not None]
+            if extra:
+                raise ValidationError(f"`undo` takes no {', '.join(extra)}", field=extra[0])
+            if audit_id is None:
+                raise ValidationError("`undo` needs an `audit_id`", field="audit_id")
+            return service().undo(audit_id, caller(ctx)).model_dump(mode="json")
+        if audit_id is not None:
+            raise ValidationError(f"`{action}` takes no `audit_id`", field="audit_id")
+        if id is None:
+            raise ValidationError(f"`{action}` needs an `id`", field="id")
+        if action == "get":
+            return service().get(id, caller(ctx), scope=scope).model_dump(mode="json")
+        records = service().audit(AuditRequest(memory_id=id, scope=scope), caller(ctx))
+        return {"records": [record.model_dump(mode="json") for record in records]}
+
     def memory_status(
         ctx: Context[Any, Any],
         scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
@@ -425,6 +463,11 @@ def build_mcp(
         Tool.from_function(
             _reporting_errors(handoff, "handoff", on_tool_call),
             description=HANDOFF,
+            annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False),
+        ),
+        Tool.from_function(
+            _reporting_errors(memory, "memory", on_tool_call),
+            description=MEMORY,
             annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False),
         ),
         Tool.from_function(

@@ -61,7 +61,7 @@ def test_tools_are_listed_with_descriptions_and_annotations(service: MemoryServi
         seen.update({tool.name: tool for tool in (await client.list_tools()).tools})
 
     run_with_client(service, body)
-    assert set(seen) == {"memorize", "remember", "job", "forget", "knowledge", "handoff", "memory_status"}
+    assert set(seen) == {"memorize", "remember", "job", "forget", "memory", "knowledge", "handoff", "memory_status"}
     for tool in seen.values():
         assert tool.description and len(tool.description) > 50
         assert tool.annotations is not None
@@ -76,6 +76,7 @@ def test_tools_are_listed_with_descriptions_and_annotations(service: MemoryServi
     assert "confirm" in seen["forget"].input_schema["properties"]
     assert seen["memory_status"].annotations.read_only_hint is True
     assert seen["handoff"].input_schema["properties"]["action"]["enum"] == ["save", "load"]
+    assert seen["memory"].input_schema["properties"]["action"]["enum"] == ["get", "history", "undo"]
 
 
 def test_memorize_defaults_to_the_session_scope(service: MemoryService) -> None:
@@ -407,6 +408,50 @@ def test_memorize_links_to_existing_memories_and_refuses_unknown_ones(service: M
     edges = service.store.relations(out["goal"])
     assert [(e.source_id, e.type.value) for e in edges] == [(out["finding"], "achieves")]
     assert "related_to[0].target_id: no memory with id 00000000-0000-4000-8000-000000000000" in out["refused"]
+
+
+def test_the_memory_tool_gets_a_memory_reads_its_history_and_undoes_a_supersede(service: MemoryService) -> None:
+    out: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        old = structured(
+            await client.call_tool("memorize", {"title": "Deploy day", "content": "Deploys go out on Tuesdays."})
+        )["id"]
+        link = {"target_id": old, "relationship_type": "supersedes"}
+        new = structured(
+            await client.call_tool(
+                "memorize", {"title": "Deploy day now", "content": "Deploys go out on Thursdays.", "related_to": [link]}
+            )
+        )["id"]
+        out["got"] = structured(await client.call_tool("memory", {"action": "get", "id": new}))
+        (record,) = structured(await client.call_tool("memory", {"action": "history", "id": new}))["records"]
+        out["record"] = record
+        out["undone"] = structured(await client.call_tool("memory", {"action": "undo", "audit_id": record["id"]}))
+        out["again"] = error_text(await client.call_tool("memory", {"action": "undo", "audit_id": record["id"]}))
+        out["old"] = structured(await client.call_tool("memory", {"action": "get", "id": old}))
+        out["errors"] = [
+            error_text(await client.call_tool("memory", arguments))
+            for arguments in (
+                {"action": "get"},
+                {"action": "undo"},
+                {"action": "undo", "audit_id": record["id"], "id": new},
+                {"action": "history", "id": new, "audit_id": "1"},
+                {"action": "get", "id": "00000000-0000-4000-8000-000000000000"},
+                {"action": "forget", "id": new},
+            )
+        ]
+
+    run_with_client(service, body)
+    assert out["got"]["title"] == "Deploy day now"
+    assert [(r["type"], r["target_id"]) for r in out["got"]["relations"]] == [("supersedes", out["old"]["id"])]
+    assert out["record"]["action"] == "supersede"
+    assert out["undone"] == {"audit_id": out["record"]["id"], "action": "supersede", "restored": [out["old"]["id"]]}
+    assert "already undone" in out["again"]
+    assert out["old"]["valid_to"] is None and out["old"]["relations"] == []
+    needs_id, needs_record, undo_extra, history_extra, unknown, bad_action = out["errors"]
+    assert "`get` needs an `id`" in needs_id and "`undo` needs an `audit_id`" in needs_record
+    assert "`undo` takes no id" in undo_extra and "`history` takes no `audit_id`" in history_extra
+    assert "not_found" in unknown and "action" in bad_action
 
 
 def test_handoff_saves_and_loads_and_memory_status_reports(service: MemoryService) -> None:
