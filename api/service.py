@@ -199,7 +199,7 @@ class MemoryService:
         """
         embedder = embedder or load_embedder(settings)
         if lazy_model and not isinstance(embedder, QueuedEmbedder):
-            recorded = recorded_embedding(settings.resolved_store_url())
+            recorded = recorded_embedding(settings.resolved_store_url(), settings)
             if recorded is not None:
                 # The store's own model, even after a model change: a CLI call works on the store as
                 # it is, and leaves re-embedding to the server (or `hivemem reembed`).
@@ -219,7 +219,7 @@ class MemoryService:
         try:
             store = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension, settings=settings)
         except EmbeddingMismatchError as mismatch:
-            recorded = recorded_embedding(url) if settings.reembed_on_model_change else None
+            recorded = recorded_embedding(url, settings) if settings.reembed_on_model_change else None
             if recorded is None:
                 raise
             # The store holds another model's vectors: serve them with that model, and move to the

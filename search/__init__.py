@@ -77,10 +77,15 @@ def open_store(url: str, *, embedding_model: str, dimension: int, settings: Sett
     raise ConfigError(f"unsupported store URL {url!r}: accepted schemes are {', '.join(SUPPORTED_SCHEMES)}")
 
 
-def recorded_embedding(url: str) -> tuple[str, int] | None:
+def recorded_embedding(url: str, settings: Settings | None = None) -> tuple[str, int] | None:
     """The embedding model and dimension a store was built with, read without opening it; None
-    when it cannot be told (no store there yet, or a backend that cannot re-embed in place)."""
-    if url.split(":", 1)[0].lower() != "sqlite":
+    when it cannot be told (no store there yet, or it cannot be reached)."""
+    scheme = url.split(":", 1)[0].lower()
+    if scheme in ("opensearch+http", "opensearch+https"):
+        from search.opensearch.setup import recorded_model
+
+        return recorded_model(url, settings)
+    if scheme != "sqlite":
         return None
     import sqlite3
 

@@ -325,6 +325,13 @@ class SpecValidator:
             if name is not None and "mappings" in body:
                 self.mappings[name] = body["mappings"]
 
+    def move_aliases(self, body: Json) -> None:
+        """Follow a ``POST /_aliases``: an alias added to an index takes that index's mapping."""
+        for action in body.get("actions") or []:
+            added = action.get("add") or {}
+            if added.get("index") in self.mappings and added.get("alias"):
+                self.mappings[added["alias"]] = self.mappings[added["index"]]
+
     def validate_template(self, body: Json) -> None:
         """A ``PUT /_index_template/{name}`` body."""
         inner = body.get("template") or {}
@@ -418,6 +425,9 @@ class SpecValidator:
             self.check_query(parsed, index)
         elif len(parts) >= 2 and parts[1] == "_update":
             self.validate(f"{_CORE}/update/content/application~1json/schema", parsed, "update body")
+        elif parts == ["_aliases"]:
+            self.validate(f"{_INDICES}/indices.update_aliases/content/application~1json/schema", parsed, "aliases")
+            self.move_aliases(parsed)
         elif last == "_mapping":
             self.validate(f"{_INDICES}/indices.put_mapping/content/application~1json/schema", parsed, "mapping")
         else:

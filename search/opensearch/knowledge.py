@@ -22,7 +22,7 @@ from search.opensearch.bodies import IndexNames, IndexOptions
 from search.opensearch.cluster import Cluster
 from search.opensearch.docs import from_iso, to_iso
 
-__all__ = ["KnowledgeIndices"]
+__all__ = ["KnowledgeIndices", "chunk_from_doc"]
 
 Json = dict[str, Any]
 
@@ -57,7 +57,8 @@ def _source_from_doc(doc: Json) -> KnowledgeSource:
     )
 
 
-def _chunk_from_doc(doc: Json, *, with_embedding: bool) -> KnowledgeChunk:
+def chunk_from_doc(doc: Json, *, with_embedding: bool) -> KnowledgeChunk:
+    """The chunk a document holds (its vector only ``with_embedding``)."""
     vector = doc.get(bodies.VECTOR_FIELD) if with_embedding else None
     return KnowledgeChunk(
         id=doc["id"],
@@ -214,7 +215,7 @@ class KnowledgeIndices:
     def source_chunks(self, scope: str, uri: str) -> list[KnowledgeChunk]:
         query = {"bool": {"filter": [{"term": {"scope": scope}}, {"term": {"uri": uri}}]}}
         docs = self._current(list(self._cluster.scan(self._names.chunks, query, [{"ordinal": "asc"}, {"id": "asc"}])))
-        return [_chunk_from_doc(doc, with_embedding=True) for doc in docs]
+        return [chunk_from_doc(doc, with_embedding=True) for doc in docs]
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[KnowledgeChunk]:
         if not chunk_ids:
@@ -227,7 +228,7 @@ class KnowledgeIndices:
             ),
         )
         docs = self._current([doc["_source"] for doc in response["docs"] if doc.get("found")])
-        by_id = {doc["id"]: _chunk_from_doc(doc, with_embedding=False) for doc in docs}
+        by_id = {doc["id"]: chunk_from_doc(doc, with_embedding=False) for doc in docs}
         return [by_id[i] for i in chunk_ids if i in by_id]
 
     def scan_chunks(self, where: ChunkFilter) -> Iterator[KnowledgeChunk]:
@@ -238,9 +239,9 @@ class KnowledgeIndices:
             doc.pop(bodies.VECTOR_FIELD, None)
             page.append(doc)
             if len(page) == 500:
-                yield from (_chunk_from_doc(d, with_embedding=False) for d in self._current(page))
+                yield from (chunk_from_doc(d, with_embedding=False) for d in self._current(page))
                 page = []
-        yield from (_chunk_from_doc(d, with_embedding=False) for d in self._current(page))
+        yield from (chunk_from_doc(d, with_embedding=False) for d in self._current(page))
 
     def _search(self, body: Json) -> list[Json]:
         client = self._cluster.client

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hivemem.config import Settings
 from hivemem.errors import EmbeddingMismatchError, StoreError, StoreUnavailableError
 from hivemem.model import FusionMethod
 from search.opensearch import bodies, knowledge_bodies
@@ -19,7 +20,7 @@ from search.opensearch.bodies import IndexNames, IndexOptions
 from search.opensearch.client import ClusterTarget
 from search.opensearch.errors import AlreadyExists, translate_errors
 
-__all__ = ["SetupReport", "check_memory_index", "ensure", "exported_files", "templates"]
+__all__ = ["SetupReport", "check_memory_index", "ensure", "exported_files", "recorded_model", "templates"]
 
 Json = dict[str, Any]
 
@@ -88,6 +89,29 @@ def check_memory_index(
                 f"({stored_dim} dims), but {embedding_model!r} ({dimension} dims) is configured; set "
                 "HIVEMEM_EMBED_MODEL back or use another ?index= prefix"
             )
+
+
+def recorded_model(url: str, settings: Settings | None = None) -> tuple[str, int] | None:
+    """The embedding model and dimension the memories index at ``url`` records (``_meta.hivemem``);
+    None when there is no such index yet or the cluster cannot be reached."""
+    from search.opensearch.client import make_client, parse_url
+
+    target = parse_url(url)
+    settings = settings if settings is not None else Settings.model_construct()
+    names = IndexNames(target.index or settings.opensearch_index)
+    client = make_client(target, settings)
+    try:
+        with translate_errors(target.display, f"reading the mapping of {names.memories}"):
+            response = client.indices.get_mapping(index=names.memories)
+    except StoreError:
+        return None
+    finally:
+        client.close()
+    for body in response.values():
+        meta = body.get("mappings", {}).get("_meta", {}).get("hivemem", {})
+        if "embedding_model" in meta and "dimension" in meta:
+            return str(meta["embedding_model"]), int(meta["dimension"])
+    return None
 
 
 def _attempt(report: SetupReport, kind: str, name: str, outcome: str, call: Callable[[], object]) -> bool:

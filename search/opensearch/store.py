@@ -13,6 +13,10 @@ lock-free write protocol (claims + conditional writes), and resolution by meanin
 (:mod:`search.opensearch.scope_lease`) while it decides; every request goes through one
 :class:`search.opensearch.cluster.Cluster`, the error boundary.
 
+A change of embedding model is a re-embed (:mod:`search.opensearch.reembed`): new indices beside
+the live ones, then the aliases move; this process's writes to memories and chunks hold a shared
+lock that the move takes alone, and a memory embedded with the model the store left is refused.
+
 Refresh policy: a single write waits for the refresh (``wait_for``) so what ``memorize`` stored
 is recallable when it returns; bulk imports (:meth:`OpenSearchStore.put_many`) do not wait and
 refresh once at the end; claims and access counters are read by realtime GET and never wait; a
@@ -25,6 +29,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import replace
 from datetime import datetime
 from itertools import islice
@@ -34,6 +39,7 @@ from hivemem.audit import AuditQuery
 from hivemem.config import Settings
 from hivemem.errors import AuditNotFoundError, ConfigError, EmbeddingMismatchError, MemoryNotFoundError, StoreError
 from hivemem.fusion import Candidate
+from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import (
     GLOBAL_SCOPE,
     AuditEvent,
@@ -44,9 +50,10 @@ from hivemem.model import (
     MemoryType,
     Relation,
 )
+from hivemem.read_write_lock import ReadWriteLock
 from hivemem.resolution import Resolution
 from hivemem.tokens import TokenRecord
-from search.base import LegQuery, Legs, PageMark, PlanDecision, SearchFilter
+from search.base import LegQuery, Legs, PageMark, PlanDecision, ReembedBatch, SearchFilter
 from search.knowledge_delegate import DelegatesKnowledge
 from search.opensearch import bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
@@ -65,6 +72,7 @@ from search.opensearch.docs import (
 from search.opensearch.errors import translate_errors
 from search.opensearch.knowledge import KnowledgeIndices
 from search.opensearch.planned import PlannedWriter
+from search.opensearch.reembed import Reembedder
 from search.opensearch.scope_lease import ScopeLeases
 from search.opensearch.setup import ensure
 from search.opensearch.tokens import TokenIndex
@@ -114,15 +122,16 @@ class OpenSearchStore(DelegatesKnowledge):
         self._dimension = dimension
         self._client: Any = make_client(self._target, settings, connection_class=connection_class)
         self._cluster = Cluster(self._client, self._target)
-        self._writer = MemoryWriter(self._cluster, self._names, dimension)
-        leases = ScopeLeases(
+        self._leases = ScopeLeases(
             self._cluster,
             self._names,
             lease_s=settings.resolve_lock_timeout_s,
             wait_s=settings.resolve_lock_timeout_s,
         )
-        self._planned = PlannedWriter(self._cluster, self._names, dimension, self._writer, leases, self.vector_search)
-        self._knowledge = KnowledgeIndices(self._cluster, self._names, self._options, dimension)
+        self._vector_parts(dimension)
+        self._reembedder = Reembedder(self._cluster, self._names, self._options)
+        # Held shared by every write of this process, and alone by a re-embed's swap.
+        self._writes = ReadWriteLock()
         self._tokens = TokenIndex(self._cluster, self._names)
         try:
             ensure(
@@ -138,6 +147,14 @@ class OpenSearchStore(DelegatesKnowledge):
         except BaseException:
             self._client.close()
             raise
+
+    def _vector_parts(self, dimension: int) -> None:
+        """The parts that write and search vectors, for ``dimension``-long ones."""
+        self._writer = MemoryWriter(self._cluster, self._names, dimension)
+        self._planned = PlannedWriter(
+            self._cluster, self._names, dimension, self._writer, self._leases, self.vector_search
+        )
+        self._knowledge = KnowledgeIndices(self._cluster, self._names, self._options, dimension)
 
     # -- properties ----------------------------------------------------------------------------
 
@@ -161,8 +178,19 @@ class OpenSearchStore(DelegatesKnowledge):
 
     # -- writes --------------------------------------------------------------------------------
 
+    def _current(self, memories: Sequence[Memory]) -> None:
+        """Refuse a memory embedded with another model than the store's (one re-embedded since)."""
+        for memory in memories:
+            if memory.embedding is not None and memory.embedding_model not in ("", self._embedding_model):
+                raise EmbeddingMismatchError(
+                    f"memory {memory.id} was embedded with {memory.embedding_model!r}, but the store now holds "
+                    f"{self._embedding_model!r} vectors (it was re-embedded meanwhile); write it again"
+                )
+
     def put(self, memory: Memory, policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> bool:
-        return self._writer.write(memory, policy)
+        with self._writes.reading():
+            self._current([memory])
+            return self._writer.write(memory, policy)
 
     def put_many(self, memories: Sequence[Memory], policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> int:
         """Bulk import: write every memory without waiting for refreshes, then refresh once.
@@ -170,22 +198,31 @@ class OpenSearchStore(DelegatesKnowledge):
         Same rules per memory as :meth:`put` (claims included); returns how many were written.
         Raises ``DuplicateMemoryError`` (under FAIL) after writing the others.
         """
-        return self._writer.put_many(memories, policy)
+        with self._writes.reading():
+            self._current(memories)
+            return self._writer.put_many(memories, policy)
 
     def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:
-        return self._writer.write_resolved(incoming, decide)
+        with self._writes.reading():
+            self._current([incoming])
+            return self._writer.write_resolved(incoming, decide)
 
     def write_resolved_many(
         self, incoming: Sequence[Memory], decide: Callable[[Memory, Memory | None], Resolution]
     ) -> list[Resolution]:
-        return self._writer.write_resolved_many(incoming, decide)
+        with self._writes.reading():
+            self._current(incoming)
+            return self._writer.write_resolved_many(incoming, decide)
 
     def write_planned(self, incoming: Sequence[Memory], decide: PlanDecision, *, neighbours: int) -> list[Resolution]:
         """Resolution by meaning under per-scope leases; see :mod:`search.opensearch.planned`."""
-        return self._planned.write_planned(incoming, decide, neighbours=neighbours)
+        with self._writes.reading():
+            self._current(incoming)
+            return self._planned.write_planned(incoming, decide, neighbours=neighbours)
 
     def delete(self, memory_id: str) -> Memory:
-        old = self._writer.delete(memory_id)
+        with self._writes.reading():
+            old = self._writer.delete(memory_id)
         self._cluster.call(
             "deleting relations",
             lambda: self._client.delete_by_query(
@@ -195,7 +232,16 @@ class OpenSearchStore(DelegatesKnowledge):
         return old
 
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
-        self._writer.record_access(memory_ids, at)
+        with self._writes.reading():
+            self._writer.record_access(memory_ids, at)
+
+    def replace_source(self, source: KnowledgeSource, chunks: Sequence[KnowledgeChunk]) -> None:
+        with self._writes.reading():
+            self._knowledge.replace_source(source, chunks)
+
+    def delete_source(self, scope: str, uri: str) -> KnowledgeSource:
+        with self._writes.reading():
+            return self._knowledge.delete_source(scope, uri)
 
     def add_relation(self, relation: Relation) -> None:
         ends = {relation.source_id, relation.target_id}
@@ -476,6 +522,32 @@ class OpenSearchStore(DelegatesKnowledge):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    # -- re-embedding (search/opensearch/reembed.py) --------------------------------------------
+
+    def reembed_remaining(self, model: str) -> int:
+        return self._reembedder.remaining(model)
+
+    def reembed_pending(self, model: str, limit: int) -> ReembedBatch:
+        return self._reembedder.pending(model, limit)
+
+    def reembed_stage(
+        self,
+        model: str,
+        dimension: int,
+        memories: Sequence[tuple[Memory, Sequence[float]]],
+        chunks: Sequence[tuple[KnowledgeChunk, Sequence[float]]],
+    ) -> None:
+        self._reembedder.stage(model, dimension, memories, chunks)
+
+    def reembed_swap(self, model: str, dimension: int) -> bool:
+        # This process's writes wait: none lands between the last check and the aliases moving.
+        with self._writes.writing():
+            if not self._reembedder.swap(model, dimension):
+                return False
+            self._embedding_model, self._dimension = model, dimension
+            self._vector_parts(dimension)
+        return True
+
     def check(self) -> None:
         self.count([GLOBAL_SCOPE])
 
@@ -485,9 +557,13 @@ class OpenSearchStore(DelegatesKnowledge):
     def drop(self) -> None:
         """Delete every index, alias and template of this prefix (and its pipelines, if any)."""
         names = self._names
-        indices = ",".join(names.index(alias) for alias in names.aliases())
+        indices = {names.index(alias) for alias in names.aliases()}
+        # After a re-embed, the memories and chunks aliases stand on the indices it made.
+        for kind in ("memories", "chunks"):
+            with suppress(StoreError):
+                indices.update(self._reembedder.live(kind))
         with translate_errors(self._target.display, "dropping the indices"):
-            self._client.indices.delete(index=indices, ignore_unavailable=True)
+            self._client.indices.delete(index=",".join(sorted(indices)), ignore_unavailable=True)
             for alias in names.aliases():
                 if self._client.indices.exists_index_template(name=names.template(alias)):
                     self._client.indices.delete_index_template(name=names.template(alias))

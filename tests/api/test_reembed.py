@@ -4,7 +4,8 @@ background, recall keeps answering from the old vectors until the swap, and noth
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,16 @@ from api.main import create_app
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
+from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import EmbeddingMismatchError
 from hivemem.knowledge_schemas import KnowledgeSearchRequest, KnowledgeStoreRequest
-from hivemem.model import Memory, new_memory_id
+from hivemem.model import Memory, new_memory_id, utcnow
 from hivemem.schemas import MemoryCreate, RecallRequest
 from hivemem.token_schemas import TokenCreate
+from search import SearchFilter
+from search.opensearch.setup import recorded_model
 from tests.api.conftest import LOCAL_URL
+from tests.opensearch_backend import OpenSearchBackend
 from workers.documents.sources import FileAccess
 
 SCOPE = "github.com/acme/api"
@@ -32,9 +37,9 @@ def _settings(path: Path, model: str, **extra: object) -> Settings:
     return Settings(data_dir=path, embed_model=model, **extra)  # type: ignore[arg-type]
 
 
-def _filled(path: Path) -> None:
+def _filled(path: Path, opened: MemoryService | None = None) -> None:
     """A store built with hash:32: memories over three of the job's batches, and a document."""
-    service = MemoryService.from_settings(_settings(path, "hash:32"))
+    service = opened or MemoryService.from_settings(_settings(path, "hash:32"))
     try:
         notes = [
             MemoryCreate(title=f"Service {i}", content=f"Service number {i} listens on port {8000 + i}.", scope=SCOPE)
@@ -69,9 +74,38 @@ def _recall(service: MemoryService, query: str) -> list[str]:
     return [r.content for r in found.results]
 
 
-def test_recall_keeps_answering_while_the_store_moves_to_the_new_model(tmp_path: Path) -> None:
-    _filled(tmp_path)
-    service = MemoryService.from_settings(_settings(tmp_path, "hash:32"))
+OpenService = Callable[[], MemoryService]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("opensearch", marks=pytest.mark.opensearch)])
+def open_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenService]:
+    """Opens a service on one store (the same each time), built with hash:32."""
+    if request.param == "sqlite":
+        yield lambda: MemoryService.from_settings(_settings(tmp_path, "hash:32"))
+        return
+    backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
+    validator = request.getfixturevalue("spec_validator")
+    prefix = f"test_{uuid.uuid4().hex[:16]}"
+
+    def on_opensearch() -> MemoryService:
+        embedder = HashEmbedder(32)
+        store = backend.open(embedder, Settings(opensearch_replicas=0), validator, prefix, exact_knn=True)
+        service = MemoryService(_settings(tmp_path, "hash:32"), store, QueuedEmbedder(embedder, max_batch=64))
+        return service
+
+    yield on_opensearch
+    # The store is now of whichever model the test left it on: open it with that one to drop it.
+    recorded = recorded_model(backend.url_for(prefix))
+    assert recorded is not None
+    leftover = backend.open(HashEmbedder(recorded[1]), Settings(opensearch_replicas=0), None, prefix)
+    leftover.drop()
+
+
+def test_recall_keeps_answering_while_the_store_moves_to_the_new_model(
+    tmp_path: Path, open_service: OpenService
+) -> None:
+    _filled(tmp_path, open_service())
+    service = open_service()
     errors: list[BaseException] = []
     answered = 0
     finished = threading.Event()
@@ -103,6 +137,11 @@ def test_recall_keeps_answering_while_the_store_moves_to_the_new_model(tmp_path:
             MemoryCreate(title="Late cache note", content="The cache warms up in ninety seconds.", scope=SCOPE), LOCAL
         )
         assert len(service.store.get(late.id).embedding or []) == 32
+        # Memories of the staged first batch change meanwhile: one is recalled (access counted), one is
+        # forgotten. The swap keeps the first's count and does not bring the second back.
+        first, second = sorted(m.id for m in service.store.list_memories(SearchFilter(scopes=[SCOPE]), 1000))[:2]
+        service.store.record_access([first], utcnow())
+        service.forget(second, confirm=True, caller=LOCAL, scope=SCOPE)
 
         target.release.set()
         done = service.wait_for_reembed(timeout_s=60)
@@ -117,6 +156,9 @@ def test_recall_keeps_answering_while_the_store_moves_to_the_new_model(tmp_path:
             "hash-64",
         )
         assert all(len(m.embedding or []) == 64 for m in service.store.get_many([late.id]))
+        assert service.store.get(first).access_count == 1
+        assert service.store.get_many([second]) == []
+        assert service.store.count([SCOPE]) == MEMORIES
         assert "The cache warms up in ninety seconds." in _recall(service, "how long does the cache take to warm up")
         chunks = service.knowledge.search(
             KnowledgeSearchRequest(query="rollback plan before the release", scope=SCOPE), LOCAL, FileAccess()

@@ -140,7 +140,7 @@ def test_mcp_over_streamable_http(server: HivememServer) -> None:
             seen["after"] = [r["id"] for r in gone.structured_content["results"]]
 
     anyio.run(main)
-    assert seen["tools"] == {"memorize", "remember", "job", "forget", "knowledge", "handoff", "memory_status"}
+    assert seen["tools"] == {"memorize", "remember", "job", "forget", "memory", "knowledge", "handoff", "memory_status"}
     assert seen["found"][0] == seen["id"]
     assert seen["label"] == "[INFERRED]"
     assert seen["forgotten"] == seen["id"]

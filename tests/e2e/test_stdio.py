@@ -57,7 +57,7 @@ def test_mcp_stdio_scope_comes_from_the_git_remote(data_dir: Path, git_checkout:
             seen["after"] = [r["id"] for r in after.structured_content["results"]]
 
     anyio.run(main)
-    assert seen["tools"] == {"memorize", "remember", "job", "forget", "knowledge", "handoff", "memory_status"}
+    assert seen["tools"] == {"memorize", "remember", "job", "forget", "memory", "knowledge", "handoff", "memory_status"}
     assert seen["instructions"] and "remember" in seen["instructions"]
     top = seen["found"][0]
     assert top["id"] == seen["id"]
