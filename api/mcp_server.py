@@ -1,5 +1,5 @@
 """The MCP server: tools ``memorize``, ``remember``, ``job``, ``forget``, ``memory``, ``handoff``,
-``memory_status``, ``knowledge``, over stdio and at /mcp.
+``memory_status``, ``knowledge`` (and ``admin``, listed to an administrator's token), over stdio and at /mcp.
 
 Tool descriptions are product text: the agent reads them to decide when and how to call, and
 pays for every word in its context, so they say what matters and nothing else, and they say the
@@ -65,6 +65,7 @@ from hivemem.schemas import (
     request_schemas,
 )
 from hivemem.scope import SCOPE_HEADER, derive_scope, validate_scope
+from hivemem.token_schemas import MAX_GRANTS, GrantText, PrincipalName, TokenCreate
 
 __all__ = ["INSTRUCTIONS", "SessionScope", "build_mcp", "run_stdio"]
 
@@ -171,17 +172,25 @@ MEMORY = """One memory up close, and taking back what the memory system did to i
 the memory whole, with its relations (edges to other memories). `action: history` with `id`: its audit \
 records, newest first (merges, supersedes, consolidations, forgets, undos), each with its `id`. \
 `action: undo` with `audit_id`: undo the merge, supersede or consolidation a record names, putting the \
-memories back as they were (admin on its scope; audited). {reads_from}"""
+memories back as they were (admin on its scope; audited). `action: export`: the scope's memories, relations \
+and documents as JSON lines (the file `hivemem import` reads). {reads_from}"""
+
+ADMIN = """Team server administration (admins of every scope): `action: tokens` lists the tokens (never their \
+secrets); `action: create_token` makes one for `name` with `grants` (`PATTERN:ROLE`, role read, write or \
+admin) and answers its secret once; `action: revoke_token` revokes `token_id`, refused from the next request."""
 
 _TEMPLATES = {
     "memorize": MEMORIZE,
     "memory": MEMORY,
+    "admin": ADMIN,
     "remember": REMEMBER,
     "forget": FORGET,
     "job": JOB,
     "handoff": HANDOFF,
     "memory_status": MEMORY_STATUS,
 }
+# The tools listed only to a token that administers every scope.
+_ADMIN_TOOLS = ("admin",)
 # The tools whose `scope` argument a locked session does not offer.
 _SCOPED_TOOLS = ("memorize", "remember", "forget", "knowledge", "handoff", "memory_status", "memory")
 
@@ -232,9 +241,15 @@ class _SessionScopes(ServerMiddleware[Any]):
             return listed
         session = self._session(ctx)
         texts = {"writes_to": session.writes_to(), "reads_from": session.reads_from()}
+        # The admin tool is shown to an administrator's token only: every other session would pay
+        # for its description and could not use it (the CLI is the local administrator's).
+        access: Access | None = getattr(getattr(ctx.request, "state", None), "access", None)
+        administers = access is not None and access.manages_tokens
         tools = []
         for tool in listed.get("tools", []):
             name = tool.get("name")
+            if name in _ADMIN_TOOLS and not administers:
+                continue
             if name in _TEMPLATES:
                 tool = {**tool, "description": _TEMPLATES[name].format(**texts)}
             if session.locked and name in _SCOPED_TOOLS:
@@ -393,7 +408,8 @@ def build_mcp(
     def memory(
         ctx: Context[Any, Any],
         action: Annotated[
-            Literal["get", "history", "undo"], Field(description="get a memory, read its history, or undo a change.")
+            Literal["get", "history", "undo", "export"],
+            Field(description="get a memory, read its history, undo a change, or export the scope."),
         ],
         id: Annotated[
             StrictStr | None, Field(min_length=1, max_length=64, description="get, history: the memory id.")
@@ -401,8 +417,19 @@ def build_mcp(
         audit_id: Annotated[
             StrictStr | None, Field(min_length=1, max_length=64, description="undo: the record's id, from history.")
         ] = None,
-        scope: Annotated[ScopeName | None, Field(description="get, history: the memory's project scope.")] = None,
+        scope: Annotated[
+            ScopeName | None, Field(description="get, history: the memory's project scope; export: the scope.")
+        ] = None,
     ) -> dict[str, Any]:
+        if action == "export":
+            extra = [name for name, value in (("id", id), ("audit_id", audit_id)) if value is not None]
+            if extra:
+                raise ValidationError(f"`export` takes no {', '.join(extra)}", field=extra[0])
+            who = caller(ctx)
+            # A session locked to a project exports that project; otherwise `scope`, or all it may read.
+            named = scope if scope is not None else (who.default_scope if who.locked else None)
+            lines = list(service().transfer.export(who, None if named is None else [named]))
+            return {"lines": len(lines), "export": "\n".join(lines) + "\n"}
         if action == "undo":
             extra = [name for name, value in (("id", id), ("scope", scope)) if value is not None]
             if extra:
@@ -418,6 +445,40 @@ def build_mcp(
             return service().get(id, caller(ctx), scope=scope).model_dump(mode="json")
         records = service().audit(AuditRequest(memory_id=id, scope=scope), caller(ctx))
         return {"records": [record.model_dump(mode="json") for record in records]}
+
+    def admin(
+        ctx: Context[Any, Any],
+        action: Annotated[
+            Literal["tokens", "create_token", "revoke_token"], Field(description="list, create or revoke tokens.")
+        ],
+        name: Annotated[PrincipalName | None, Field(description="create_token: who it is for.")] = None,
+        grants: Annotated[
+            list[GrantText] | None,
+            Field(max_length=MAX_GRANTS, description="create_token: PATTERN:ROLE, e.g. github.com/acme/*:write."),
+        ] = None,
+        expires_in_days: Annotated[
+            StrictFloat | None, Field(gt=0, le=3650, description="create_token: days until it stops working.")
+        ] = None,
+        token_id: Annotated[
+            StrictStr | None, Field(pattern=r"^[0-9a-f]{12}$", description="revoke_token: the token's id.")
+        ] = None,
+    ) -> dict[str, Any]:
+        given = {"name": name, "grants": grants, "expires_in_days": expires_in_days, "token_id": token_id}
+        takes = {"tokens": (), "create_token": ("name", "grants", "expires_in_days"), "revoke_token": ("token_id",)}
+        extra = [key for key, value in given.items() if value is not None and key not in takes[action]]
+        if extra:
+            raise ValidationError(f"`{action}` takes no {', '.join(extra)}", field=extra[0])
+        tokens = service().tokens
+        if action == "tokens":
+            return {"tokens": [t.model_dump(mode="json") for t in tokens.list(caller(ctx))]}
+        if action == "create_token":
+            if name is None:
+                raise ValidationError("`create_token` needs a `name`", field="name")
+            request = TokenCreate(name=name, grants=grants or [], expires_in_days=expires_in_days)
+            return tokens.create(request, caller(ctx)).model_dump(mode="json")
+        if token_id is None:
+            raise ValidationError("`revoke_token` needs a `token_id`", field="token_id")
+        return tokens.revoke(token_id, caller(ctx)).model_dump(mode="json")
 
     def memory_status(
         ctx: Context[Any, Any],
@@ -469,6 +530,11 @@ def build_mcp(
             _reporting_errors(memory, "memory", on_tool_call),
             description=MEMORY,
             annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False),
+        ),
+        Tool.from_function(
+            _reporting_errors(admin, "admin", on_tool_call),
+            description=ADMIN,
+            annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
         ),
         Tool.from_function(
             _reporting_errors(memory_status, "memory_status", on_tool_call),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -76,7 +77,7 @@ def test_tools_are_listed_with_descriptions_and_annotations(service: MemoryServi
     assert "confirm" in seen["forget"].input_schema["properties"]
     assert seen["memory_status"].annotations.read_only_hint is True
     assert seen["handoff"].input_schema["properties"]["action"]["enum"] == ["save", "load"]
-    assert seen["memory"].input_schema["properties"]["action"]["enum"] == ["get", "history", "undo"]
+    assert seen["memory"].input_schema["properties"]["action"]["enum"] == ["get", "history", "undo", "export"]
 
 
 def test_memorize_defaults_to_the_session_scope(service: MemoryService) -> None:
@@ -452,6 +453,37 @@ def test_the_memory_tool_gets_a_memory_reads_its_history_and_undoes_a_supersede(
     assert "`get` needs an `id`" in needs_id and "`undo` needs an `audit_id`" in needs_record
     assert "`undo` takes no id" in undo_extra and "`history` takes no `audit_id`" in history_extra
     assert "not_found" in unknown and "action" in bad_action
+
+
+def test_the_memory_tool_exports_the_scope_and_the_admin_tool_is_for_administrators(service: MemoryService) -> None:
+    out: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        structured(await client.call_tool("memorize", {"title": "Deploy day", "content": "Deploys go on Tuesdays."}))
+        out["export"] = structured(await client.call_tool("memory", {"action": "export"}))
+        out["extra"] = error_text(await client.call_tool("memory", {"action": "export", "id": "x"}))
+        out["listed"] = {tool.name for tool in (await client.list_tools()).tools}
+        # Not listed to a session without an administrator's token; the local caller may still call it.
+        out["tokens"] = structured(await client.call_tool("admin", {"action": "tokens"}))
+        out["admin_errors"] = [
+            error_text(await client.call_tool("admin", arguments))
+            for arguments in (
+                {"action": "create_token"},
+                {"action": "tokens", "name": "alice"},
+                {"action": "revoke_token"},
+                {"action": "revoke_token", "token_id": "not-an-id"},
+            )
+        ]
+
+    run_with_client(service, body)
+    lines = [json.loads(line) for line in out["export"]["export"].splitlines()]
+    assert out["export"]["lines"] == len(lines) == 2
+    assert [line["kind"] for line in lines] == ["header", "memory"] and lines[1]["scope"] == SCOPE
+    assert "`export` takes no id" in out["extra"]
+    assert "admin" not in out["listed"] and out["tokens"] == {"tokens": []}
+    needs_name, extra, needs_id, bad_id = out["admin_errors"]
+    assert "`create_token` needs a `name`" in needs_name and "`tokens` takes no name" in extra
+    assert "`revoke_token` needs a `token_id`" in needs_id and "token_id" in bad_id
 
 
 def test_handoff_saves_and_loads_and_memory_status_reports(service: MemoryService) -> None:

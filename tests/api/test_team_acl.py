@@ -72,7 +72,7 @@ NEEDS = {
 }
 NEW_NOTE = {"title": "New finding", "content": "A new finding about the build."}
 MCP_VERBS = ("memorize", "remember", "forget", "knowledge_search", "knowledge_read", "knowledge_match")
-MCP_VERBS += ("knowledge_store", "status", "handoff_save", "handoff_load", "get", "audit", "undo")
+MCP_VERBS += ("knowledge_store", "status", "handoff_save", "handoff_load", "get", "audit", "undo", "export")
 
 
 @dataclass
@@ -280,6 +280,8 @@ async def _mcp_call(client: Client, verb: str, tag: str, seeded: Seeded, service
         return await client.call_tool("memory", {"action": "history", "id": seeded.gone[tag], **base})
     if verb == "undo":
         return await client.call_tool("memory", {"action": "undo", "audit_id": seeded.audit[tag]})
+    if verb == "export":
+        return await client.call_tool("memory", {"action": "export", **base})
     assert verb == "handoff_load"
     return await client.call_tool("handoff", {"action": "load", **base})
 
@@ -287,6 +289,7 @@ async def _mcp_call(client: Client, verb: str, tag: str, seeded: Seeded, service
 def test_the_acl_matrix_over_mcp_http(team_service: MemoryService) -> None:
     seeded = seed(team_service)
     outcomes: list[tuple[str, str, str, bool, str]] = []
+    token_calls: list[str] = []
 
     async def main(url: str) -> None:
         for principal in ROLES:
@@ -302,6 +305,27 @@ def test_the_acl_matrix_over_mcp_http(team_service: MemoryService) -> None:
                             getattr(c, "text", "") for c in result.content
                         )
                         outcomes.append((principal, verb, tag, bool(result.is_error), text))
+                # Token admin: not offered to these principals, and refused when called anyway.
+                assert "admin" not in {tool.name for tool in (await client.list_tools()).tools}
+                refused = await client.call_tool("admin", {"action": "tokens"})
+                assert refused.is_error and "forbidden: " in " ".join(getattr(c, "text", "") for c in refused.content)
+                token_calls.append(principal)
+        auth = {"Authorization": f"Bearer {seeded.tokens['root']}"}
+        async with (
+            httpx2.AsyncClient(headers=auth, timeout=30) as http,
+            Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,
+        ):
+            assert "admin" in {tool.name for tool in (await client.list_tools()).tools}
+            listed = await client.call_tool("admin", {"action": "tokens"})
+            assert {t["principal"] for t in listed.structured_content["tokens"]} >= set(ROLES)
+            made = await client.call_tool(
+                "admin", {"action": "create_token", "name": "temp", "grants": ["(global):read"]}
+            )
+            assert made.structured_content["token"].startswith("hm_")
+            gone = await client.call_tool(
+                "admin", {"action": "revoke_token", "token_id": made.structured_content["id"]}
+            )
+            assert gone.structured_content["revoked_at"] is not None
 
     with ServerThread(team_service) as server:
         anyio.run(main, server.url)
@@ -312,6 +336,7 @@ def test_the_acl_matrix_over_mcp_http(team_service: MemoryService) -> None:
                 == 401
             )
     assert len(outcomes) == len(ROLES) * len(MCP_VERBS) * len(SCOPES)
+    assert token_calls == list(ROLES)
     leaks = 0
     for principal, verb, tag, failed, text in outcomes:
         where = f"{principal} {verb} {tag}: {text[:300]}"
