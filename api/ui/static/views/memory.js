@@ -120,7 +120,8 @@ function scheduleForget(memory, scope, refresh) {
       } catch (error) {
         notify(`Could not forget "${memory.title}": ${error.message}`, "error");
       }
-      refresh();
+      // Drawn again only if its page is still the one shown (the user may have moved on meanwhile).
+      if (location.hash.startsWith(`#/memory/${encodeURIComponent(memory.id)}`)) refresh();
     },
     cancel() {
       clearTimeout(timer);
