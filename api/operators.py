@@ -88,12 +88,11 @@ class Operators:
         return MemoryPublic.of(edited)
 
     def scope_stats(self, caller: Caller) -> list[ScopeStats]:
-        """Every scope holding memories that the caller may read, with its counts."""
+        """Every scope holding memories that the caller may read, with its counts (one store read)."""
         stats = []
-        for scope in self.store.scopes():
+        for scope, tally in sorted(self.store.tally_by_scope().items()):
             if not caller.may(scope, Role.READ):
                 continue
-            tally = self.store.tally([scope])
             by_type: dict[str, int] = {}
             by_state: dict[str, int] = {}
             for (memory_type, state), count in tally.items():

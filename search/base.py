@@ -166,6 +166,10 @@ class MemoryStore(Protocol):
         """How many memories of ``scopes`` there are of each type and state (absent pairs: none)."""
         ...
 
+    def tally_by_scope(self) -> dict[str, dict[tuple[MemoryType, MemoryState], int]]:
+        """:meth:`tally` of every scope that holds a memory, by scope, in one read."""
+        ...
+
     def keyword_search(self, text: str, where: SearchFilter, limit: int) -> list[Candidate]:
         """BM25 over title, content and tags, best first, at most ``limit``; a text with no
         searchable word returns []. Scores are the engine's BM25, higher is better."""

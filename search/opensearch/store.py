@@ -352,6 +352,15 @@ class OpenSearchStore(DelegatesKnowledge):
         buckets = self._composite({"terms": {"scope": list(scopes)}}, ["memory_type", "state"], "counting memories")
         return {(MemoryType(k["memory_type"]), MemoryState(k["state"])): n for k, n in buckets}
 
+    def tally_by_scope(self) -> dict[str, dict[tuple[MemoryType, MemoryState], int]]:
+        buckets = self._composite({"match_all": {}}, ["scope", "memory_type", "state"], "counting memories")
+        tallies: dict[str, dict[tuple[MemoryType, MemoryState], int]] = {}
+        for key, count in buckets:
+            tallies.setdefault(str(key["scope"]), {})[(MemoryType(key["memory_type"]), MemoryState(key["state"]))] = (
+                count
+            )
+        return tallies
+
     def _composite(self, query: Json, fields: list[str], action: str) -> list[tuple[Json, int]]:
         """Every bucket of a composite aggregation over ``fields``, page by page, with its count."""
         found: list[tuple[Json, int]] = []

@@ -600,6 +600,16 @@ class SQLiteStore(DelegatesKnowledge):
             ).fetchall()
         return {(MemoryType(t), MemoryState(s)): int(n) for t, s, n in rows}
 
+    def tally_by_scope(self) -> dict[str, dict[tuple[MemoryType, MemoryState], int]]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT scope, memory_type, state, COUNT(*) FROM memories GROUP BY scope, memory_type, state"
+            ).fetchall()
+        tallies: dict[str, dict[tuple[MemoryType, MemoryState], int]] = {}
+        for scope, memory_type, state, count in rows:
+            tallies.setdefault(scope, {})[(MemoryType(memory_type), MemoryState(state))] = int(count)
+        return tallies
+
     def scopes(self) -> list[str]:
         with self._read() as conn:
             return [r[0] for r in conn.execute("SELECT DISTINCT scope FROM memories ORDER BY scope")]

@@ -438,3 +438,4 @@ def test_tally_counts_each_type_and_state_of_the_scopes(store: Store, embedder: 
         (MemoryType.FACT, MemoryState.ARCHIVED): 1,
     }
     assert sum(store.tally(["p", "q"]).values()) == 5
+    assert store.tally_by_scope() == {"p": store.tally(["p"]), "q": {(MemoryType.FACT, MemoryState.WORKING): 1}}
