@@ -45,7 +45,10 @@ CREATE TABLE IF NOT EXISTS memories (
 -- One memory per content in a scope: the last line of defence of exact-duplicate resolution
 -- when two processes write the same fact at the same moment.
 CREATE UNIQUE INDEX IF NOT EXISTS memories_scope_hash ON memories(scope, content_hash);
-CREATE INDEX IF NOT EXISTS memories_scope_state ON memories(scope, state);
+-- Its type too, so that counting a scope's memories by type and state (status, the dashboard's
+-- scopes) reads the index alone, not every row (0.26 s at 100k memories, 0.01 s with it).
+DROP INDEX IF EXISTS memories_scope_state;
+CREATE INDEX IF NOT EXISTS memories_scope_state_type ON memories(scope, state, memory_type);
 CREATE INDEX IF NOT EXISTS memories_created_at ON memories(created_at);
 
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
