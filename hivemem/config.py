@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -472,6 +472,8 @@ class Settings(BaseSettings):
     )
     server_url: str = Field(
         default="",
+        # `HIVEMEM_URL` is the short name: a client's usual way of naming its server.
+        validation_alias=AliasChoices("server_url", "HIVEMEM_SERVER_URL", "HIVEMEM_URL"),
         description="The running server the CLI sends memorize, remember, get and forget to. Empty: the local "
         "`hivemem serve` on `port` when it answers for the same store; `off`: the CLI always works alone.",
     )

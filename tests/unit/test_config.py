@@ -102,3 +102,11 @@ def test_the_trace_collector_is_an_http_url_and_tracing_is_off_without_one() -> 
         "https://u:***@otel.example.com"
     )
     assert start_tracing(Settings(), "gateway") is False  # the default: no traces, nothing set up
+
+
+def test_the_cli_server_is_named_by_hivemem_url_or_hivemem_server_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIVEMEM_URL", "http://memory.internal:8765")
+    assert Settings().server_url == "http://memory.internal:8765"
+    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")  # the long name wins when both are set
+    assert Settings().server_url == "off"
+    assert Settings(server_url="http://other:1").server_url == "http://other:1"
