@@ -325,6 +325,13 @@ class Settings(BaseSettings):
     prf_weight: float = Field(
         default=0.5, ge=0.0, le=2.0, description="Weight of that centroid next to the query vector (Rocchio's beta)."
     )
+    time_boost: float = Field(
+        default=0.25,
+        ge=0.0,
+        le=5.0,
+        description="When a question names a date (a day, a month, a year), multiply the score of a memory whose "
+        "date fits by 1 + this (its dates: those written in its text, else its creation day). 0: off.",
+    )
     rerank_model: str = Field(
         default="",
         description="The rerank stage's model: `cross:PATH_OR_ID` (a cross-encoder), `bi:MODEL` (a second "

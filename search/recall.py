@@ -35,6 +35,7 @@ from hivemem.model import FusionMethod, Hit, Memory, MemoryState, RetrievalMode
 from hivemem.observe import NO_OBSERVER, Observer
 from hivemem.rerank import Reranked, Reranker, RerankOutcome, RerankPolicy, rerank_order, wanted
 from hivemem.thread_context import context_leg
+from hivemem.time_window import dates_in, question_date
 from search.base import FusesNatively, LegQuery, SearchesLegsTogether, SearchFilter, Store
 
 __all__ = ["RecallParams", "Recaller", "leg_weights"]
@@ -75,6 +76,7 @@ class RecallParams:
     expansion: str = "off"
     prf_docs: int = 3
     prf_weight: float = 0.5
+    time_boost: float = 0.25
 
     @classmethod
     def from_settings(cls, settings: Settings, mode: RetrievalMode = RetrievalMode.HYBRID) -> RecallParams:
@@ -98,6 +100,7 @@ class RecallParams:
             expansion=settings.query_expansion,
             prf_docs=settings.prf_docs,
             prf_weight=settings.prf_weight,
+            time_boost=settings.time_boost,
             rerank=RerankPolicy(
                 gate=settings.rerank_gate,
                 top_n=settings.rerank_top_n,
@@ -298,6 +301,7 @@ class Recaller:
         by_leg = {f.id: f for f in per_query[0]} if len(per_query) == 1 else {}
         hits: list[Hit] = []
         p = self.params
+        named = question_date(queries[0]) if p.time_boost > 0 else None
         for f in shortlist:
             memory = memories.get(f.id)
             if memory is None:  # deleted between the legs and the fetch
@@ -313,6 +317,10 @@ class Recaller:
             folded = memory.state is MemoryState.CONSOLIDATED
             if folded:
                 score *= p.consolidated_factor
+            # The question names a date: what is dated then comes first.
+            timely = named is not None and named.fits_any(dates_in(memory.content) or [memory.created_at.date()])
+            if timely:
+                score *= 1 + p.time_boost
             if score < min_relevance:
                 continue
             first = by_leg.get(f.id)
@@ -334,6 +342,7 @@ class Recaller:
                 "trust": trust,
                 "superseded": p.superseded_factor if superseded else 1.0,
                 "consolidated": p.consolidated_factor if folded else 1.0,
+                "time": None if named is None else (1 + p.time_boost if timely else 1.0),
             }
             hits.append(Hit(memory=memory, score=score, explain=explain))
         hits.sort(key=lambda h: (-h.score, h.memory.id))

@@ -167,6 +167,30 @@ def test_explain_decomposes_each_score_and_the_graph_part(service: MemoryService
     assert quiet.results[0].explain is None and all(r.explain is None for r in quiet.related)
 
 
+def test_a_date_the_question_names_lifts_what_is_dated_then(settings: Settings) -> None:
+    question = "What did the team ship in March 2024?"
+    boosted = MemoryService.from_settings(settings.model_copy(update={"time_boost": 1.0}))
+    try:
+        add(boosted, "February release", "[12 February, 2024] The team shipped the billing export.")
+        march = add(boosted, "March release", "[14 March, 2024] The team shipped the audit log.")
+        found = boosted.remember(RecallRequest(query=question, explain=True), CALLER, reinforce=False).results
+        by_id = {r.id: r for r in found}
+        assert found[0].id == march
+        assert by_id[march].explain is not None and by_id[march].explain["time"] == 2.0
+        assert all((r.explain or {})["time"] == 1.0 for r in found if r.id != march)
+        undated = boosted.remember(RecallRequest(query="What did the team ship?", explain=True), CALLER).results
+        assert all((r.explain or {})["time"] is None for r in undated)
+    finally:
+        boosted.close()
+    # Turned off: no time factor at all.
+    plain = MemoryService.from_settings(settings.model_copy(update={"time_boost": 0.0}))
+    try:
+        found = plain.remember(RecallRequest(query=question, explain=True), CALLER, reinforce=False).results
+        assert all((r.explain or {})["time"] is None for r in found)
+    finally:
+        plain.close()
+
+
 def test_query_expansion_moves_the_vector_leg_toward_the_best_hits(settings: Settings) -> None:
     def knn_scores(service: MemoryService) -> dict[str, float]:
         service.with_mode(RetrievalMode.DENSE)
