@@ -195,6 +195,19 @@ _ADMIN_TOOLS = ("admin",)
 _SCOPED_TOOLS = ("memorize", "remember", "forget", "knowledge", "handoff", "memory_status", "memory")
 
 
+def _action_arguments(
+    action: str, given: Mapping[str, object], takes: tuple[str, ...], needs: str | None = None
+) -> None:
+    """Refuse what one action of a tool with several cannot take: an argument outside ``takes`` that
+    was given, or ``needs`` left out (one schema serves every action, so these are checked here)."""
+    extra = [name for name, value in given.items() if value is not None and name not in takes]
+    if extra:
+        raise ValidationError(f"`{action}` takes no {', '.join(extra)}", field=extra[0])
+    if needs is not None and given.get(needs) is None:
+        article = "an" if needs[0] in "aeiou" else "a"
+        raise ValidationError(f"`{action}` needs {article} `{needs}`", field=needs)
+
+
 # Told of every tool call: the tool's name, its seconds, and whether it failed (a server's metrics).
 ToolCalls = Callable[[str, float, bool], None]
 
@@ -394,14 +407,13 @@ def build_mcp(
         scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
     ) -> dict[str, Any]:
         lists = {"completed": completed, "in_progress": in_progress, "blocked": blocked, "next_steps": next_steps}
+        given = {"summary": summary, **lists}
         if action == "load":
-            given = [name for name, value in (("summary", summary), *lists.items()) if value is not None]
-            if given:
-                raise ValidationError(f"`load` takes no {', '.join(given)}", field=given[0])
+            _action_arguments("load", given, takes=())
             latest = service().load_handoff(caller(ctx), scope=scope)
             return {"handoff": None if latest is None else latest.model_dump(mode="json")}
-        if summary is None:
-            raise ValidationError("`save` needs a `summary`", field="summary")
+        _action_arguments("save", given, takes=tuple(given), needs="summary")
+        assert summary is not None  # checked just above
         request = HandoffSave(summary=summary, scope=scope, **{k: v for k, v in lists.items() if v is not None})
         return service().save_handoff(request, caller(ctx)).model_dump(mode="json")
 
@@ -421,26 +433,20 @@ def build_mcp(
             ScopeName | None, Field(description="get, history: the memory's project scope; export: the scope.")
         ] = None,
     ) -> dict[str, Any]:
+        given = {"id": id, "audit_id": audit_id, "scope": scope}
         if action == "export":
-            extra = [name for name, value in (("id", id), ("audit_id", audit_id)) if value is not None]
-            if extra:
-                raise ValidationError(f"`export` takes no {', '.join(extra)}", field=extra[0])
+            _action_arguments(action, given, takes=("scope",))
             who = caller(ctx)
             # A session locked to a project exports that project; otherwise `scope`, or all it may read.
             named = scope if scope is not None else (who.default_scope if who.locked else None)
             lines = list(service().transfer.export(who, None if named is None else [named]))
             return {"lines": len(lines), "export": "\n".join(lines) + "\n"}
         if action == "undo":
-            extra = [name for name, value in (("id", id), ("scope", scope)) if value is not None]
-            if extra:
-                raise ValidationError(f"`undo` takes no {', '.join(extra)}", field=extra[0])
-            if audit_id is None:
-                raise ValidationError("`undo` needs an `audit_id`", field="audit_id")
+            _action_arguments(action, given, takes=("audit_id",), needs="audit_id")
+            assert audit_id is not None  # checked just above
             return service().undo(audit_id, caller(ctx)).model_dump(mode="json")
-        if audit_id is not None:
-            raise ValidationError(f"`{action}` takes no `audit_id`", field="audit_id")
-        if id is None:
-            raise ValidationError(f"`{action}` needs an `id`", field="id")
+        _action_arguments(action, given, takes=("id", "scope"), needs="id")
+        assert id is not None  # checked just above
         if action == "get":
             return service().get(id, caller(ctx), scope=scope).model_dump(mode="json")
         records = service().audit(AuditRequest(memory_id=id, scope=scope), caller(ctx))
@@ -464,20 +470,17 @@ def build_mcp(
         ] = None,
     ) -> dict[str, Any]:
         given = {"name": name, "grants": grants, "expires_in_days": expires_in_days, "token_id": token_id}
-        takes = {"tokens": (), "create_token": ("name", "grants", "expires_in_days"), "revoke_token": ("token_id",)}
-        extra = [key for key, value in given.items() if value is not None and key not in takes[action]]
-        if extra:
-            raise ValidationError(f"`{action}` takes no {', '.join(extra)}", field=extra[0])
         tokens = service().tokens
         if action == "tokens":
+            _action_arguments(action, given, takes=())
             return {"tokens": [t.model_dump(mode="json") for t in tokens.list(caller(ctx))]}
         if action == "create_token":
-            if name is None:
-                raise ValidationError("`create_token` needs a `name`", field="name")
+            _action_arguments(action, given, takes=("name", "grants", "expires_in_days"), needs="name")
+            assert name is not None  # checked just above
             request = TokenCreate(name=name, grants=grants or [], expires_in_days=expires_in_days)
             return tokens.create(request, caller(ctx)).model_dump(mode="json")
-        if token_id is None:
-            raise ValidationError("`revoke_token` needs a `token_id`", field="token_id")
+        _action_arguments(action, given, takes=("token_id",), needs="token_id")
+        assert token_id is not None  # checked just above
         return tokens.revoke(token_id, caller(ctx)).model_dump(mode="json")
 
     def memory_status(

@@ -17,12 +17,13 @@ Rules every implementation follows:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from hivemem.audit import AuditQuery
+from hivemem.errors import EmbeddingMismatchError
 from hivemem.fusion import Candidate
 from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import AuditEvent, DuplicatePolicy, FusionMethod, Memory, MemoryState, MemoryType, Relation
@@ -48,6 +49,7 @@ __all__ = [
     "Store",
     "TokenStore",
     "Warms",
+    "refuse_stale_vectors",
 ]
 
 DEFAULT_STATES: tuple[MemoryState, ...] = (MemoryState.WORKING, MemoryState.CONSOLIDATED)
@@ -409,6 +411,17 @@ class ReembedBatch:
 
     def __len__(self) -> int:
         return len(self.memories) + len(self.chunks)
+
+
+def refuse_stale_vectors(memories: Iterable[Memory], model: str) -> None:
+    """Raise ``EmbeddingMismatchError`` for a memory whose vector is of another model than ``model``,
+    the store's: one embedded before a re-embed moved the store to a new model."""
+    for memory in memories:
+        if memory.embedding is not None and memory.embedding_model not in ("", model):
+            raise EmbeddingMismatchError(
+                f"memory {memory.id} was embedded with {memory.embedding_model!r}, but the store now holds "
+                f"{model!r} vectors (it was re-embedded meanwhile); write it again"
+            )
 
 
 @runtime_checkable

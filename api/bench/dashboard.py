@@ -33,7 +33,7 @@ from api.bench.scale import bench_memory, load_texts
 from api.bench.throughput import percentile
 from hivemem.errors import ConfigError
 
-__all__ = ["run_dashboard_bench"]
+__all__ = ["chromium_binary", "run_dashboard_bench"]
 
 _DIMENSION = 384
 _WRITE_CHUNK = 2_000
@@ -71,8 +71,13 @@ def _build(db: Path, texts: list[tuple[str, str]], size: int, scopes: int) -> fl
     return time.perf_counter() - began
 
 
+def chromium_binary() -> str | None:
+    """The system's Chromium (or Chrome) on the PATH, or None: no browser is ever downloaded."""
+    return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+
+
 def _chromium() -> str:
-    found = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    found = chromium_binary()
     if found is None:
         raise ConfigError("no Chromium on this machine: apt-get install chromium")
     return found

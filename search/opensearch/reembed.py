@@ -69,6 +69,8 @@ class Reembedder:
         self._names = names
         self._options = options
         self._passes: dict[str, _Pass] = {}
+        # Indices (and aliases) seen to exist: asked once, not before every page read.
+        self._existing: set[str] = set()
 
     # -- names ---------------------------------------------------------------------------------
 
@@ -94,6 +96,7 @@ class Reembedder:
                 continue
             body = dict(built[self._alias(kind)]["template"])
             self._cluster.call(f"creating index {name}", partial(indices.create, index=name, body=body))
+            self._existing.add(name)
 
     # -- reading the live indices --------------------------------------------------------------
 
@@ -123,8 +126,11 @@ class Reembedder:
             after = str(page[-1]["id"])
 
     def _exists(self, index: str) -> bool:
-        indices = self._cluster.client.indices
-        return bool(self._cluster.call(f"checking index {index}", lambda: indices.exists(index=index)))
+        if index not in self._existing:
+            indices = self._cluster.client.indices
+            if self._cluster.call(f"checking index {index}", lambda: indices.exists(index=index)):
+                self._existing.add(index)
+        return index in self._existing
 
     def _staged(self, index: str, ids: Sequence[str]) -> dict[str, Json]:
         """The documents of ``ids`` found in ``index`` (without vectors), by id; none when there is no such index."""
@@ -137,16 +143,18 @@ class Reembedder:
         )
         return {doc["_id"]: doc["_source"] for doc in response["docs"] if doc.get("found")}
 
+    @staticmethod
+    def _current(kind: str, live: Json, staged: Json | None) -> bool:
+        """Whether ``staged`` holds a vector of ``live`` as it reads now: a chunk's id names its
+        content; a memory's content may change under the same id."""
+        if staged is None:
+            return False
+        return kind == "chunks" or staged.get("content_hash") == live.get("content_hash")
+
     def _unstaged(self, kind: str, model: str, page: Sequence[Json]) -> list[Json]:
         """The documents of ``page`` with no current staged vector for ``model``."""
         staged = self._staged(self.staging(kind, model), [str(doc["id"]) for doc in page])
-        if kind == "chunks":
-            return [doc for doc in page if str(doc["id"]) not in staged]
-        return [
-            doc
-            for doc in page
-            if str(doc["id"]) not in staged or staged[str(doc["id"])].get("content_hash") != doc.get("content_hash")
-        ]
+        return [doc for doc in page if not self._current(kind, doc, staged.get(str(doc["id"])))]
 
     # -- the ReEmbeds contract -----------------------------------------------------------------
 
@@ -240,6 +248,7 @@ class Reembedder:
         stale = [index for kind in _KINDS for index in old[kind] if index != self.staging(kind, model)]
         if stale:
             self._cluster.call("deleting the old indices", lambda: client.indices.delete(index=",".join(stale)))
+            self._existing.difference_update(stale)
         self._passes.pop(model, None)
         return True
 
@@ -252,7 +261,7 @@ class Reembedder:
             updates: list[Json] = []
             for doc in page:
                 mine = staged.get(str(doc["id"]))
-                if mine is None or (kind == "memories" and mine.get("content_hash") != doc.get("content_hash")):
+                if mine is None or not self._current(kind, doc, mine):
                     return False
                 if kind == "memories":
                     changed = {k: v for k, v in doc.items() if k != "embedding_model" and mine.get(k) != v}

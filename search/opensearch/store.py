@@ -53,7 +53,7 @@ from hivemem.model import (
 from hivemem.read_write_lock import ReadWriteLock
 from hivemem.resolution import Resolution
 from hivemem.tokens import TokenRecord
-from search.base import LegQuery, Legs, PageMark, PlanDecision, ReembedBatch, SearchFilter
+from search.base import LegQuery, Legs, PageMark, PlanDecision, ReembedBatch, SearchFilter, refuse_stale_vectors
 from search.knowledge_delegate import DelegatesKnowledge
 from search.opensearch import bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
@@ -178,18 +178,9 @@ class OpenSearchStore(DelegatesKnowledge):
 
     # -- writes --------------------------------------------------------------------------------
 
-    def _current(self, memories: Sequence[Memory]) -> None:
-        """Refuse a memory embedded with another model than the store's (one re-embedded since)."""
-        for memory in memories:
-            if memory.embedding is not None and memory.embedding_model not in ("", self._embedding_model):
-                raise EmbeddingMismatchError(
-                    f"memory {memory.id} was embedded with {memory.embedding_model!r}, but the store now holds "
-                    f"{self._embedding_model!r} vectors (it was re-embedded meanwhile); write it again"
-                )
-
     def put(self, memory: Memory, policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> bool:
         with self._writes.reading():
-            self._current([memory])
+            refuse_stale_vectors([memory], self._embedding_model)
             return self._writer.write(memory, policy)
 
     def put_many(self, memories: Sequence[Memory], policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> int:
@@ -199,25 +190,25 @@ class OpenSearchStore(DelegatesKnowledge):
         Raises ``DuplicateMemoryError`` (under FAIL) after writing the others.
         """
         with self._writes.reading():
-            self._current(memories)
+            refuse_stale_vectors(memories, self._embedding_model)
             return self._writer.put_many(memories, policy)
 
     def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:
         with self._writes.reading():
-            self._current([incoming])
+            refuse_stale_vectors([incoming], self._embedding_model)
             return self._writer.write_resolved(incoming, decide)
 
     def write_resolved_many(
         self, incoming: Sequence[Memory], decide: Callable[[Memory, Memory | None], Resolution]
     ) -> list[Resolution]:
         with self._writes.reading():
-            self._current(incoming)
+            refuse_stale_vectors(incoming, self._embedding_model)
             return self._writer.write_resolved_many(incoming, decide)
 
     def write_planned(self, incoming: Sequence[Memory], decide: PlanDecision, *, neighbours: int) -> list[Resolution]:
         """Resolution by meaning under per-scope leases; see :mod:`search.opensearch.planned`."""
         with self._writes.reading():
-            self._current(incoming)
+            refuse_stale_vectors(incoming, self._embedding_model)
             return self._planned.write_planned(incoming, decide, neighbours=neighbours)
 
     def delete(self, memory_id: str) -> Memory:

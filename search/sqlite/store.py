@@ -49,7 +49,7 @@ from hivemem.model import (
 )
 from hivemem.resolution import Neighbour, Resolution
 from hivemem.tokens import TokenRecord
-from search.base import PageMark, PlanDecision, ReembedBatch, SearchFilter
+from search.base import PageMark, PlanDecision, ReembedBatch, SearchFilter, refuse_stale_vectors
 from search.knowledge_delegate import DelegatesKnowledge
 from search.neighbours import nearest, neighbour_filter
 from search.query_terms import query_terms
@@ -359,12 +359,7 @@ class SQLiteStore(DelegatesKnowledge):
     # -- writes --------------------------------------------------------------------------------
 
     def _write_row(self, conn: sqlite3.Connection, memory: Memory, policy: DuplicatePolicy) -> bool:
-        if memory.embedding is not None and memory.embedding_model not in ("", self._embedding_model):
-            # Embedded before a re-embed swapped the store's model: its vector belongs to the old one.
-            raise EmbeddingMismatchError(
-                f"memory {memory.id} was embedded with {memory.embedding_model!r}, but the store now holds "
-                f"{self._embedding_model!r} vectors (it was re-embedded meanwhile); write it again"
-            )
+        refuse_stale_vectors([memory], self._embedding_model)
         values = memory_row(memory, self._dimension)
         exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
         try:

@@ -451,7 +451,7 @@ def test_the_memory_tool_gets_a_memory_reads_its_history_and_undoes_a_supersede(
     assert out["old"]["valid_to"] is None and out["old"]["relations"] == []
     needs_id, needs_record, undo_extra, history_extra, unknown, bad_action = out["errors"]
     assert "`get` needs an `id`" in needs_id and "`undo` needs an `audit_id`" in needs_record
-    assert "`undo` takes no id" in undo_extra and "`history` takes no `audit_id`" in history_extra
+    assert "`undo` takes no id" in undo_extra and "`history` takes no audit_id" in history_extra
     assert "not_found" in unknown and "action" in bad_action
 
 

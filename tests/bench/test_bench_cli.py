@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
+from api.bench.dashboard import chromium_binary
 from api.cli import main
 
 LOCOMO = [
@@ -210,9 +210,7 @@ def test_scale_bench_grows_the_store_and_matches_exact_search(tmp_path: Path, mo
         assert run["rss_mb"] > 0 and run["disk_mb_per_100k"] > 0
 
 
-@pytest.mark.skipif(
-    not any(map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), reason="no Chromium on this machine"
-)
+@pytest.mark.skipif(chromium_binary() is None, reason="no Chromium on this machine")
 def test_ui_bench_times_every_dashboard_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("playwright", reason="playwright is not installed")
     _tiny_scifact(tmp_path, monkeypatch)

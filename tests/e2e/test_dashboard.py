@@ -11,13 +11,13 @@ go to ``--screenshots DIR`` when given, else to the test's temporary folder.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from api.bench.dashboard import chromium_binary
 from tests.e2e.helpers import HivememServer, run_cli
 from tests.services import CeleryWorker
 
@@ -34,9 +34,7 @@ BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networkin
 
 def chromium_path(config: pytest.Config) -> str | None:
     named: str | None = config.getoption("--chromium")
-    if named:
-        return named
-    return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    return named or chromium_binary()
 
 
 @pytest.fixture(scope="module")
