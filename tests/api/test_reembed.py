@@ -58,11 +58,14 @@ class GatedEmbedder(HashEmbedder):
     def __init__(self, dimension: int) -> None:
         super().__init__(dimension)
         self.batches = 0
+        self.first_batch: list[str] = []
         self.holding = threading.Event()
         self.release = threading.Event()
 
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
         self.batches += 1
+        if self.batches == 1:
+            self.first_batch = list(texts)
         if self.batches == 2:
             self.holding.set()
             assert self.release.wait(60), "the test never released the re-embed"
@@ -139,7 +142,13 @@ def test_recall_keeps_answering_while_the_store_moves_to_the_new_model(
         assert len(service.store.get(late.id).embedding or []) == 32
         # Memories of the staged first batch change meanwhile: one is recalled (access counted), one is
         # forgotten. The swap keeps the first's count and does not bring the second back.
-        first, second = sorted(m.id for m in service.store.list_memories(SearchFilter(scopes=[SCOPE]), 1000))[:2]
+        # Which memories a batch holds is the store's order (SQLite: insertion; OpenSearch: id).
+        staged = [
+            m.id
+            for m in service.store.list_memories(SearchFilter(scopes=[SCOPE]), 1000)
+            if m.embedding_text() in target.first_batch
+        ]
+        first, second = sorted(staged)[:2]
         service.store.record_access([first], utcnow())
         service.forget(second, confirm=True, caller=LOCAL, scope=SCOPE)
 
