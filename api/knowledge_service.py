@@ -18,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from api.service import Caller
+from hivemem.admission import FairGate, search_gate_for
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.errors import (
@@ -75,12 +76,14 @@ class KnowledgeService:
         runner: Runner | None = None,
         *,
         model_gate: ReadWriteLock | None = None,
+        search_gate: FairGate | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.runner = runner
-        self.searcher = KnowledgeSearcher(store, embedder, RecallParams.from_settings(settings))
+        gate = search_gate or search_gate_for(settings.search_concurrency)
+        self.searcher = KnowledgeSearcher(store, embedder, RecallParams.from_settings(settings), gate=gate)
         self.model_gate = model_gate or ReadWriteLock()
 
     # -- reading sources -------------------------------------------------------------------------

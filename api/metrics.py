@@ -67,7 +67,8 @@ class Metrics:
         )  # fmt: skip
         self.recall_stages = Histogram(
             "hivemem_recall_stage_seconds",
-            "Time of each recall stage: legs (query embedding, BM25 and vector search, fusion), fetch, rerank, score.",
+            "Time of each recall stage: admission (waiting for a search slot), legs (query embedding, BM25 and vector "
+            "search, fusion), fetch, rerank, score.",
             ["stage"],
             buckets=_SECONDS,
             registry=self.registry,

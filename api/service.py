@@ -22,6 +22,7 @@ from api.process_memory import release_free_memory
 from api.reembed import Reembedding
 from api.undo import undo
 from hivemem.access import Role
+from hivemem.admission import search_gate_for
 from hivemem.audit import AuditQuery
 from hivemem.audit_schemas import AuditRequest
 from hivemem.config import Settings
@@ -178,7 +179,11 @@ class MemoryService:
         self.store = store
         self.embedder = embedder
         self.runner = runner or make_runner(settings, store, embedder)
-        self.recaller = Recaller(store, embedder, RecallParams.from_settings(settings), make_reranker(settings))
+        # Recalls and knowledge searches share one gate: they share the cores (hivemem.admission).
+        self.search_gate = search_gate_for(settings.search_concurrency)
+        self.recaller = Recaller(
+            store, embedder, RecallParams.from_settings(settings), make_reranker(settings), gate=self.search_gate
+        )
         self._sleep_timer: SleepTimer | None = None
         # Recalls hold it shared from embedding their query to searching; a re-embed's swap holds it
         # alone, so no recall embeds with one model and searches the other's vectors.
@@ -279,7 +284,14 @@ class MemoryService:
         """The knowledge service over the same store and embedder (documents: :mod:`api.knowledge_service`)."""
         from api.knowledge_service import KnowledgeService
 
-        return KnowledgeService(self.settings, self.store, self.embedder, self.runner, model_gate=self.model_gate)
+        return KnowledgeService(
+            self.settings,
+            self.store,
+            self.embedder,
+            self.runner,
+            model_gate=self.model_gate,
+            search_gate=self.search_gate,
+        )
 
     @functools.cached_property
     def tokens(self) -> TokenService:

@@ -332,6 +332,14 @@ class Settings(BaseSettings):
         description="When a question names a date (a day, a month, a year), multiply the score of a memory whose "
         "date fits by 1 + this (its dates: those written in its text, else its creation day). 0: off.",
     )
+    search_concurrency: int = Field(
+        default=0,
+        ge=0,
+        le=1024,
+        description="Searches (recalls and knowledge searches) run at once in one process; the others wait their "
+        "turn in arrival order. 0: one more than the cores, which measured about a half more recalls per second "
+        "under load than letting every request in.",
+    )
     rerank_model: str = Field(
         default="",
         description="The rerank stage's model: `cross:PATH_OR_ID` (a cross-encoder), `bi:MODEL` (a second "

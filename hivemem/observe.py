@@ -13,7 +13,7 @@ class Observer(Protocol):
     """Told of each step as it happens; must be cheap and never raise."""
 
     def recall_stage(self, stage: str, seconds: float) -> None:
-        """One recall stage took ``seconds`` (``legs``, ``fetch``, ``rerank``, ``score``)."""
+        """One recall stage took ``seconds`` (``admission``, ``legs``, ``fetch``, ``rerank``, ``score``)."""
         ...
 
     def rerank(self, outcome: str) -> None:

@@ -6,8 +6,10 @@ without what only memories have (decay, trust): a chunk is as true as the docume
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
+from hivemem.admission import FairGate
 from hivemem.embedding import Embedder
 from hivemem.fusion import minmax_fuse, rrf_fuse
 from hivemem.knowledge import KnowledgeChunk
@@ -29,13 +31,18 @@ class ChunkHit:
 class KnowledgeSearcher:
     """Searches one store's chunks with one embedder."""
 
-    def __init__(self, store: Store, embedder: Embedder, params: RecallParams) -> None:
+    def __init__(self, store: Store, embedder: Embedder, params: RecallParams, *, gate: FairGate | None = None) -> None:
         self._store = store
         self._embedder = embedder
         self.params = params
+        self.gate = gate  # shared with memory recall: searches admitted at once (hivemem.admission)
 
     def search(self, query: str, where: ChunkFilter, limit: int) -> list[ChunkHit]:
         """The best ``limit`` chunks for ``query`` passing ``where``, best first."""
+        with self.gate.held() if self.gate is not None else nullcontext():
+            return self._search(query, where, limit)
+
+    def _search(self, query: str, where: ChunkFilter, limit: int) -> list[ChunkHit]:
         params = self.params
         legs = {}
         n = max(params.candidates_per_leg, limit)

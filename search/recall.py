@@ -7,7 +7,8 @@ or a second model, in this process or on the rerank pool), against the first que
 or is late, the first-stage order stands and ``explain`` says so. Then each candidate's relevance is
 moved by its decayed strength and scaled by trust (:mod:`hivemem.decay`), ``min_relevance`` drops
 weak results and ``limit`` cuts the list.
-Recall never writes: access reinforcement is the caller's background job.
+Recall never writes: access reinforcement is the caller's background job. With a gate
+(:mod:`hivemem.admission`), the first stage waits for a slot; the rerank stage runs outside it.
 
 Two optional store capabilities (:mod:`search.base`), used when a store has them: :class:`SearchesLegsTogether` (every
 leg of every query in one round trip, e.g. OpenSearch ``_msearch``; fusion still happens here, so
@@ -21,9 +22,11 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from hivemem.admission import FairGate
 from hivemem.config import Settings
 from hivemem.decay import rescore, strength, trust_factor
 from hivemem.embedding import Embedder
@@ -137,12 +140,19 @@ class Recaller:
     """Runs recall against one store with one embedder."""
 
     def __init__(
-        self, store: Store, embedder: Embedder, params: RecallParams, reranker: Reranker | None = None
+        self,
+        store: Store,
+        embedder: Embedder,
+        params: RecallParams,
+        reranker: Reranker | None = None,
+        *,
+        gate: FairGate | None = None,
     ) -> None:
         self._store = store
         self._embedder = embedder
         self.params = params
         self.reranker = reranker
+        self.gate = gate  # searches admitted at once in this process (hivemem.admission); None: all
         self.observer: Observer = NO_OBSERVER  # a server's metrics (api.metrics)
 
     def _rerank(
@@ -276,23 +286,26 @@ class Recaller:
         if not queries:
             return []
         clock = time.perf_counter()
-        vectors: _Vectors = [None] * len(queries)
-        if self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
-            if isinstance(self._embedder, QueuedEmbedder):
-                vectors = self._embedder.queries_later(list(queries))
+        # The first stage runs behind the gate; the rerank stage, which may wait on a remote pool, does not.
+        with self.gate.held() if self.gate is not None else nullcontext():
+            clock = self._lap("admission", clock)
+            vectors: _Vectors = [None] * len(queries)
+            if self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
+                if isinstance(self._embedder, QueuedEmbedder):
+                    vectors = self._embedder.queries_later(list(queries))
+                else:
+                    vectors = list(self._embedder.embed_queries(list(queries)))
+            per_query = self._per_query(queries, vectors, where)
+            if len(per_query) == 1:
+                fused = per_query[0]
             else:
-                vectors = list(self._embedder.embed_queries(list(queries)))
-        per_query = self._per_query(queries, vectors, where)
-        if len(per_query) == 1:
-            fused = per_query[0]
-        else:
-            lists = {f"q{i}": [Candidate(f.id, f.score) for f in fl] for i, fl in enumerate(per_query)}
-            fused = self._fuse(lists, dict.fromkeys(lists, 1.0))
-        clock = self._lap("legs", clock)
-        # Rescoring can lift a candidate a few places, so look a little past the limit.
-        shortlist = fused[: max(limit * 3, 30, self.params.rerank.top_n if self.reranker else 0)]
-        memories = {m.id: m for m in self._store.get_many([f.id for f in shortlist])}
-        clock = self._lap("fetch", clock)
+                lists = {f"q{i}": [Candidate(f.id, f.score) for f in fl] for i, fl in enumerate(per_query)}
+                fused = self._fuse(lists, dict.fromkeys(lists, 1.0))
+            clock = self._lap("legs", clock)
+            # Rescoring can lift a candidate a few places, so look a little past the limit.
+            shortlist = fused[: max(limit * 3, 30, self.params.rerank.top_n if self.reranker else 0)]
+            memories = {m.id: m for m in self._store.get_many([f.id for f in shortlist])}
+            clock = self._lap("fetch", clock)
         first_rank = {f.id: rank for rank, f in enumerate(shortlist, start=1)}
         shortlist, reranked, outcome = self._rerank(queries[0], shortlist, memories)
         clock = self._lap("rerank", clock)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -268,3 +269,25 @@ def test_memories_in_no_thread_are_recalled_as_without_the_context_leg(settings:
         assert _ranked(off, "retry backoff budget") == on
     finally:
         off.close()
+
+
+def test_recalls_and_knowledge_searches_wait_their_turn_at_one_gate(settings: Settings) -> None:
+    svc = MemoryService.from_settings(settings.model_copy(update={"search_concurrency": 1}))
+    try:
+        add(svc, "Retry policy", "HTTP clients retry three times with exponential backoff.")
+        assert svc.knowledge.searcher.gate is svc.recaller.gate is svc.search_gate
+        assert svc.search_gate.slots == 1
+        found: list[list[str]] = []
+        with svc.search_gate.held():  # the one slot is taken: a recall must queue for it
+            asking = threading.Thread(target=lambda: found.append(remember(svc, "exponential backoff")))
+            asking.start()
+            pause = threading.Event()
+            for _ in range(10_000):
+                if svc.search_gate.waiting == 1:
+                    break
+                pause.wait(0.001)
+            assert svc.search_gate.waiting == 1 and not found
+        asking.join(10)
+        assert found == [["Retry policy"]]
+    finally:
+        svc.close()
