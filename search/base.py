@@ -120,8 +120,10 @@ class MemoryStore(Protocol):
         """The memory with that id, embedding included. Raises ``MemoryNotFoundError``."""
         ...
 
-    def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
-        """The memories with those ids, in the order asked; unknown ids are left out."""
+    def get_many(self, memory_ids: Sequence[str], *, vectors: bool = True) -> list[Memory]:
+        """The memories with those ids, in the order asked; unknown ids are left out. ``vectors=False``
+        leaves each ``embedding`` None, unread: recall needs none, and turning 384 floats a row into
+        Python floats was the largest single piece of its Python work."""
         ...
 
     def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:

@@ -58,7 +58,7 @@ def graph_neighbours(
                 if other in seen or (other in step and step[other][0] >= value):
                     continue
                 step[other] = (value, origin, edge.type)
-        admitted = {m.id: m for m in store.get_many(list(step)) if _admitted(m, where)}
+        admitted = {m.id: m for m in store.get_many(list(step), vectors=False) if _admitted(m, where)}
         memories |= admitted
         for memory_id, found in step.items():
             if memory_id in admitted and (memory_id not in reached or reached[memory_id][0] < found[0]):

@@ -304,7 +304,7 @@ class Recaller:
             clock = self._lap("legs", clock)
             # Rescoring can lift a candidate a few places, so look a little past the limit.
             shortlist = fused[: max(limit * 3, 30, self.params.rerank.top_n if self.reranker else 0)]
-            memories = {m.id: m for m in self._store.get_many([f.id for f in shortlist])}
+            memories = {m.id: m for m in self._store.get_many([f.id for f in shortlist], vectors=False)}
             clock = self._lap("fetch", clock)
         first_rank = {f.id: rank for rank, f in enumerate(shortlist, start=1)}
         shortlist, reranked, outcome = self._rerank(queries[0], shortlist, memories)

@@ -255,8 +255,9 @@ class OpenSearchStore(DelegatesKnowledge):
             raise MemoryNotFoundError(f"no memory with id {memory_id}")
         return current.memory
 
-    def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
-        by_id = {v.memory.id: v.memory for v in self._writer.read_many(list(dict.fromkeys(memory_ids)))}
+    def get_many(self, memory_ids: Sequence[str], *, vectors: bool = True) -> list[Memory]:
+        found = self._writer.read_many(list(dict.fromkeys(memory_ids)), vectors=vectors)
+        by_id = {v.memory.id: v.memory for v in found}
         return [by_id[i] for i in memory_ids if i in by_id]
 
     def find_by_hash(self, scope: str, content_hash: str) -> Memory | None:

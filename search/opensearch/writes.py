@@ -88,14 +88,16 @@ class MemoryWriter:
             return None
         return Versioned.from_doc(doc)
 
-    def read_many(self, memory_ids: Sequence[str]) -> list[Versioned]:
-        """The memories with those ids that exist, in one ``_mget``."""
+    def read_many(self, memory_ids: Sequence[str], *, vectors: bool = True) -> list[Versioned]:
+        """The memories with those ids that exist, in one ``_mget``; without their vectors (most of a
+        document) unless ``vectors``."""
         if not memory_ids:
             return []
         ids = list(memory_ids)
         client = self._cluster.client
+        leave_out = {} if vectors else {"_source_excludes": ["embedding"]}
         response = self._cluster.call(
-            "reading memories", lambda: client.mget(index=self._names.memories, body={"ids": ids})
+            "reading memories", lambda: client.mget(index=self._names.memories, body={"ids": ids}, **leave_out)
         )
         return [Versioned.from_doc(doc) for doc in response["docs"] if doc.get("found")]
 

@@ -182,6 +182,8 @@ MEMORY_COLUMNS = (
     "state, author, created_at, updated_at, last_accessed_at, access_count, valid_from, valid_to, "
     "details, embedding, embedding_model, thread"
 )
+# The same row without its vector (read as NULL), for readers that need none.
+MEMORY_COLUMNS_WITHOUT_VECTOR = MEMORY_COLUMNS.replace(", embedding,", ", NULL AS embedding,")
 
 # Columns added to tables after they were first released: (table, column, type and default).
 # A database written before gets them on open (search.sqlite.store), with the default for old rows.

@@ -70,6 +70,7 @@ from search.sqlite.schema import (
     ADDED_INDEXES,
     KNOWLEDGE_SCHEMA,
     MEMORY_COLUMNS,
+    MEMORY_COLUMNS_WITHOUT_VECTOR,
     SCHEMA,
     SCHEMA_VERSION,
     TOKEN_SCHEMA,
@@ -505,14 +506,13 @@ class SQLiteStore(DelegatesKnowledge):
             raise MemoryNotFoundError(f"no memory with id {memory_id}")
         return memory_from_row(row)
 
-    def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
+    def get_many(self, memory_ids: Sequence[str], *, vectors: bool = True) -> list[Memory]:
         if not memory_ids:
             return []
         placeholders = marks(memory_ids)
+        columns = MEMORY_COLUMNS if vectors else MEMORY_COLUMNS_WITHOUT_VECTOR
         with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({placeholders})", tuple(memory_ids)
-            )
+            rows = conn.execute(f"SELECT {columns} FROM memories WHERE id IN ({placeholders})", tuple(memory_ids))
             by_id = {row["id"]: memory_from_row(row) for row in rows}
         return [by_id[i] for i in memory_ids if i in by_id]
 

@@ -283,6 +283,19 @@ def test_get_many_keeps_order_and_skips_unknown(store: Store, embedder: HashEmbe
     assert [m.id for m in store.get_many([b.id, "missing", a.id])] == [b.id, a.id]
 
 
+def test_get_many_without_vectors_reads_the_same_memories_but_their_vectors(
+    store: Store, embedder: HashEmbedder
+) -> None:
+    a, b = make(embedder, "first of two memories"), make(embedder, "second of two memories")
+    store.put(a)
+    store.put(b)
+    whole = store.get_many([b.id, "missing", a.id])
+    bare = store.get_many([b.id, "missing", a.id], vectors=False)
+    assert all(m.embedding is not None for m in whole)
+    assert [m.embedding for m in bare] == [None, None]
+    assert [replace(m, embedding=None) for m in whole] == bare
+
+
 def test_record_access_counts(store: Store, embedder: HashEmbedder) -> None:
     memory = make(embedder, "A memory that gets recalled.")
     store.put(memory)
