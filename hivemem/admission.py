@@ -7,6 +7,9 @@ about a third more CPU (measured: 23 ms a recall with sixteen in flight against 
 66 recalls/s; admitting cores + 1 at a time, 100–110/s with a p95 of about 190 ms). One more
 than the cores keeps a recall doing Python work while others wait for the model.
 
+With OpenSearch the searches run on the cluster and recall mostly waits on the network, so no
+gate is set unless one is configured.
+
 The order is first come, first served: a slot freed is handed to the oldest waiter, so no
 request waits behind later ones (an unfair semaphore let some wait for seconds under load).
 """
@@ -22,9 +25,13 @@ from contextlib import contextmanager
 __all__ = ["FairGate", "search_gate_for"]
 
 
-def search_gate_for(slots: int) -> FairGate:
-    """The gate of a process's searches: ``slots`` at once, or one more than the cores for 0."""
-    return FairGate(slots or (os.cpu_count() or 1) + 1)
+def search_gate_for(slots: int, *, in_process: bool = True) -> FairGate | None:
+    """The gate of a process's searches: ``slots`` at once. For 0: one more than the cores when the
+    store searches on this machine's cores (SQLite), none when it searches remotely (OpenSearch:
+    a recall there mostly waits on the cluster, and a few slots would idle the gateway)."""
+    if slots:
+        return FairGate(slots)
+    return FairGate((os.cpu_count() or 1) + 1) if in_process else None
 
 
 class FairGate:

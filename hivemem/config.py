@@ -337,8 +337,8 @@ class Settings(BaseSettings):
         ge=0,
         le=1024,
         description="Searches (recalls and knowledge searches) run at once in one process; the others wait their "
-        "turn in arrival order. 0: one more than the cores, which measured about a half more recalls per second "
-        "under load than letting every request in.",
+        "turn in arrival order. 0: one more than the cores with the SQLite store (about half again as many recalls "
+        "per second under load as letting every request in), no limit with OpenSearch (searches wait on the cluster).",
     )
     rerank_model: str = Field(
         default="",

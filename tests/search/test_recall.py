@@ -275,18 +275,19 @@ def test_recalls_and_knowledge_searches_wait_their_turn_at_one_gate(settings: Se
     svc = MemoryService.from_settings(settings.model_copy(update={"search_concurrency": 1}))
     try:
         add(svc, "Retry policy", "HTTP clients retry three times with exponential backoff.")
-        assert svc.knowledge.searcher.gate is svc.recaller.gate is svc.search_gate
-        assert svc.search_gate.slots == 1
+        gate = svc.search_gate
+        assert gate is not None and gate.slots == 1
+        assert svc.knowledge.searcher.gate is svc.recaller.gate is gate
         found: list[list[str]] = []
-        with svc.search_gate.held():  # the one slot is taken: a recall must queue for it
+        with gate.held():  # the one slot is taken: a recall must queue for it
             asking = threading.Thread(target=lambda: found.append(remember(svc, "exponential backoff")))
             asking.start()
             pause = threading.Event()
             for _ in range(10_000):
-                if svc.search_gate.waiting == 1:
+                if gate.waiting == 1:
                     break
                 pause.wait(0.001)
-            assert svc.search_gate.waiting == 1 and not found
+            assert gate.waiting == 1 and not found
         asking.join(10)
         assert found == [["Retry policy"]]
     finally:

@@ -89,7 +89,9 @@ def test_a_failure_inside_frees_the_slot() -> None:
 
 
 def test_the_default_is_one_more_than_the_cores_and_a_gate_needs_a_slot() -> None:
-    assert search_gate_for(0).slots == (os.cpu_count() or 1) + 1
-    assert search_gate_for(7).slots == 7
+    local, configured = search_gate_for(0), search_gate_for(7, in_process=False)
+    assert local is not None and local.slots == (os.cpu_count() or 1) + 1
+    assert configured is not None and configured.slots == 7
+    assert search_gate_for(0, in_process=False) is None  # a remote store's searches wait on the cluster
     with pytest.raises(ValueError):
         FairGate(0)
