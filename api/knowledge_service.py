@@ -82,8 +82,7 @@ class KnowledgeService:
         self.store = store
         self.embedder = embedder
         self.runner = runner
-        in_process = settings.resolved_store_url().startswith("sqlite")
-        gate = search_gate or search_gate_for(settings.search_concurrency, in_process=in_process)
+        gate = search_gate or search_gate_for(settings)
         self.searcher = KnowledgeSearcher(store, embedder, RecallParams.from_settings(settings), gate=gate)
         self.model_gate = model_gate or ReadWriteLock()
 

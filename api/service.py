@@ -180,8 +180,7 @@ class MemoryService:
         self.embedder = embedder
         self.runner = runner or make_runner(settings, store, embedder)
         # Recalls and knowledge searches share one gate: they share the cores (hivemem.admission).
-        in_process = settings.resolved_store_url().startswith("sqlite")
-        self.search_gate = search_gate_for(settings.search_concurrency, in_process=in_process)
+        self.search_gate = search_gate_for(settings)
         self.recaller = Recaller(
             store, embedder, RecallParams.from_settings(settings), make_reranker(settings), gate=self.search_gate
         )

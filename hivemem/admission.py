@@ -20,18 +20,26 @@ import os
 import threading
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
-__all__ = ["FairGate", "search_gate_for"]
+from hivemem.config import Settings
+
+__all__ = ["FairGate", "admitted", "search_gate_for"]
 
 
-def search_gate_for(slots: int, *, in_process: bool = True) -> FairGate | None:
-    """The gate of a process's searches: ``slots`` at once. For 0: one more than the cores when the
-    store searches on this machine's cores (SQLite), none when it searches remotely (OpenSearch:
-    a recall there mostly waits on the cluster, and a few slots would idle the gateway)."""
-    if slots:
-        return FairGate(slots)
+def search_gate_for(settings: Settings) -> FairGate | None:
+    """The gate of a process's searches: ``search_concurrency`` at once. For 0: one more than the
+    cores when the store searches on this machine's cores (SQLite), none when it searches remotely
+    (OpenSearch: a recall there mostly waits on the cluster, and a few slots would idle the gateway)."""
+    if settings.search_concurrency:
+        return FairGate(settings.search_concurrency)
+    in_process = settings.resolved_store_url().startswith("sqlite")
     return FairGate((os.cpu_count() or 1) + 1) if in_process else None
+
+
+def admitted(gate: FairGate | None) -> AbstractContextManager[None]:
+    """A slot of ``gate`` held for the block; no wait when there is no gate."""
+    return gate.held() if gate is not None else nullcontext()
 
 
 class FairGate:

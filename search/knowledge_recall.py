@@ -6,10 +6,9 @@ without what only memories have (decay, trust): a chunk is as true as the docume
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass
 
-from hivemem.admission import FairGate
+from hivemem.admission import FairGate, admitted
 from hivemem.embedding import Embedder
 from hivemem.fusion import minmax_fuse, rrf_fuse
 from hivemem.knowledge import KnowledgeChunk
@@ -39,7 +38,7 @@ class KnowledgeSearcher:
 
     def search(self, query: str, where: ChunkFilter, limit: int) -> list[ChunkHit]:
         """The best ``limit`` chunks for ``query`` passing ``where``, best first."""
-        with self.gate.held() if self.gate is not None else nullcontext():
+        with admitted(self.gate):
             return self._search(query, where, limit)
 
     def _search(self, query: str, where: ChunkFilter, limit: int) -> list[ChunkHit]:

@@ -22,11 +22,10 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from hivemem.admission import FairGate
+from hivemem.admission import FairGate, admitted
 from hivemem.config import Settings
 from hivemem.decay import rescore, strength, trust_factor
 from hivemem.embedding import Embedder
@@ -287,7 +286,7 @@ class Recaller:
             return []
         clock = time.perf_counter()
         # The first stage runs behind the gate; the rerank stage, which may wait on a remote pool, does not.
-        with self.gate.held() if self.gate is not None else nullcontext():
+        with admitted(self.gate):
             clock = self._lap("admission", clock)
             vectors: _Vectors = [None] * len(queries)
             if self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.DENSE):

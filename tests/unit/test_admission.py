@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from hivemem.admission import FairGate, search_gate_for
+from hivemem.config import Settings
 
 WAIT_S = 10
 
@@ -89,9 +90,12 @@ def test_a_failure_inside_frees_the_slot() -> None:
 
 
 def test_the_default_is_one_more_than_the_cores_and_a_gate_needs_a_slot() -> None:
-    local, configured = search_gate_for(0), search_gate_for(7, in_process=False)
+    remote = "opensearch+http://127.0.0.1:9200"
+    local = search_gate_for(Settings(search_concurrency=0))
+    configured = search_gate_for(Settings(search_concurrency=7, store_url=remote))
     assert local is not None and local.slots == (os.cpu_count() or 1) + 1
     assert configured is not None and configured.slots == 7
-    assert search_gate_for(0, in_process=False) is None  # a remote store's searches wait on the cluster
+    # A remote store's searches wait on the cluster.
+    assert search_gate_for(Settings(search_concurrency=0, store_url=remote)) is None
     with pytest.raises(ValueError):
         FairGate(0)
