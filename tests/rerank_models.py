@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["tiny_cross_encoder"]
+__all__ = ["tiny_bert", "tiny_cross_encoder"]
 
 
-def tiny_cross_encoder(folder: Path) -> Path:
-    """Write the model into ``folder`` (once) and return it."""
-    if (folder / "config.json").exists():
-        return folder
+def tiny_bert(folder: Path, model_class: type) -> Path:
+    """A two-layer BERT of ``model_class`` (randomly initialised, seed 0) with the packaged MiniLM's
+    tokenizer, written into ``folder``; a one-logit head where the class has one."""
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+    from transformers import AutoTokenizer, BertConfig
 
     from workers.embed import packaged_model_path
 
@@ -32,6 +31,15 @@ def tiny_cross_encoder(folder: Path) -> Path:
         num_labels=1,
     )
     torch.manual_seed(0)
-    BertForSequenceClassification(config).save_pretrained(str(folder))
+    model_class(config).save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
     return folder
+
+
+def tiny_cross_encoder(folder: Path) -> Path:
+    """Write the model into ``folder`` (once) and return it."""
+    if (folder / "config.json").exists():
+        return folder
+    from transformers import BertForSequenceClassification
+
+    return tiny_bert(folder, BertForSequenceClassification)

