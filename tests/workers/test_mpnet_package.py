@@ -83,7 +83,8 @@ def test_the_parts_join_into_a_folder_that_embeds(parts: list[Path], tmp_path: P
     names = {p.name for p in folder.iterdir()}
     assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} <= names
     assert names.isdisjoint({"README.md", "desktop.ini", "1_Pooling", "joined.zip"})  # only what a model folder needs
-    assert [p.name for p in (tmp_path / "models").iterdir()] == ["all-mpnet-base-v2"]  # no staging left
+    # No staging left; the lock file stays (removing it could let a waiting process lock a stale file).
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [".all-mpnet-base-v2.lock", "all-mpnet-base-v2"]
     embedder = TransformersEmbedder(str(folder), model_id=MPNET_MODEL_ID)
     vectors = np.asarray(embedder.embed_passages(["the billing client times out", "deploys run on Tuesday"]))
     assert vectors.shape == (2, 32)
@@ -107,20 +108,20 @@ def test_a_damaged_part_is_refused_and_leaves_nothing(parts: list[Path], tmp_pat
     parts[1].write_bytes(bytes(data))
     with pytest.raises(EmbeddingError, match="do not join into a whole archive"):
         mpnet_folder(tmp_path / "models", parts)
-    assert list((tmp_path / "models").iterdir()) == []
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [".all-mpnet-base-v2.lock"]
 
 
 def test_a_missing_or_short_part_is_refused(parts: list[Path], tmp_path: Path) -> None:
     with pytest.raises(EmbeddingError, match="do not join into a whole archive"):
         mpnet_folder(tmp_path / "models", parts[:4])
-    assert list((tmp_path / "models").iterdir()) == []
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [".all-mpnet-base-v2.lock"]
 
 
 def test_an_archive_without_the_weights_is_refused(model: Path, tmp_path: Path) -> None:
     parts = _split_zip(model, tmp_path / "site-packages", leave_out="model.safetensors")
     with pytest.raises(EmbeddingError, match=r"lacks model\.safetensors"):
         mpnet_folder(tmp_path / "models", parts)
-    assert list((tmp_path / "models").iterdir()) == []
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [".all-mpnet-base-v2.lock"]
 
 
 def test_a_dead_builds_staging_is_replaced(parts: list[Path], tmp_path: Path) -> None:
