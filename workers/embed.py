@@ -28,6 +28,7 @@ __all__ = [
     "TransformersEmbedder",
     "load_embedder",
     "packaged_model_path",
+    "vectors_made_by",
 ]
 
 PACKAGED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -215,6 +216,19 @@ def load_embedder(settings: Settings) -> Embedder:
         folder,
         settings.model_cache_dir.expanduser() / "onnx",
         model_id=torch_embedder.model_id,
+        # The 8-bit copy keeps the model's id: its vectors are the model's within cosine 0.998, so a
+        # store written with either serves queries embedded with the other, and nothing re-embeds.
+        weights=settings.embed_weights,
         fallback=torch_embedder if runtime == "auto" else None,
         **options,
     )
+
+
+def vectors_made_by(embedder: Embedder) -> str:
+    """What made ``embedder``'s vectors, for caches of them: the model id, and ``:int8`` when an
+    8-bit copy computes them (loads the model to know)."""
+    if isinstance(embedder, OnnxEmbedder):
+        embedder.load()
+        if embedder.weights == "int8":
+            return f"{embedder.model_id}:int8"
+    return embedder.model_id

@@ -14,7 +14,7 @@ from hivemem.config import Settings
 from hivemem.model import FusionMethod, RetrievalMode
 from hivemem.schemas import MemoryCreate
 from search.sqlite.schema import SCHEMA_VERSION
-from workers.embed import load_embedder
+from workers.embed import load_embedder, vectors_made_by
 
 __all__ = ["BenchCorpus", "bench_service", "emit"]
 
@@ -57,7 +57,7 @@ def bench_service(
             settings.resolution_contradiction_cosine,
         )
     )
-    key = _fingerprint(corpus, f"{embedder.model_id}:{settings.passage_prefix}:{SCHEMA_VERSION}:{resolution}")
+    key = _fingerprint(corpus, f"{vectors_made_by(embedder)}:{settings.passage_prefix}:{SCHEMA_VERSION}:{resolution}")
     db = folder / f"{name}-{key}.db"
     ids_file = db.with_suffix(".ids.json")
     if fresh or not ids_file.exists():
