@@ -15,7 +15,13 @@ import pytest
 from pydantic import ValidationError
 
 from hivemem.config import Settings
-from workers.embed import PACKAGED_MODEL_ID, load_embedder, packaged_model_path, vectors_made_by
+from workers.embed import (
+    PACKAGED_MODEL_ID,
+    TransformersEmbedder,
+    load_embedder,
+    packaged_model_path,
+    vectors_made_by,
+)
 from workers.onnx_embed import OnnxEmbedder
 from workers.onnx_export import exported_model
 from workers.onnx_int8 import int8_model_file
@@ -147,3 +153,15 @@ def test_making_the_copy_leaves_the_process_logging_as_it_was(tmp_path: Path) ->
     assert done.stdout.split() == ["0", str(logging.WARNING)]
     assert "skip to quantize" not in done.stderr and "nobody asked for" not in done.stderr
     assert (next(tmp_path.iterdir()) / "model.int8.onnx").is_file()
+
+
+def test_when_torch_takes_over_from_a_damaged_export_the_vectors_are_float32(tmp_path: Path) -> None:
+    exported = exported_model(packaged_model_path(), tmp_path)
+    exported.model_file.write_bytes(b"not an onnx model")
+    torch_model = TransformersEmbedder()
+    damaged = OnnxEmbedder(
+        packaged_model_path(), tmp_path, model_id=PACKAGED_MODEL_ID, weights="int8", fallback=torch_model
+    )
+    assert damaged.embed_queries(TEXTS[:2]) == torch_model.embed_queries(TEXTS[:2])
+    assert damaged.weights == "float32" and vectors_made_by(damaged) == PACKAGED_MODEL_ID
+    assert not (exported.folder / "model.int8.onnx").exists()
