@@ -143,11 +143,7 @@ class OnnxEmbedder:
                 options.intra_op_num_threads = self._threads
                 options.inter_op_num_threads = 1
                 options.log_severity_level = 3  # warnings about unused initialisers are noise in a server log
-                self._session = self._int8_session(model, onnxruntime, options)
-                if self._session is None:
-                    self._session = onnxruntime.InferenceSession(
-                        str(model.model_file), options, providers=["CPUExecutionProvider"]
-                    )
+                self._session = self._open_session(model, onnxruntime, options)
                 self._tokenizer_json = model.tokenizer_file.read_text(encoding="utf-8")
             except Exception as exc:
                 raise EmbeddingError(f"cannot load the ONNX copy of embedding model {self._source}: {exc}") from exc
@@ -156,19 +152,20 @@ class OnnxEmbedder:
             self._model = model
             return model
 
-    def _int8_session(self, model: ExportedModel, onnxruntime: Any, options: Any) -> Any:
-        """A session on the 8-bit copy, or None (float32 then serves) when none was asked for or
-        it cannot be had."""
-        if self._weights != "int8":
-            return None
-        try:
-            return onnxruntime.InferenceSession(
-                str(int8_model_file(model)), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:  # ImportError, a quantizer or kernel that refuses: float32 still works
-            log.warning("embedding with float32 weights: no 8-bit copy of %s: %s", self._source, exc)
-            self._weights = "float32"
-            return None
+    def _open_session(self, model: ExportedModel, onnxruntime: Any, options: Any) -> Any:
+        """A session on the weights asked for: the 8-bit copy, or float32 when that was asked or
+        the copy cannot be had."""
+
+        def session(model_file: Path) -> Any:
+            return onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+
+        if self._weights == "int8":
+            try:
+                return session(int8_model_file(model))
+            except Exception as exc:  # ImportError, a quantizer or kernel that refuses: float32 still works
+                log.warning("embedding with float32 weights: no 8-bit copy of %s: %s", self._source, exc)
+                self._weights = "float32"
+        return session(model.model_file)
 
     def _tokenizer(self, max_length: int) -> Any:
         """This thread's tokenizer for ``max_length`` (a tokenizer's padding and truncation are its

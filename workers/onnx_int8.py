@@ -4,10 +4,10 @@ multiplied in int8 (onnxruntime's ``MatMulNBits``, ``accuracy_level`` 4).
 Why (measured on 2 cores, SciFact claims, the model alone): a query embedding reads every weight
 once, so the float32 model is bound by memory traffic; with 8-bit weights all-MiniLM-L6-v2 embeds a
 query in about 5.4 ms against 7.4 (two calls at once: 310 queries/s against 225) and
-all-mpnet-base-v2 in about 35 ms against 51, and the vectors stay within cosine 0.998 of the float32 model's (0.9997 on
-average over 200 claims, 0.999 for a one-letter text; LoCoMo and SciFact rank alike,
-bench/RESULTS.md). Blocks of 128 were faster still and moved vectors further (0.9984 at worst over
-the claims); 4-bit weights moved them to 0.93–0.97. The earlier 8-bit
+all-mpnet-base-v2 in about 35 ms against 51, and the vectors stay within cosine 0.998 of the
+float32 model's (0.9997 on average over 200 claims, 0.999 for a one-letter text; LoCoMo and
+SciFact rank alike, bench/RESULTS.md). Blocks of 128 were faster still and moved vectors further
+(0.9984 at worst over the claims); 4-bit weights moved them to 0.93–0.97. The earlier 8-bit
 attempt, onnxruntime's dynamic quantization, scales each activation tensor as a whole and moved
 vectors to 0.91–0.96: the feed-forward outputs carry outliers that one scale cannot hold.
 
