@@ -6,20 +6,21 @@ model's fast tokenizer beside it: serving the copy needs onnxruntime and ``token
 
 The copy is keyed by a digest of the source folder's files and this module's format: a changed
 model is exported again, and copies of one model (a data dir per test, say) share one export.
-It is written to a staging folder and renamed, so a process that dies half-way leaves no broken
-copy; two processes exporting at once each write their own staging folder, and the second keeps
-the first one's identical copy.
+It is built as every derived model folder is (:func:`workers.model_folder.built_folder`): in a
+staging folder renamed into place, so a process that dies half-way leaves no broken copy, and under
+a lock, so the processes of a worker pool starting at once export it once (an export holds the whole
+model in memory for a while) and the others wait for it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import uuid
 import warnings
 from pathlib import Path
 from typing import Any
+
+from workers.model_folder import built_folder
 
 __all__ = ["ExportedModel", "exported_model"]
 
@@ -60,22 +61,7 @@ def exported_model(source: Path, cache_dir: Path) -> ExportedModel:
     Raises whatever torch, transformers or the exporter raise; the caller says which model failed.
     """
     stamp = _stamp(source)
-    folder = cache_dir / f"{source.name}-{stamp}"
-    if (folder / _META).is_file():
-        return ExportedModel(folder)
-    staging = cache_dir / f".{folder.name}.{uuid.uuid4().hex[:8]}.partial"
-    staging.mkdir(parents=True)
-    try:
-        _export(source, staging)
-        (staging / "hivemem-source.txt").write_text(f"{source}\n{stamp}\n")
-        try:
-            staging.rename(folder)
-        except OSError:
-            # Another process renamed its identical export into place first: use that one.
-            if not (folder / _META).is_file():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    folder = built_folder(cache_dir / f"{source.name}-{stamp}", stamp, lambda staging: _export(source, staging))
     return ExportedModel(folder)
 
 
@@ -140,5 +126,6 @@ def _export(source: Path, target: Path) -> None:
         "pad_id": int(tokenizer.pad_token_id or 0),
         "pad_token": str(tokenizer.pad_token or "[PAD]"),
         "model_max_length": int(min(getattr(tokenizer, "model_max_length", 512) or 512, 100_000)),
+        "exported_from": str(source),
     }
     (target / _META).write_text(json.dumps(meta, indent=1))

@@ -73,7 +73,28 @@ def test_a_model_is_exported_once_and_copies_of_it_share_the_export(tmp_path: Pa
     shutil.copytree(packaged_model_path(), copy)
     again = exported_model(copy, cache)
     assert again.folder == first.folder and again.model_file.stat().st_mtime_ns == made
-    assert [p.name for p in cache.iterdir()] == [first.folder.name]  # no staging folder left behind
+    # No staging folder left behind (the hidden file is the builders' lock).
+    assert [p.name for p in cache.iterdir() if not p.name.startswith(".")] == [first.folder.name]
+    assert not list(cache.glob("*.partial"))
+
+
+def test_processes_starting_at_once_export_the_model_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A worker pool's processes all load the model when they start: one exports, the others wait
+    # for its copy instead of each holding the model in memory to export it again.
+    import workers.onnx_export as onnx_export
+
+    exports: list[Path] = []
+    real_export = onnx_export._export
+
+    def counted(source: Path, target: Path) -> None:
+        exports.append(target)
+        real_export(source, target)
+
+    monkeypatch.setattr(onnx_export, "_export", counted)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        copies = list(pool.map(lambda _: exported_model(packaged_model_path(), tmp_path), range(3)))
+    assert len(exports) == 1
+    assert {c.folder for c in copies} == {copies[0].folder} and copies[0].model_file.is_file()
 
 
 def test_the_runtime_is_chosen_by_setting(tmp_path: Path) -> None:
