@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import fcntl
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["MARKER", "built_folder"]
+__all__ = ["MARKER", "built_folder", "folder_lock"]
 
 MARKER = "hivemem-source.txt"
 
@@ -28,9 +29,7 @@ def built_folder(folder: Path, stamp: str, write: Callable[[Path], None]) -> Pat
     says ``stamp``. Whatever ``write`` raises propagates, and nothing of that build is left."""
     if _current(folder, stamp):
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with (folder.parent / f".{folder.name}.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when the process dies
+    with folder_lock(folder):
         if _current(folder, stamp):
             return folder  # another process built it while this one waited
         staging = folder.parent / f".{folder.name}.partial"
@@ -46,3 +45,15 @@ def built_folder(folder: Path, stamp: str, write: Callable[[Path], None]) -> Pat
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Held by one process (and one thread) at a time: whoever builds ``folder`` or adds a file to it.
+
+    The lock file lies beside the folder; the lock is released when the block ends, or when the
+    process dies."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with (folder.parent / f".{folder.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -13,8 +13,8 @@ vectors to 0.91–0.96: the feed-forward outputs carry outliers that one scale c
 
 The copy is ``model.int8.onnx`` beside ``model.onnx`` in the export's folder, so it is keyed by
 the same digest of the source; it is written under a private name and renamed into place, so a
-process that dies half-way leaves nothing, and two processes making it at once each rename an
-identical file.
+process that dies half-way leaves nothing, and under the folder's lock, so the processes of a
+worker pool starting at once make it once.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import uuid
 from pathlib import Path
 from types import ModuleType
 
+from workers.model_folder import folder_lock
 from workers.onnx_export import ExportedModel
 
 __all__ = ["INT8_BLOCK_SIZE", "int8_model_file"]
@@ -43,6 +44,13 @@ def int8_model_file(model: ExportedModel) -> Path:
     target = model.folder / _FILE
     if target.is_file():
         return target
+    with folder_lock(model.folder):
+        if not target.is_file():  # else another process made it while this one waited
+            _quantize(model, target)
+    return target
+
+
+def _quantize(model: ExportedModel, target: Path) -> None:
     import onnx
 
     nbits = _quantizer()
@@ -55,7 +63,6 @@ def int8_model_file(model: ExportedModel) -> Path:
         os.replace(staging, target)
     finally:
         staging.unlink(missing_ok=True)
-    return target
 
 
 def _quantizer() -> ModuleType:

@@ -15,6 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from hivemem.config import Settings
+from workers import onnx_int8
 from workers.embed import (
     PACKAGED_MODEL_ID,
     TransformersEmbedder,
@@ -23,7 +24,7 @@ from workers.embed import (
     vectors_made_by,
 )
 from workers.onnx_embed import OnnxEmbedder
-from workers.onnx_export import exported_model
+from workers.onnx_export import ExportedModel, exported_model
 from workers.onnx_int8 import int8_model_file
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
@@ -95,11 +96,20 @@ def test_the_copy_is_made_once_beside_the_export_and_leaves_nothing_else(cache: 
     assert sorted(p.name for p in model.folder.iterdir() if p.name.startswith(".")) == []
 
 
-def test_two_processes_making_it_at_once_leave_one_whole_copy(tmp_path: Path) -> None:
+def test_two_processes_making_it_at_once_make_one_whole_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = exported_model(packaged_model_path(), tmp_path)
+    made_by: list[Path] = []
+    real_quantize = onnx_int8._quantize
+
+    def counted(exported: ExportedModel, target: Path) -> None:
+        made_by.append(target)
+        real_quantize(exported, target)
+
+    monkeypatch.setattr(onnx_int8, "_quantize", counted)
     with ThreadPoolExecutor(max_workers=2) as pool:
         made = list(pool.map(lambda _: int8_model_file(model), range(2)))
     assert made[0] == made[1] and made[0].is_file()
+    assert len(made_by) == 1  # the second waited for the first one's copy
     assert sorted(p.name for p in model.folder.iterdir()) == sorted(
         ["hivemem-onnx.json", "hivemem-source.txt", "model.onnx", "model.int8.onnx", "tokenizer.json"]
     )
