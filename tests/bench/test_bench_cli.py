@@ -44,6 +44,9 @@ LOCOMO = [
             },
             {"question": "What color is Ann's bicycle?", "answer": "red", "evidence": ["D1:3"], "category": 2},
             {"question": "Adversarial", "adversarial_answer": "x", "evidence": ["D1:1"], "category": 5},
+            {"question": "What does Bob's teacher say?", "answer": "he improved", "evidence": ["D:2:1"], "category": 1},
+            {"question": "Unanswerable: no evidence listed", "answer": "x", "evidence": [], "category": 3},
+            {"question": "Unanswerable: no such turn", "answer": "x", "evidence": ["D9:9", "D"], "category": 3},
         ],
     }
 ]
@@ -65,7 +68,9 @@ def test_locomo_bench_reports_every_metric(
     for mode in ("hybrid", "bm25", "dense"):
         assert main(["bench", "locomo", "--data", str(data), "--json", str(out), "--mode", mode]) == 0
         report = json.loads(out.read_text())
-        assert report["questions"] == 3  # category 5 is left out
+        # Category 5 is left out, and so are the questions with no evidence in the conversation
+        # ("D:2:1", the dataset's stray colon, is turn D2:1).
+        assert (report["questions"], report["questions_without_evidence"]) == (4, 2)
         assert set(report["by_category"]) == {"1", "2", "4"}
         assert 0.0 <= report["hit@1"] <= report["hit@5"] <= report["hit@10"] <= 1.0
         assert report["mode"] == mode
@@ -116,7 +121,7 @@ def test_variants_run_the_same_questions_once_each_and_print_the_table(
         ("prf", {"query_expansion": "prf", "prf_docs": "2"}),
         ("rerank", {"rerank_model": "bi:hash:32"}),
     ]
-    assert all(r["questions"] == 3 and r["p50_ms"] > 0 for r in report["variants"])
+    assert all(r["questions"] == 4 and r["p50_ms"] > 0 for r in report["variants"])
     assert report["hit@5"] == report["variants"][0]["hit@5"]
     table = capsys.readouterr().err
     assert "| variant | changes | hit@1 | hit@5 | hit@10 | mrr | p50 ms | p95 ms |" in table
