@@ -324,6 +324,14 @@ class Settings(BaseSettings):
         le=10.0,
         description="In the context leg, the share of an adjacent turn's BM25 score a memory gets (halved per step).",
     )
+    thread_weight: float = Field(
+        default=0.4,
+        ge=0.0,
+        le=5.0,
+        description="How much the best score among a memory's thread-mates on the shortlist counts in its own: "
+        "(own + w × best) / (1 + w), lifting the other turns of the conversation a question matches best. The best "
+        "result keeps its score, and so does every memory in no thread. 0: off.",
+    )
     query_expansion: Literal["off", "prf"] = Field(
         default="off",
         description="`prf`: pseudo-relevance feedback on the vector leg (the query vector plus the centroid of "

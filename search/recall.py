@@ -5,8 +5,9 @@ store query; the legs are fused by :mod:`hivemem.fusion`; several queries are fu
 An optional rerank stage reorders the head of the fused list (:mod:`hivemem.rerank`; a cross-encoder
 or a second model, in this process or on the rerank pool), against the first query; when it fails
 or is late, the first-stage order stands and ``explain`` says so. Then each candidate's relevance is
-moved by its decayed strength and scaled by trust (:mod:`hivemem.decay`), ``min_relevance`` drops
-weak results and ``limit`` cuts the list.
+moved by its decayed strength and scaled by trust (:mod:`hivemem.decay`) and by the time stage,
+lifted toward the best of its thread on the shortlist (:mod:`hivemem.thread_context`), lowered when
+superseded or consolidated; ``min_relevance`` drops weak results and ``limit`` cuts the list.
 Recall never writes: access reinforcement is the caller's background job. With a gate
 (:mod:`hivemem.admission`), the first stage waits for a slot; the rerank stage runs outside it.
 
@@ -24,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from hivemem.admission import FairGate, admitted
 from hivemem.config import Settings
@@ -36,7 +38,7 @@ from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
 from hivemem.model import FusionMethod, Hit, Memory, MemoryState, RetrievalMode
 from hivemem.observe import NO_OBSERVER, Observer
 from hivemem.rerank import Reranked, Reranker, RerankOutcome, RerankPolicy, rerank_order, wanted
-from hivemem.thread_context import context_leg
+from hivemem.thread_context import context_leg, thread_best
 from hivemem.time_window import dates_in, question_date
 from search.base import FusesNatively, LegQuery, SearchesLegsTogether, SearchFilter, Store
 
@@ -79,6 +81,7 @@ class RecallParams:
     prf_docs: int = 3
     prf_weight: float = 0.5
     time_boost: float = 0.25
+    thread_weight: float = 0.4
 
     @classmethod
     def from_settings(cls, settings: Settings, mode: RetrievalMode = RetrievalMode.HYBRID) -> RecallParams:
@@ -103,6 +106,7 @@ class RecallParams:
             prf_docs=settings.prf_docs,
             prf_weight=settings.prf_weight,
             time_boost=settings.time_boost,
+            thread_weight=settings.thread_weight,
             rerank=RerankPolicy(
                 gate=settings.rerank_gate,
                 top_n=settings.rerank_top_n,
@@ -110,6 +114,17 @@ class RecallParams:
                 weight=settings.rerank_weight,
             ),
         )
+
+
+class _Rescored(NamedTuple):
+    """A shortlisted memory after decay, trust and the time stage, before the thread lift."""
+
+    fused: Fused
+    memory: Memory
+    alive: float
+    trust: float
+    timely: bool
+    score: float
 
 
 def _rounded(value: float | None) -> float | None:
@@ -311,9 +326,9 @@ class Recaller:
         self.observer.rerank(outcome.value)
         # Per-leg ranks and scores exist for one query; several are fused again from their fusions.
         by_leg = {f.id: f for f in per_query[0]} if len(per_query) == 1 else {}
-        hits: list[Hit] = []
         p = self.params
         named = question_date(queries[0]) if p.time_boost > 0 else None
+        rescored: list[_Rescored] = []
         for f in shortlist:
             memory = memories.get(f.id)
             if memory is None:  # deleted between the legs and the fetch
@@ -321,7 +336,22 @@ class Recaller:
             alive = strength(memory, now, base_half_life_days=p.decay_half_life_days, access_boost=p.access_boost)
             trust = trust_factor(memory.source, agent_inferred=p.trust_agent_inferred, imported=p.trust_imported)
             score = rescore(f.score, alive, trust, decay_weight=p.decay_weight)
-            # Superseded (no longer valid): still found, ranked below what replaced it.
+            # The question names a date: what is dated then comes first.
+            timely = named is not None and named.fits_any(dates_in(memory.content) or [memory.created_at.date()])
+            if timely:
+                score *= 1 + p.time_boost
+            rescored.append(_Rescored(f, memory, alive, trust, timely, score))
+        # The thread lift (hivemem.thread_context): toward the best of the memory's thread on the shortlist.
+        in_threads = {r.memory.id: (r.memory.scope, r.memory.thread) for r in rescored if r.memory.thread}
+        best_of_thread = (
+            thread_best({r.memory.id: r.score for r in rescored}, in_threads) if p.thread_weight > 0 else {}
+        )
+        hits: list[Hit] = []
+        for f, memory, alive, trust, timely, score in rescored:
+            best = best_of_thread.get(memory.id)
+            if best is not None:
+                score = (score + p.thread_weight * best) / (1 + p.thread_weight)
+            # Superseded (no longer valid): still found, ranked below what replaced it, however its thread scores.
             superseded = memory.valid_to is not None and memory.valid_to <= now
             if superseded:
                 score *= p.superseded_factor
@@ -329,10 +359,6 @@ class Recaller:
             folded = memory.state is MemoryState.CONSOLIDATED
             if folded:
                 score *= p.consolidated_factor
-            # The question names a date: what is dated then comes first.
-            timely = named is not None and named.fits_any(dates_in(memory.content) or [memory.created_at.date()])
-            if timely:
-                score *= 1 + p.time_boost
             if score < min_relevance:
                 continue
             first = by_leg.get(f.id)
@@ -355,6 +381,7 @@ class Recaller:
                 "superseded": p.superseded_factor if superseded else 1.0,
                 "consolidated": p.consolidated_factor if folded else 1.0,
                 "time": None if named is None else (1 + p.time_boost if timely else 1.0),
+                "thread_best": _rounded(best),
             }
             hits.append(Hit(memory=memory, score=score, explain=explain))
         hits.sort(key=lambda h: (-h.score, h.memory.id))

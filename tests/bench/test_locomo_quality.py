@@ -28,6 +28,8 @@ def test_hybrid_reaches_the_target_and_beats_each_leg(tmp_path: Path) -> None:
     hit5 = {
         mode: run_locomo(LOCOMO, settings, mode=mode, fusion=FusionMethod.MINMAX)["hit@5"] for mode in RetrievalMode
     }
-    assert hit5[RetrievalMode.HYBRID] >= 0.60
+    # 0.755 measured with every stage at its default (bench/RESULTS.md); without the thread lift 0.728.
+    # The margin is for another CPU's float arithmetic flipping a few close ranks.
+    assert hit5[RetrievalMode.HYBRID] >= 0.745
     assert hit5[RetrievalMode.HYBRID] > hit5[RetrievalMode.BM25]
     assert hit5[RetrievalMode.HYBRID] > hit5[RetrievalMode.DENSE]

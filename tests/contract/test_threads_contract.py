@@ -47,3 +47,15 @@ def test_every_state_counts_and_a_tie_in_time_falls_back_to_the_id(store: Store,
     store.put(later)
     assert store.thread_neighbours([later.id], 1) == {later.id: [(earlier.id, 1)]}
     assert store.thread_neighbours([earlier.id], 1) == {earlier.id: [(later.id, 1)]}
+
+
+def test_the_rows_recall_reads_carry_their_thread(store: Store, embedder: HashEmbedder) -> None:
+    # Recall's thread lift groups its shortlist by (scope, thread) from these rows.
+    turn, other_scope = (
+        _turns(embedder, store, "session-1", 1)[0],
+        _turns(embedder, store, "session-1", 1, scope="q")[0],
+    )
+    loose = make(embedder, "a memory in no thread")
+    store.put(loose)
+    read = store.get_many([turn.id, other_scope.id, loose.id], vectors=False)
+    assert [(m.scope, m.thread) for m in read] == [("p", "session-1"), ("q", "session-1"), (loose.scope, "")]

@@ -271,6 +271,64 @@ def test_memories_in_no_thread_are_recalled_as_without_the_context_leg(settings:
         off.close()
 
 
+def _scores(service: MemoryService, query: str) -> dict[str, tuple[float, float | int | str | None]]:
+    """id -> (score, explain's thread_best), the keyword legs alone (the hash embedder adds noise)."""
+    service.with_mode(RetrievalMode.BM25)
+    found = service.remember(RecallRequest(query=query, explain=True), CALLER, reinforce=False).results
+    return {r.id: (r.score, (r.explain or {})["thread_best"]) for r in found}
+
+
+def test_the_thread_lift_moves_a_turn_toward_the_best_of_its_conversation(settings: Settings) -> None:
+    query = "weekend lake trip fishing"
+    plain = MemoryService.from_settings(settings.model_copy(update={"thread_weight": 0.0}))
+    try:
+        turns = [
+            MemoryCreate(title="Lake trip", content="We drove to the lake for the weekend trip."),
+            MemoryCreate(title="Weather", content="It rained, but the fishing was great."),
+        ]
+        best, reply = [
+            r.id for r in plain.memorize_many([t.model_copy(update={"thread": "chat"}) for t in turns], CALLER)
+        ]
+        alone = add(plain, "Licence", "The fishing licence is renewed every spring.")
+        before = _scores(plain, query)
+    finally:
+        plain.close()
+    lifted = MemoryService.from_settings(settings.model_copy(update={"thread_weight": 0.4}))
+    try:
+        after = _scores(lifted, query)
+    finally:
+        lifted.close()
+    assert before[best][0] > before[reply][0] > 0
+    # The reply moves toward its thread's best: (own + 0.4 × best) / 1.4.
+    assert after[reply][0] == pytest.approx((before[reply][0] + 0.4 * before[best][0]) / 1.4, abs=1e-5)
+    assert after[reply][1] == pytest.approx(before[best][0], abs=1e-5)
+    # The best of the thread keeps its score (the first result never changes), and a memory in no
+    # thread is not touched.
+    assert after[best] == (before[best][0], before[best][0])
+    assert after[alone] == before[alone] and after[alone][1] is None
+    assert before[reply][1] is None  # off: no thread_best at all
+
+
+def test_the_thread_lift_does_not_undo_superseding(settings: Settings) -> None:
+    svc = MemoryService.from_settings(settings.model_copy(update={"thread_weight": 1.0}))
+    try:
+        turns = [
+            MemoryCreate(title="Deploy day", content="We deploy the billing service on Fridays.", thread="ops"),
+            MemoryCreate(title="Deploy window", content="Billing deploys happen after 18:00.", thread="ops"),
+        ]
+        best, old = [r.id for r in svc.memorize_many(turns, CALLER)]
+        query = "when do we deploy billing"
+        before = _scores(svc, query)
+        stale = replace(svc.store.get(old), valid_to=utcnow() - timedelta(days=1))
+        svc.store.put(stale, DuplicatePolicy.OVERWRITE)
+        after = _scores(svc, query)
+    finally:
+        svc.close()
+    # Lifted first, then scaled by the superseded factor: still ranked ×0.1, whatever its thread scores.
+    assert after[old][0] == pytest.approx(before[old][0] * 0.1, abs=1e-5)
+    assert after[best] == before[best]
+
+
 def test_recalls_and_knowledge_searches_wait_their_turn_at_one_gate(settings: Settings) -> None:
     svc = MemoryService.from_settings(settings.model_copy(update={"search_concurrency": 1}))
     try:
