@@ -337,7 +337,8 @@ def build_mcp(
             ThreadName | None,
             Field(
                 description="The conversation or task this is one step of (your id for it): recall reads "
-                "each memory with its neighbours in the thread."
+                "each memory with its neighbours in the thread, and lifts the other memories of the thread it "
+                "finds best."
             ),
         ] = None,
     ) -> dict[str, Any]:

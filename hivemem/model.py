@@ -183,7 +183,8 @@ class Memory:
     embedding: list[float] | None = None
     embedding_model: str = ""
     # The conversation or session this memory is one turn or step of ("" for none): recall reads a
-    # memory together with its neighbours in the thread (ordered by created_at, then id).
+    # memory together with its neighbours in the thread (ordered by created_at, then id), and lifts
+    # it toward the best of its thread (hivemem.thread_context).
     thread: str = ""
     # Edges asked for with this write, added by the memorize job from the memory it ends in (a
     # reinforced copy links from the memory it reinforced). Not a stored field: read the edges back

@@ -161,7 +161,8 @@ ThreadName = Annotated[
         max_length=200,
         json_schema_extra=_TEXT_1.schema(),
         description="The conversation or session this memory is one turn or step of (an id the client keeps): "
-        "recall then reads each memory with its neighbours in the thread.",
+        "recall then reads each memory with its neighbours in the thread, and lifts the other memories of the "
+        "thread it finds best.",
     ),
     AfterValidator(_TEXT_1),
 ]
