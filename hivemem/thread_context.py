@@ -27,7 +27,7 @@ from collections.abc import Hashable, Mapping, Sequence
 
 from hivemem.fusion import Candidate
 
-__all__ = ["context_leg", "thread_best"]
+__all__ = ["context_leg", "thread_lift"]
 
 
 def context_leg(
@@ -44,10 +44,18 @@ def context_leg(
     return [Candidate(i, s) for i, s in ranked[:limit] if s > 0]
 
 
-def thread_best(scores: Mapping[str, float], threads: Mapping[str, Hashable]) -> dict[str, float]:
-    """For each id of ``threads`` (id -> its thread's key; ids in no thread left out), the best of
-    ``scores`` among the ids of the same thread: what the thread lift moves its score toward."""
+def thread_lift(
+    scores: Mapping[str, float], threads: Mapping[str, Hashable], weight: float
+) -> dict[str, tuple[float, float]]:
+    """For each id of ``threads`` (id -> its thread's key; ids in no thread left out): its score
+    lifted toward the best of ``scores`` among the ids of the same thread, and that best.
+    ``(own + weight × best) / (1 + weight)``; empty when ``weight`` is 0 (the lift is off)."""
+    if weight <= 0:
+        return {}
     best: dict[Hashable, float] = {}
     for memory_id, thread in threads.items():
         best[thread] = max(best.get(thread, scores[memory_id]), scores[memory_id])
-    return {memory_id: best[thread] for memory_id, thread in threads.items()}
+    return {
+        memory_id: ((scores[memory_id] + weight * best[thread]) / (1 + weight), best[thread])
+        for memory_id, thread in threads.items()
+    }

@@ -38,7 +38,7 @@ from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
 from hivemem.model import FusionMethod, Hit, Memory, MemoryState, RetrievalMode
 from hivemem.observe import NO_OBSERVER, Observer
 from hivemem.rerank import Reranked, Reranker, RerankOutcome, RerankPolicy, rerank_order, wanted
-from hivemem.thread_context import context_leg, thread_best
+from hivemem.thread_context import context_leg, thread_lift
 from hivemem.time_window import dates_in, question_date
 from search.base import FusesNatively, LegQuery, SearchesLegsTogether, SearchFilter, Store
 
@@ -342,15 +342,14 @@ class Recaller:
                 score *= 1 + p.time_boost
             rescored.append(_Rescored(f, memory, alive, trust, timely, score))
         # The thread lift (hivemem.thread_context): toward the best of the memory's thread on the shortlist.
-        in_threads = {r.memory.id: (r.memory.scope, r.memory.thread) for r in rescored if r.memory.thread}
-        best_of_thread = (
-            thread_best({r.memory.id: r.score for r in rescored}, in_threads) if p.thread_weight > 0 else {}
+        lifted = thread_lift(
+            {r.memory.id: r.score for r in rescored},
+            {r.memory.id: (r.memory.scope, r.memory.thread) for r in rescored if r.memory.thread},
+            p.thread_weight,
         )
         hits: list[Hit] = []
         for f, memory, alive, trust, timely, score in rescored:
-            best = best_of_thread.get(memory.id)
-            if best is not None:
-                score = (score + p.thread_weight * best) / (1 + p.thread_weight)
+            score, best = lifted.get(memory.id, (score, None))
             # Superseded (no longer valid): still found, ranked below what replaced it, however its thread scores.
             superseded = memory.valid_to is not None and memory.valid_to <= now
             if superseded:
