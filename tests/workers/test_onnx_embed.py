@@ -14,6 +14,7 @@ import pytest
 from hivemem.config import Settings
 from hivemem.embedding import parallel_calls
 from hivemem.errors import EmbeddingError
+from tests.workers.counted import counted
 from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, load_embedder, packaged_model_path
 from workers.onnx_embed import OnnxEmbedder
 from workers.onnx_export import exported_model
@@ -83,14 +84,7 @@ def test_processes_starting_at_once_export_the_model_once(tmp_path: Path, monkey
     # for its copy instead of each holding the model in memory to export it again.
     import workers.onnx_export as onnx_export
 
-    exports: list[Path] = []
-    real_export = onnx_export._export
-
-    def counted(source: Path, target: Path) -> None:
-        exports.append(target)
-        real_export(source, target)
-
-    monkeypatch.setattr(onnx_export, "_export", counted)
+    exports = counted(monkeypatch, onnx_export, "_export")
     with ThreadPoolExecutor(max_workers=3) as pool:
         copies = list(pool.map(lambda _: exported_model(packaged_model_path(), tmp_path), range(3)))
     assert len(exports) == 1

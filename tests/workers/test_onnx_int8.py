@@ -15,6 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from hivemem.config import Settings
+from tests.workers.counted import counted
 from workers import onnx_int8
 from workers.embed import (
     PACKAGED_MODEL_ID,
@@ -24,7 +25,7 @@ from workers.embed import (
     vectors_made_by,
 )
 from workers.onnx_embed import OnnxEmbedder
-from workers.onnx_export import ExportedModel, exported_model
+from workers.onnx_export import exported_model
 from workers.onnx_int8 import int8_model_file
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
@@ -98,14 +99,7 @@ def test_the_copy_is_made_once_beside_the_export_and_leaves_nothing_else(cache: 
 
 def test_two_processes_making_it_at_once_make_one_whole_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = exported_model(packaged_model_path(), tmp_path)
-    made_by: list[Path] = []
-    real_quantize = onnx_int8._quantize
-
-    def counted(exported: ExportedModel, target: Path) -> None:
-        made_by.append(target)
-        real_quantize(exported, target)
-
-    monkeypatch.setattr(onnx_int8, "_quantize", counted)
+    made_by = counted(monkeypatch, onnx_int8, "_quantize")
     with ThreadPoolExecutor(max_workers=2) as pool:
         made = list(pool.map(lambda _: int8_model_file(model), range(2)))
     assert made[0] == made[1] and made[0].is_file()
