@@ -9,12 +9,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from api.bench.vectors_key import vectors_key
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, RetrievalMode
 from hivemem.schemas import MemoryCreate
 from search.sqlite.schema import SCHEMA_VERSION
-from workers.embed import load_embedder, vectors_made_by
+from workers.embed import load_embedder
 
 __all__ = ["BenchCorpus", "bench_service", "emit"]
 
@@ -41,8 +42,8 @@ def bench_service(
 ) -> tuple[MemoryService, dict[tuple[str, int], str]]:
     """A service whose store holds ``corpus``; returns it and a map (scope, corpus index) -> memory id.
 
-    The bench database lives under ``DATA_DIR/bench`` named by a hash of the corpus and the model,
-    so running every mode and fusion re-embeds nothing; ``fresh`` rebuilds it.
+    The bench database lives under ``DATA_DIR/bench`` named by a hash of the corpus and what makes
+    its vectors (:func:`vectors_key`), so running every mode and fusion re-embeds nothing; ``fresh`` rebuilds it.
     """
     embedder = load_embedder(settings)
     folder = settings.data_dir.expanduser() / "bench"
@@ -57,7 +58,7 @@ def bench_service(
             settings.resolution_contradiction_cosine,
         )
     )
-    key = _fingerprint(corpus, f"{vectors_made_by(embedder)}:{settings.passage_prefix}:{SCHEMA_VERSION}:{resolution}")
+    key = _fingerprint(corpus, f"{vectors_key(settings, embedder)}:{SCHEMA_VERSION}:{resolution}")
     db = folder / f"{name}-{key}.db"
     ids_file = db.with_suffix(".ids.json")
     if fresh or not ids_file.exists():

@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from api.bench.throughput import percentile, timed_calls
+from api.bench.vectors_key import vectors_key
 from api.process_memory import tune_allocator
 from hivemem.config import Settings
 from hivemem.embedding import parallel_calls
@@ -47,7 +48,7 @@ from hivemem.errors import ConfigError
 from hivemem.hashing import content_hash
 from hivemem.limits import printable
 from hivemem.model import Memory, MemoryType, Source, embedding_text
-from workers.embed import load_embedder, vectors_made_by
+from workers.embed import load_embedder
 
 __all__ = ["run_scale"]
 
@@ -97,7 +98,7 @@ def load_queries(data: Path, count: int) -> list[str]:
 def _embedded(settings: Settings, texts: Sequence[str], cache: Path, kind: str) -> F32:
     """Vectors of ``texts`` by the configured model, cached by content and model."""
     embedder = load_embedder(settings)
-    digest = hashlib.sha256(f"{vectors_made_by(embedder)}:{settings.passage_prefix}:{kind}".encode())
+    digest = hashlib.sha256(f"{vectors_key(settings, embedder)}:{kind}".encode())
     for text in texts:
         digest.update(text.encode())
     path = cache / f"scale-{kind}-{len(texts)}-{digest.hexdigest()[:16]}.npy"

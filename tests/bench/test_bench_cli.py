@@ -108,6 +108,22 @@ def test_scifact_bench_reports_ndcg_and_recall(tmp_path: Path, monkeypatch: pyte
     assert 0 < latency["p50_ms"] <= latency["p95_ms"]
 
 
+def test_a_bench_store_is_built_again_for_another_token_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window a memory is embedded through decides its vectors, so the cached store is keyed by
+    it: a run at 512 tokens must not be served the store a 256-token run built."""
+    data = _locomo_file(tmp_path, monkeypatch)
+    stores = tmp_path / "data" / "bench"
+
+    def run() -> set[str]:
+        assert main(["bench", "locomo", "--data", str(data), "--json", str(tmp_path / "out.json")]) == 0
+        return {p.name for p in stores.glob("locomo-*.db")}
+
+    first = run()
+    assert run() == first and len(first) == 1  # the same settings reuse their store
+    monkeypatch.setenv("HIVEMEM_EMBED_MAX_LENGTH", "512")
+    assert len(run() - first) == 1
+
+
 def test_variants_run_the_same_questions_once_each_and_print_the_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
