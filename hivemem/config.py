@@ -244,7 +244,8 @@ class Settings(BaseSettings):
     )
     embed_model: str = Field(
         default="",
-        description="Embedding model: a local folder or a hub id. Empty loads the packaged all-MiniLM-L6-v2.",
+        description="Embedding model: a local folder or a hub id. Empty loads the packaged all-MiniLM-L6-v2; "
+        "the hub id of a model hivemem carries as a package loads the installed package's copy.",
     )
     reembed_on_model_change: bool = Field(
         default=True,

