@@ -194,6 +194,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             listed = knowledge.sources(caller, args.scope)
             if args.json:
                 _dump([s.model_dump(mode="json") for s in listed])
+            elif not listed:
+                print("no documents indexed")
             else:
                 for s in listed:
                     state = f"error: {s.last_error}" if s.last_error else f"{s.chunk_count} chunks"

@@ -22,6 +22,7 @@ import pytest
 from mcp import Client
 
 from api.bench.local_cluster import hivemem_command
+from api.cli import main as cli_main
 from tests.documents import BAD_DOCUMENTS, GOOD_DOCUMENTS, write_bad, write_good
 from tests.e2e.helpers import HivememServer, hivemem_env, run_cli, wait_for_job
 
@@ -254,3 +255,23 @@ def test_reingest_changes_and_a_kill_halfway(tmp_path: Path) -> None:
     uri = str(changed.resolve())
     assert now[uri].isdisjoint(expected[uri])
     assert {u: c for u, c in now.items() if u != uri} == {u: c for u, c in expected.items() if u != uri}
+
+
+def test_sources_lists_each_document_and_says_when_there_is_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
+    assert cli_main(["knowledge", "sources", "--scope", SCOPE]) == 0
+    assert capsys.readouterr().out == "no documents indexed\n"
+    assert cli_main(["knowledge", "sources", "--scope", SCOPE, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    stored = ["knowledge", "store", "runbook", "--text", "Restart the queue with systemctl.", "--scope", SCOPE]
+    assert cli_main(stored) == 0
+    capsys.readouterr()
+    assert cli_main(["knowledge", "sources", "--scope", SCOPE]) == 0
+    assert capsys.readouterr().out == f"{SCOPE}  key:runbook  (markdown, 1 chunks)\n"
+    assert cli_main(["knowledge", "sources", "--scope", SCOPE, "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert (listed["uri"], listed["chunk_count"], listed["scope"]) == ("key:runbook", 1, SCOPE)
