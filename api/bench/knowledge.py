@@ -6,7 +6,8 @@ documents, one write per document), timed per phase. ``celery``: as one ingest j
 over a private Redis, with the workers' phase times from the job's result. The embedder alone is
 then timed on the same chunk texts, in the same run, so ``chunks_per_s`` can be read against the
 model's own speed. Each question is searched (limit 10) and counts as found at rank k when one of
-its evidence strings appears in the k-th chunk's text (case-insensitive, whitespace collapsed).
+its evidence strings appears in the k-th chunk's text (case-insensitive, whitespace collapsed);
+the report names the questions whose evidence no chunk holds at all.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from search.base import ChunkFilter
 from workers.documents.sources import FileAccess
 from workers.knowledge_jobs import PhaseTimes
 
-__all__ = ["found_at", "load_questions", "run_knowledge"]
+__all__ = ["evidence_not_in", "found_at", "load_questions", "run_knowledge"]
 
 SCOPE = "bench/knowledge"
 _SPACE = re.compile(r"\s+")
@@ -63,6 +64,18 @@ def found_at(texts: list[str], evidence: list[str]) -> int | None:
         if any(w in body for w in wanted):
             return rank
     return None
+
+
+def evidence_not_in(questions: list[dict[str, Any]], chunk_texts: list[str]) -> list[str]:
+    """The questions none of whose evidence strings is in any chunk: a question file that does not
+    match the corpus, or a reader that lost the text. They stay scored, as misses (a reader that
+    loses text must lower the score), and the report names them so a miss can be told from them."""
+    bodies = [_normal(text) for text in chunk_texts]
+    return [
+        entry["question"]
+        for entry in questions
+        if not any(_normal(e) in body for e in entry["evidence"] for body in bodies)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +149,11 @@ def run_knowledge(
         caller = Caller(principal="bench", default_scope=SCOPE)
         print(f"ingesting {corpus} ({shape})", file=sys.stderr)
         ingested = (_ingest_in_process if shape == "embedded" else _ingest_on_workers)(service, caller, corpus)
-        texts = [chunk.context for chunk in service.store.scan_chunks(ChunkFilter(scopes=[SCOPE]))]
+        chunks = list(service.store.scan_chunks(ChunkFilter(scopes=[SCOPE])))
+        texts = [chunk.context for chunk in chunks]
+        absent = evidence_not_in(questions, [chunk.text for chunk in chunks])
+        for question in absent:
+            print(f"warning: no chunk holds the evidence of {question!r}; it can only miss", file=sys.stderr)
         inner = getattr(service.embedder, "inner", service.embedder)
         began = time.perf_counter()
         inner.embed_documents(texts)
@@ -169,6 +186,7 @@ def run_knowledge(
         "hit@10": hit_at(10, ranks),
         "mrr": round(sum(1 / r for r in ranks if r is not None) / max(1, len(ranks)), 4),
         "per_format_hit@5": {fmt: hit_at(5, found) for fmt, found in sorted(by_format.items())},
+        "evidence_not_in_corpus": absent,
         "documents": ingested.documents,
         "indexed": ingested.indexed,
         "failed": ingested.failed,

@@ -283,6 +283,8 @@ def test_knowledge_bench_ingests_and_scores_questions(
     # Two of three found at rank 1 (evidence matched case-insensitively, whitespace collapsed).
     assert (report["hit@1"], report["hit@10"], report["mrr"]) == (0.6667, 0.6667, 0.6667)
     assert report["per_format_hit@5"] == {"html": 0.0, "markdown": 1.0, "pdf": 1.0}
+    # The third's evidence is in no document: still a miss, and named as such.
+    assert report["evidence_not_in_corpus"] == ["unrelated words entirely"]
     assert report["chunks"] >= 5 and report["chunks_per_s"] > 0 and report["raw_embed_chunks_per_s"] > 0
     assert set(report["seconds_by_phase"]) == {"read", "parse", "chunk", "embed", "write"}
 
