@@ -140,14 +140,16 @@ def shape_service(
         redis_server.stop()
 
 
-def raw_forward_per_s(embedder: Embedder, texts: Sequence[str], batch_size: int) -> float:
+def raw_forward_per_s(embedder: Embedder, texts: Sequence[str], batch_size: int, *, documents: bool = False) -> float:
     """The model alone over ``texts``: sorted by length, in batches, as many batches at once as the
-    runtime runs well (:func:`hivemem.embedding.parallel_calls`); texts per second."""
+    runtime runs well (:func:`hivemem.embedding.parallel_calls`), as the server runs them; texts per
+    second. ``documents``: through the document chunks' window (``embed_documents``)."""
     ordered = sorted(texts, key=len)
     batches = [ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size)]
+    embed = embedder.embed_documents if documents else embedder.embed_passages
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=parallel_calls(embedder)) as pool:
-        list(pool.map(embedder.embed_passages, batches))
+        list(pool.map(embed, batches))
     return len(texts) / (time.perf_counter() - start)
 
 
