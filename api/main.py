@@ -66,6 +66,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
             opened = await anyio.to_thread.run_sync(MemoryService.from_settings, settings)
             await anyio.to_thread.run_sync(opened.warm_up)
             opened.start_sleep_timer()
+            opened.start_second_leg()
         holder["service"] = opened
         if metrics is not None:
             metrics.watch(opened)

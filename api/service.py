@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from api.caller import Caller
 from api.process_memory import release_free_memory
 from api.reembed import Reembedding
+from api.second_leg import SecondLeg
 from api.undo import undo
 from hivemem.access import Role
 from hivemem.admission import search_gate_for
@@ -86,7 +87,7 @@ from hivemem.schemas import (
 )
 from hivemem.tickets import Ticket
 from search import SearchFilter, Store, open_store, recorded_embedding
-from search.base import DEFAULT_STATES, ReEmbeds, Warms
+from search.base import DEFAULT_STATES, KeepsSecondVectors, ReEmbeds, Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
@@ -156,6 +157,23 @@ def make_reranker(settings: Settings) -> Reranker | None:
     return load_reranker(settings)
 
 
+def make_second_leg(settings: Settings, store: Store) -> SecondLeg | None:
+    """The second dense leg (``HIVEMEM_SECOND_EMBED_MODEL``): its model on threads of its own, and
+    the filler of its vectors (not started: a server starts it), or None when none is configured."""
+    name = settings.second_embed_model.strip()
+    if not name:
+        return None
+    if not isinstance(store, KeepsSecondVectors):
+        raise ConfigError(
+            "HIVEMEM_SECOND_EMBED_MODEL: the second dense leg needs a store that keeps a second model's "
+            "vectors (the SQLite store); this store keeps one vector per memory"
+        )
+    # The model's own prefixes (e5's query: / passage:), not those configured for the first model.
+    inner = load_embedder(settings.model_copy(update={"embed_model": name, "query_prefix": "", "passage_prefix": ""}))
+    threads = settings.embed_parallel or parallel_calls(inner)
+    return SecondLeg(store, QueuedEmbedder(inner, max_batch=settings.embed_batch_size, threads=threads))
+
+
 def _in_order(memories: list[Memory]) -> list[Memory]:
     """``memories`` with strictly increasing ``created_at``: a batch is in order, so the turns of a
     thread it carries keep theirs (two memories of one microsecond would fall back to id order)."""
@@ -181,8 +199,14 @@ class MemoryService:
         self.runner = runner or make_runner(settings, store, embedder)
         # Recalls and knowledge searches share one gate: they share the cores (hivemem.admission).
         self.search_gate = search_gate_for(settings)
+        self.second_leg = make_second_leg(settings, store)
         self.recaller = Recaller(
-            store, embedder, RecallParams.from_settings(settings), make_reranker(settings), gate=self.search_gate
+            store,
+            embedder,
+            RecallParams.from_settings(settings),
+            make_reranker(settings),
+            gate=self.search_gate,
+            second=None if self.second_leg is None else self.second_leg.embedder,
         )
         self._sleep_timer: SleepTimer | None = None
         # Recalls hold it shared from embedding their query to searching; a re-embed's swap holds it
@@ -368,6 +392,7 @@ class MemoryService:
         """
         memory = self._new_memory(request, caller)
         ticket = self.runner.memorize(memory)
+        self._written()
         if ticket.results is None:
             return MemorizeAccepted(id=memory.id, scope=memory.scope, job_id=ticket.job_id, state=ticket.state)
         return _results(ticket, [memory])[0]
@@ -382,6 +407,7 @@ class MemoryService:
         memories = self._new_batch(requests, caller)
         wait = self.settings.memorize_wait_s if wait_s is None else wait_s
         ticket = self.runner.memorize_bulk(memories, wait_s=wait)
+        self._written()
         ids = [m.id for m in memories]
         results = None if ticket.results is None else _results(ticket, memories)
         return BulkMemorizeResult(job_id=ticket.job_id, state=ticket.state, ids=ids, results=results)
@@ -389,7 +415,14 @@ class MemoryService:
     def memorize_many(self, requests: list[MemoryCreate], caller: Caller = Caller()) -> list[MemorizeResult]:
         """Bulk memorize with batched embedding, waiting until done; same outcomes as one call per memory."""
         memories = self._new_batch(requests, caller)
-        return _results(self.runner.memorize_bulk(memories, wait_s=None), memories)
+        ticket = self.runner.memorize_bulk(memories, wait_s=None)
+        self._written()
+        return _results(ticket, memories)
+
+    def _written(self) -> None:
+        """Memories were written: the second model's filler looks for them now, not at its next poll."""
+        if self.second_leg is not None:
+            self.second_leg.nudge()
 
     def job(self, job_id: str) -> JobPublic:
         """A job's state, progress and result. Raises ``JobNotFoundError``."""
@@ -674,6 +707,12 @@ class MemoryService:
         )
         self._sleep_timer.start()
 
+    def start_second_leg(self) -> None:
+        """Fill the second model's vectors in the background (a server's; a one-off command only
+        recalls with those there). Stopped by ``close``."""
+        if self.second_leg is not None:
+            self.second_leg.start()
+
     def warnings(self) -> list[str]:
         """What an operator should know at start: setups that work but can lose data."""
         return self.runner.warnings()
@@ -713,6 +752,8 @@ class MemoryService:
             self._sleep_timer.stop()
         if self._reembedding is not None:
             self._reembedding.stop()
+        if self.second_leg is not None:
+            self.second_leg.close()
         self.runner.close()
         if isinstance(self.embedder, QueuedEmbedder):
             self.embedder.close()

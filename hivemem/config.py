@@ -305,6 +305,19 @@ class Settings(BaseSettings):
     candidates_per_leg: int = Field(
         default=100, ge=1, le=1000, description="Candidates each leg (BM25, vector) brings to fusion."
     )
+    second_embed_model: str = Field(
+        default="",
+        description="A second embedding model (as `HIVEMEM_EMBED_MODEL` names one, e.g. `e5-small`) whose cosine "
+        "is one more leg of recall over the candidates the other legs bring; its vectors of every memory are kept "
+        "beside the first model's and filled in the background (SQLite store). Empty: off.",
+    )
+    second_dense_weight: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="The second model's share of the vector legs' fusion weight (`1 - HIVEMEM_BM25_WEIGHT`); the "
+        "first model keeps the rest.",
+    )
     context_window: int = Field(
         default=2,
         ge=0,
@@ -629,6 +642,11 @@ class Settings(BaseSettings):
             raise ValueError("rerank_pool: the rerank pool is reached through the broker; set HIVEMEM_BROKER_URL")
         if self.rerank_pool and not self.rerank_model.strip():
             raise ValueError("rerank_pool: no HIVEMEM_RERANK_MODEL to rerank with (the workers load the same one)")
+        if self.second_embed_model.strip() and self.second_embed_model.strip() == self.embed_model.strip():
+            raise ValueError(
+                f"second_embed_model: {self.second_embed_model!r} is already the embedding model; name another "
+                "model, or leave it empty"
+            )
         if self.resolution_contradiction_cosine > self.resolution_reinforce_cosine:
             raise ValueError(
                 f"resolution_contradiction_cosine ({self.resolution_contradiction_cosine}) must not be above "

@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_STATES",
     "ChunkFilter",
     "FusesNatively",
+    "KeepsSecondVectors",
     "KnowledgeStore",
     "LegQuery",
     "Legs",
@@ -457,6 +458,40 @@ class ReEmbeds(Protocol):
     def reembed_swap(self, model: str, dimension: int) -> bool:
         """Make the staged vectors the store's, and ``model`` its model, atomically with respect to
         writes; False (nothing changed) when a memory or chunk is still without one."""
+        ...
+
+
+@runtime_checkable
+class KeepsSecondVectors(Protocol):
+    """A store that keeps a second model's vector of every memory beside the first's, for recall's
+    second dense leg (:mod:`api.second_leg` fills them; :mod:`search.recall` reads them).
+
+    A vector counts for the memory's content it was made from: a memory whose content changed since
+    is pending again and scores nothing until it has a new one; a deleted memory's go with it.
+    """
+
+    def second_vectors_pending(self, model: str, limit: int) -> list[Memory]:
+        """Up to ``limit`` memories without a current ``model`` vector. The store may remember how far
+        it looked: a memory it named is not named again unless it changes or :meth:`second_vectors_rescan`
+        is called, so a caller that fails to store what it was given rescans."""
+        ...
+
+    def second_vectors_rescan(self, model: str) -> None:
+        """Forget how far :meth:`second_vectors_pending` looked: its next call looks at every memory."""
+        ...
+
+    def second_vectors_remaining(self, model: str) -> int:
+        """How many memories have no current ``model`` vector (a full count; for progress reports)."""
+        ...
+
+    def put_second_vectors(self, model: str, dimension: int, vectors: Sequence[tuple[Memory, Sequence[float]]]) -> None:
+        """Keep these ``model`` vectors (``dimension`` long), each for its memory's content as given;
+        a memory deleted meanwhile keeps none."""
+        ...
+
+    def second_vector_scores(self, model: str, vector: Sequence[float], memory_ids: Sequence[str]) -> list[Candidate]:
+        """The cosine of ``vector`` with the current ``model`` vector of each of ``memory_ids`` that has
+        one, best first (ties by id). Filters are the caller's: these ids passed them in the other legs."""
         ...
 
 

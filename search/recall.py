@@ -1,7 +1,9 @@
 """The read path: candidates from each leg, fused once in the core, then rescored.
 
 For every query (1–5): BM25 top-N and vector top-N over the scope set, filters inside the
-store query; the legs are fused by :mod:`hivemem.fusion`; several queries are fused again.
+store query, and with a second model (``HIVEMEM_SECOND_EMBED_MODEL``, a store that
+:class:`~search.base.KeepsSecondVectors`) that model's cosine over the candidates those legs brought;
+the legs are fused by :mod:`hivemem.fusion`; several queries are fused again.
 An optional rerank stage reorders the head of the fused list (:mod:`hivemem.rerank`; a cross-encoder
 or a second model, in this process or on the rerank pool), against the first query; when it fails
 or is late, the first-stage order stands and ``explain`` says so. Then each candidate's relevance is
@@ -40,13 +42,13 @@ from hivemem.observe import NO_OBSERVER, Observer
 from hivemem.rerank import Reranked, Reranker, RerankOutcome, RerankPolicy, rerank_order, wanted
 from hivemem.thread_context import context_leg, thread_lift
 from hivemem.time_window import dates_in, question_date
-from search.base import FusesNatively, LegQuery, SearchesLegsTogether, SearchFilter, Store
+from search.base import FusesNatively, KeepsSecondVectors, LegQuery, SearchesLegsTogether, SearchFilter, Store
 
 __all__ = ["RecallParams", "Recaller", "leg_weights"]
 
 log = logging.getLogger(__name__)
 
-_BM25, _DENSE, _CONTEXT = "bm25", "dense", "context"
+_BM25, _DENSE, _CONTEXT, _SECOND = "bm25", "dense", "context", "dense2"
 
 
 _Vectors = Sequence[Sequence[float] | None] | Future[list[list[float]]]
@@ -82,6 +84,7 @@ class RecallParams:
     prf_weight: float = 0.5
     time_boost: float = 0.25
     thread_weight: float = 0.4
+    second_dense_weight: float = 0.5
 
     @classmethod
     def from_settings(cls, settings: Settings, mode: RetrievalMode = RetrievalMode.HYBRID) -> RecallParams:
@@ -107,6 +110,7 @@ class RecallParams:
             prf_weight=settings.prf_weight,
             time_boost=settings.time_boost,
             thread_weight=settings.thread_weight,
+            second_dense_weight=settings.second_dense_weight,
             rerank=RerankPolicy(
                 gate=settings.rerank_gate,
                 top_n=settings.rerank_top_n,
@@ -133,13 +137,18 @@ def _rounded(value: float | None) -> float | None:
 
 def leg_weights(params: RecallParams, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
     """The fusion weight of each leg (``bm25``, ``dense``): ``bm25_weight`` and its complement in
-    hybrid mode, equal weights otherwise; a ``context`` leg takes ``context_weight`` and the others
-    share the rest in those proportions."""
+    hybrid mode, equal weights otherwise; a second model's leg (``dense2``) takes
+    ``second_dense_weight`` of the vector weight from ``dense``; a ``context`` leg takes
+    ``context_weight`` and the others share the rest in those proportions."""
     hybrid = params.mode is RetrievalMode.HYBRID
     base = [leg for leg in legs if leg != _CONTEXT]
     weights = {
         leg: (params.bm25_weight if leg == _BM25 else 1.0 - params.bm25_weight) if hybrid else 1.0 for leg in base
     }
+    if _SECOND in weights and _DENSE in weights:
+        share = params.second_dense_weight
+        weights[_SECOND] = weights[_DENSE] * share
+        weights[_DENSE] *= 1.0 - share
     if sum(weights.values()) <= 0:
         # A weight of 0 on the only useful leg would fuse nothing; fall back to equal weights.
         weights = dict.fromkeys(base, 1.0)
@@ -161,9 +170,12 @@ class Recaller:
         reranker: Reranker | None = None,
         *,
         gate: FairGate | None = None,
+        second: Embedder | None = None,
     ) -> None:
         self._store = store
         self._embedder = embedder
+        # The second dense leg's model, where the store keeps its vectors (api.second_leg fills them).
+        self._second = second if isinstance(store, KeepsSecondVectors) else None
         self.params = params
         self.reranker = reranker
         self.gate = gate  # searches admitted at once in this process (hivemem.admission); None: all
@@ -238,7 +250,9 @@ class Recaller:
                 legs[_DENSE] = self._store.vector_search(vector, where, n)
         return per_query
 
-    def _per_query(self, queries: Sequence[str], vectors: _Vectors, where: SearchFilter) -> list[list[Fused]]:
+    def _per_query(
+        self, queries: Sequence[str], vectors: _Vectors, where: SearchFilter, second: _Vectors | None = None
+    ) -> list[list[Fused]]:
         results: list[list[Fused] | None] = [None] * len(queries)
         if isinstance(self._store, FusesNatively):
             vectors = _now(vectors)  # native fusion needs the vectors first; nothing to overlap
@@ -249,6 +263,9 @@ class Recaller:
                 resolved = _now(vectors)
                 vectors = [resolved[i] for i in rest]
             gathered = [self._with_context(legs) for legs in self._legs([queries[i] for i in rest], vectors, where)]
+            second_vectors = self._resolved(second)
+            if second_vectors is not None:
+                gathered = self._with_second(gathered, [second_vectors[i] for i in rest])
             for i, legs in zip(rest, gathered, strict=True):
                 results[i] = self._fuse(legs, self._weights(legs)) if legs else []
             if self.params.expansion == "prf":
@@ -268,6 +285,52 @@ class Recaller:
             return legs
         weight = self.params.context_neighbour_weight
         return {**legs, _CONTEXT: context_leg(keyword, neighbours, weight, self.params.candidates_per_leg)}
+
+    def _with_second(
+        self, gathered: list[dict[str, Sequence[Candidate]]], vectors: Sequence[Sequence[float] | None]
+    ) -> list[dict[str, Sequence[Candidate]]]:
+        """Each query's legs with the second model's (``dense2``): its cosine over every candidate the
+        other legs brought that has a vector of it. A failure leaves the legs as they were."""
+        if self._second is None or not isinstance(self._store, KeepsSecondVectors):
+            return gathered
+        model = self._second.model_id
+        with_second = []
+        for legs, vector in zip(gathered, vectors, strict=True):
+            ids = list(dict.fromkeys(c.id for leg in legs.values() for c in leg))
+            if vector is None or not ids:
+                with_second.append(legs)
+                continue
+            try:
+                found = self._store.second_vector_scores(model, vector, ids)
+            except Exception as exc:  # the leg adds to recall; without it recall still answers
+                log.warning("second dense leg skipped: %s", exc)
+                found = []
+            with_second.append({**legs, _SECOND: found} if found else legs)
+        return with_second
+
+    @staticmethod
+    def _resolved(second: _Vectors | None) -> Sequence[Sequence[float] | None] | None:
+        """The second model's query vectors once computed; None without them or when its model failed."""
+        if second is None:
+            return None
+        try:
+            return _now(second)
+        except Exception as exc:  # the second leg adds to recall; without it recall still answers
+            log.warning("second dense leg skipped: %s", exc)
+            return None
+
+    def _second_vectors(self, queries: Sequence[str]) -> _Vectors | None:
+        """The second model's query vectors (being computed), or None without that leg or when its
+        model fails (the other legs answer)."""
+        if self._second is None or self.params.mode not in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
+            return None
+        try:
+            if isinstance(self._second, QueuedEmbedder):
+                return self._second.queries_later(list(queries))
+            return list(self._second.embed_queries(list(queries)))
+        except Exception as exc:
+            log.warning("second dense leg skipped: %s", exc)
+            return None
 
     def _expanded(
         self,
@@ -309,7 +372,7 @@ class Recaller:
                     vectors = self._embedder.queries_later(list(queries))
                 else:
                     vectors = list(self._embedder.embed_queries(list(queries)))
-            per_query = self._per_query(queries, vectors, where)
+            per_query = self._per_query(queries, vectors, where, self._second_vectors(queries))
             if len(per_query) == 1:
                 fused = per_query[0]
             else:
@@ -370,6 +433,8 @@ class Recaller:
                 "bm25_score": _rounded(raw.get(_BM25)),
                 "knn_rank": ranks.get(_DENSE),
                 "knn_score": _rounded(raw.get(_DENSE)),
+                "knn2_rank": ranks.get(_SECOND),
+                "knn2_score": _rounded(raw.get(_SECOND)),
                 "context_rank": ranks.get(_CONTEXT),
                 "context_score": _rounded(raw.get(_CONTEXT)),
                 "rerank": outcome.value,

@@ -69,6 +69,7 @@ def bench_service(
     service.with_mode(mode)
     if ids_file.exists():
         raw: list[list[Any]] = json.loads(ids_file.read_text())
+        _second_leg_filled(service, progress)
         return service, {(scope, int(index)): memory_id for scope, index, memory_id in raw}
     ids: dict[tuple[str, int], str] = {}
     by_scope: dict[str, list[tuple[int, MemoryCreate]]] = {}
@@ -84,7 +85,21 @@ def bench_service(
             done += len(chunk)
             progress(f"  memorized {done}/{len(corpus)}")
     ids_file.write_text(json.dumps([[s, i, m] for (s, i), m in ids.items()]))
+    _second_leg_filled(service, progress)
     return service, ids
+
+
+def _second_leg_filled(service: MemoryService, progress: Callable[[str], None]) -> None:
+    """With a second dense leg, its vectors of every memory before any question is asked (kept in
+    the bench database, so a later run embeds only what it lacks)."""
+    leg = service.second_leg
+    if leg is None:
+        return
+    service.start_second_leg()
+    while not leg.wait_caught_up(30.0):
+        if leg.last_failure:
+            raise RuntimeError(f"the second model's vectors could not be made: {leg.last_failure}")
+        progress(f"  second model ({leg.model}): {leg.remaining()} memories to embed")
 
 
 def emit(report: dict[str, Any], json_out: Path | None) -> None:

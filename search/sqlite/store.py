@@ -53,7 +53,7 @@ from search.base import PageMark, PlanDecision, ReembedBatch, SearchFilter, refu
 from search.knowledge_delegate import DelegatesKnowledge
 from search.neighbours import nearest, neighbour_filter
 from search.query_terms import query_terms
-from search.sqlite import reembed
+from search.sqlite import reembed, second_vectors
 from search.sqlite import tokens as token_rows
 from search.sqlite.knowledge import KnowledgeTables
 from search.sqlite.memory_index import ExactVectors, MemoryIndex
@@ -153,6 +153,7 @@ class SQLiteStore(DelegatesKnowledge):
         self._index = MemoryIndex(dimension, clusters)
         self._rescore = rescore
         self._knowledge = KnowledgeTables(self._read, self._write, dimension)
+        self._second_looked: dict[str, int | None] = {}  # per model: where the pending look goes on from
         self._vector_searches: Coalescer[tuple[object, int], tuple[Sequence[float], SearchFilter], list[Candidate]] = (
             Coalescer(self._vector_batch)
         )
@@ -310,7 +311,13 @@ class SQLiteStore(DelegatesKnowledge):
                 self._check_schema_version()
                 # executescript commits on its own, so it runs outside a unit of work; every
                 # statement is IF NOT EXISTS, so racing processes converge on one schema.
-                self._writer.executescript(SCHEMA + KNOWLEDGE_SCHEMA + TOKEN_SCHEMA + reembed.REEMBED_SCHEMA)
+                self._writer.executescript(
+                    SCHEMA
+                    + KNOWLEDGE_SCHEMA
+                    + TOKEN_SCHEMA
+                    + reembed.REEMBED_SCHEMA
+                    + second_vectors.SECOND_VECTORS_SCHEMA
+                )
                 self._add_missing_columns()
                 for ddl in ADDED_INDEXES:
                     self._writer.execute(ddl)
@@ -790,6 +797,27 @@ class SQLiteStore(DelegatesKnowledge):
         return True
 
     # -- tokens --------------------------------------------------------------------------------
+
+    def second_vectors_pending(self, model: str, limit: int) -> list[Memory]:
+        with self._read() as conn:
+            found, after = second_vectors.pending(conn, model, limit, self._second_looked.get(model))
+        self._second_looked[model] = after
+        return found
+
+    def second_vectors_rescan(self, model: str) -> None:
+        self._second_looked.pop(model, None)
+
+    def second_vectors_remaining(self, model: str) -> int:
+        with self._read() as conn:
+            return second_vectors.remaining(conn, model)
+
+    def put_second_vectors(self, model: str, dimension: int, vectors: Sequence[tuple[Memory, Sequence[float]]]) -> None:
+        with self._write() as conn:
+            second_vectors.put(conn, model, dimension, vectors)
+
+    def second_vector_scores(self, model: str, vector: Sequence[float], memory_ids: Sequence[str]) -> list[Candidate]:
+        with self._read() as conn:
+            return second_vectors.scores(conn, model, vector, memory_ids)
 
     def put_token(self, record: TokenRecord) -> None:
         with self._write() as conn:

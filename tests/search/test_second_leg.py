@@ -1,0 +1,245 @@
+"""The second dense leg: a second model's vectors kept by the SQLite store, filled in the background
+(api/second_leg.py) and fused by recall as one more leg over the other legs' candidates."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from api.second_leg import SecondLeg
+from api.service import Caller, MemoryService, make_second_leg
+from hivemem.config import Settings
+from hivemem.embedding import HashEmbedder
+from hivemem.errors import ConfigError, EmbeddingMismatchError
+from hivemem.hashing import content_hash
+from hivemem.model import DuplicatePolicy, Memory, RetrievalMode, new_memory_id, utcnow
+from hivemem.schemas import MemoryCreate, RecallRequest
+from search.base import SearchFilter
+from search.recall import Recaller, RecallParams, leg_weights
+from search.sqlite.store import SQLiteStore
+from tests.opensearch_backend import OpenSearchBackend
+from tests.opensearch_spec import SpecValidator
+
+FIRST, SECOND = HashEmbedder(64), HashEmbedder(32)
+MODEL = SECOND.model_id
+SCOPE = "github.com/acme/api"
+CALLER = Caller(default_scope=SCOPE)
+
+
+def make(content: str) -> Memory:
+    memory = Memory(
+        id=new_memory_id(), scope=SCOPE, title=content[:30], content=content, content_hash=content_hash(content)
+    )
+    memory.embedding = FIRST.embed_passages([memory.embedding_text()])[0]
+    memory.embedding_model = FIRST.model_id
+    return memory
+
+
+def second_vectors(memories: Sequence[Memory]) -> list[tuple[Memory, list[float]]]:
+    return list(zip(memories, SECOND.embed_passages([m.embedding_text() for m in memories]), strict=True))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    opened = SQLiteStore(str(tmp_path / "m.db"), embedding_model=FIRST.model_id, dimension=FIRST.dimension)
+    yield opened
+    opened.close()
+
+
+def test_pending_until_stored_then_scored_best_first(store: SQLiteStore) -> None:
+    memories = [make("retry with exponential backoff"), make("logs are JSON lines"), make("backoff retry budget")]
+    for memory in memories:
+        store.put(memory)
+    assert {m.id for m in store.second_vectors_pending(MODEL, 10)} == {m.id for m in memories}
+    assert store.second_vectors_remaining(MODEL) == 3
+    store.put_second_vectors(MODEL, SECOND.dimension, second_vectors(memories))
+    assert store.second_vectors_pending(MODEL, 10) == []
+    assert store.second_vectors_remaining(MODEL) == 0
+    query = SECOND.embed_queries(["exponential backoff retry"])[0]
+    scored = store.second_vector_scores(MODEL, query, [m.id for m in memories])
+    assert scored[0].id == memories[0].id
+    assert [c.score for c in scored] == sorted((c.score for c in scored), reverse=True)
+    # Only the ids asked for, and nothing for another model.
+    assert [c.id for c in store.second_vector_scores(MODEL, query, [memories[1].id])] == [memories[1].id]
+    assert store.second_vector_scores("another-model", query, [m.id for m in memories]) == []
+
+
+def test_a_rewritten_memory_is_pending_again_and_scores_nothing_meanwhile(store: SQLiteStore) -> None:
+    memory = make("the cache expires after ten minutes")
+    store.put(memory)
+    store.put_second_vectors(MODEL, SECOND.dimension, second_vectors([memory]))
+    assert store.second_vectors_pending(MODEL, 10) == []
+    changed = replace(memory, content="the cache expires after an hour", content_hash=content_hash("after an hour"))
+    store.put(changed, DuplicatePolicy.OVERWRITE)
+    # Found through the change log, from where the last look ended.
+    assert [m.id for m in store.second_vectors_pending(MODEL, 10)] == [memory.id]
+    query = SECOND.embed_queries(["cache expiry"])[0]
+    assert store.second_vector_scores(MODEL, query, [memory.id]) == []
+    store.put_second_vectors(MODEL, SECOND.dimension, second_vectors([changed]))
+    assert [c.id for c in store.second_vector_scores(MODEL, query, [memory.id])] == [memory.id]
+
+
+def test_vectors_go_with_their_memory_and_none_is_kept_for_a_deleted_one(store: SQLiteStore, tmp_path: Path) -> None:
+    kept, deleted, gone_before = make("kept"), make("deleted later"), make("deleted before its vector")
+    for memory in (kept, deleted, gone_before):
+        store.put(memory)
+    pending = store.second_vectors_pending(MODEL, 10)
+    store.delete(gone_before.id)
+    store.put_second_vectors(MODEL, SECOND.dimension, second_vectors(pending))
+    store.delete(deleted.id)
+    with sqlite3.connect(tmp_path / "m.db") as conn:
+        assert [r[0] for r in conn.execute("SELECT id FROM second_vectors")] == [kept.id]
+
+
+def test_a_look_after_a_failure_starts_over(store: SQLiteStore) -> None:
+    memories = [make(f"memory number {n}") for n in range(3)]
+    for memory in memories:
+        store.put(memory)
+    assert len(store.second_vectors_pending(MODEL, 10)) == 3
+    # The caller failed to store them: without a rescan the log has nothing new to show.
+    assert store.second_vectors_pending(MODEL, 10) == []
+    store.second_vectors_rescan(MODEL)
+    assert len(store.second_vectors_pending(MODEL, 10)) == 3
+
+
+def test_a_vector_of_the_wrong_size_is_refused(store: SQLiteStore) -> None:
+    memory = make("sized")
+    store.put(memory)
+    with pytest.raises(EmbeddingMismatchError):
+        store.put_second_vectors(MODEL, SECOND.dimension, [(memory, [0.1] * 7)])
+    assert store.second_vectors_remaining(MODEL) == 1
+
+
+def test_leg_weights_split_the_vector_weight() -> None:
+    params = RecallParams(bm25_weight=0.4, second_dense_weight=0.25)
+    weights = leg_weights(params, {"bm25": [], "dense": [], "dense2": []})
+    assert weights == pytest.approx({"bm25": 0.4, "dense": 0.45, "dense2": 0.15})
+    assert leg_weights(params, {"bm25": [], "dense": []}) == pytest.approx({"bm25": 0.4, "dense": 0.6})
+
+
+@pytest.fixture
+def second_settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"second_embed_model": "hash:32"})
+
+
+def test_a_server_fills_the_vectors_and_recall_fuses_the_leg(second_settings: Settings) -> None:
+    service = MemoryService.from_settings(second_settings)
+    try:
+        assert service.second_leg is not None
+        service.start_second_leg()
+        retry = service.memorize(MemoryCreate(title="Retry policy", content="retry with exponential backoff"), CALLER)
+        service.memorize_many(
+            [MemoryCreate(title=f"Note {n}", content=f"the office plant number {n} is watered") for n in range(5)],
+            CALLER,
+        )
+        assert service.second_leg.wait_caught_up(30)
+        assert service.second_leg.remaining() == 0
+        response = service.remember(RecallRequest(query="exponential backoff", explain=True), CALLER, reinforce=False)
+        best = response.results[0]
+        assert best.id == retry.id
+        assert best.explain is not None and best.explain["knn2_rank"] == 1 and best.explain["knn2_score"] > 0
+    finally:
+        service.close()
+
+
+def test_writes_of_another_process_are_filled_too(second_settings: Settings) -> None:
+    service = MemoryService.from_settings(second_settings)
+    try:
+        service.start_second_leg()
+        assert service.second_leg is not None and service.second_leg.wait_caught_up(30)
+        # Another writer on the same file (a worker, a CLI): no nudge reaches the filler.
+        other = MemoryService.from_settings(second_settings.model_copy(update={"second_embed_model": ""}))
+        try:
+            other.memorize(MemoryCreate(title="Elsewhere", content="written by another process"), CALLER)
+        finally:
+            other.close()
+        assert service.second_leg.wait_caught_up(30)
+        assert service.second_leg.remaining() == 0
+    finally:
+        service.close()
+
+
+class FailingFirst(HashEmbedder):
+    """A real hash embedder whose first ``failures`` passage calls fail, as a model can (out of memory)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__(32)
+        self.failures = failures
+        self.lock = threading.Lock()
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        with self.lock:
+            if self.failures:
+                self.failures -= 1
+                raise RuntimeError("the model ran out of memory")
+        return super().embed_passages(texts)
+
+
+def test_the_filler_outlives_a_failed_batch(store: SQLiteStore) -> None:
+    for n in range(3):
+        store.put(make(f"memory number {n}"))
+    leg = SecondLeg(store, FailingFirst(1), retry_s=0.05)
+    leg.start()
+    try:
+        assert leg.wait_caught_up(30)
+        assert leg.remaining() == 0 and leg.last_failure is None
+    finally:
+        leg.close()
+
+
+class BrokenQueries(HashEmbedder):
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        raise RuntimeError("the second model is gone")
+
+
+def test_recall_answers_without_the_leg_when_its_model_fails(settings: Settings) -> None:
+    service = MemoryService.from_settings(settings)
+    try:
+        service.memorize(MemoryCreate(title="Retry policy", content="retry with exponential backoff"), CALLER)
+        leg = SecondLeg(service.store, SECOND)  # type: ignore[arg-type]
+        leg.start()
+        assert leg.wait_caught_up(30)
+        leg.close()
+        where = SearchFilter(scopes=(SCOPE,))
+        working = Recaller(service.store, service.embedder, RecallParams(), second=SECOND)
+        assert working.recall(["exponential backoff"], where, limit=5, now=utcnow())[0].explain["knn2_rank"] == 1
+        broken = Recaller(service.store, service.embedder, RecallParams(), second=BrokenQueries(32))
+        hits = broken.recall(["exponential backoff"], where, limit=5, now=utcnow())
+        assert hits[0].memory.title == "Retry policy"
+        assert hits[0].explain["knn2_rank"] is None
+    finally:
+        service.close()
+
+
+def test_bm25_mode_has_no_second_leg(second_settings: Settings) -> None:
+    service = MemoryService.from_settings(second_settings)
+    try:
+        service.start_second_leg()
+        service.memorize(MemoryCreate(title="Retry policy", content="retry with exponential backoff"), CALLER)
+        assert service.second_leg is not None and service.second_leg.wait_caught_up(30)
+        service.with_mode(RetrievalMode.BM25)
+        response = service.remember(RecallRequest(query="exponential backoff", explain=True), CALLER, reinforce=False)
+        assert response.results[0].explain is not None and response.results[0].explain["knn2_rank"] is None
+    finally:
+        service.close()
+
+
+def test_the_same_model_twice_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="already the embedding model"):
+        Settings(data_dir=tmp_path, embed_model="hash:64", second_embed_model="hash:64")
+
+
+def test_a_store_without_second_vectors_is_refused(
+    settings: Settings, opensearch_backend: OpenSearchBackend, spec_validator: SpecValidator | None
+) -> None:
+    store = opensearch_backend.open(FIRST, settings, spec_validator)
+    try:
+        with pytest.raises(ConfigError, match="SQLite store"):
+            make_second_leg(settings.model_copy(update={"second_embed_model": "hash:32"}), store)
+    finally:
+        store.drop()
