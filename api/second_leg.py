@@ -9,7 +9,8 @@ the second model costs about as much again as the first on every memory (bench/R
 memory recalled before its vector is made is still found by the other legs.
 
 A failed batch (the model, the store) is logged and tried again from a full look after
-``retry_s``; what was stored stays stored.
+``retry_s``; what was stored stays stored. On start, the vectors of any other second model (one
+configured before) are dropped: one second model is kept at a time.
 """
 
 from __future__ import annotations
@@ -106,6 +107,12 @@ class SecondLeg:
         return True
 
     def _run(self) -> None:
+        try:
+            dropped = self._store.second_vectors_keep_only(self.model)
+            if dropped:
+                log.info("second model's vectors: dropped %d of models no longer configured", dropped)
+        except Exception as exc:  # stale rows cost space only; filling matters more
+            log.warning("second model's vectors: could not drop other models' (%s)", exc)
         while not self._stop.is_set():
             with self._caught_up:
                 nudges = self._nudges

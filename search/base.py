@@ -480,6 +480,10 @@ class KeepsSecondVectors(Protocol):
         """Forget how far :meth:`second_vectors_pending` looked: its next call looks at every memory."""
         ...
 
+    def second_vectors_keep_only(self, model: str) -> int:
+        """Drop the vectors of every other second model (one that is no longer configured); how many."""
+        ...
+
     def second_vectors_remaining(self, model: str) -> int:
         """How many memories have no current ``model`` vector (a full count; for progress reports)."""
         ...

@@ -29,7 +29,7 @@ from hivemem.model import Memory
 from search.sqlite.rows import memory_from_row
 from search.sqlite.schema import MEMORY_COLUMNS_WITHOUT_VECTOR
 
-__all__ = ["SECOND_VECTORS_SCHEMA", "pending", "put", "remaining", "scores"]
+__all__ = ["SECOND_VECTORS_SCHEMA", "keep_only", "pending", "put", "remaining", "scores"]
 
 SECOND_VECTORS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS second_vectors (
@@ -76,6 +76,11 @@ def pending(conn: sqlite3.Connection, model: str, limit: int, after: int | None)
         )
         rows = conn.execute(sql, (after, model, limit)).fetchall()
     return [memory_from_row(row) for row in rows], (head if len(rows) < limit else after)
+
+
+def keep_only(conn: sqlite3.Connection, model: str) -> int:
+    """In the caller's write transaction: drop every other model's vectors; how many went."""
+    return conn.execute("DELETE FROM second_vectors WHERE model != ?", (model,)).rowcount
 
 
 def _unit(vector: Sequence[float], dimension: int, what: str) -> np.ndarray:

@@ -807,6 +807,10 @@ class SQLiteStore(DelegatesKnowledge):
     def second_vectors_rescan(self, model: str) -> None:
         self._second_looked.pop(model, None)
 
+    def second_vectors_keep_only(self, model: str) -> int:
+        with self._write() as conn:
+            return second_vectors.keep_only(conn, model)
+
     def second_vectors_remaining(self, model: str) -> int:
         with self._read() as conn:
             return second_vectors.remaining(conn, model)

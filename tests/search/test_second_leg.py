@@ -243,3 +243,18 @@ def test_a_store_without_second_vectors_is_refused(
             make_second_leg(settings.model_copy(update={"second_embed_model": "hash:32"}), store)
     finally:
         store.drop()
+
+
+def test_a_filler_keeps_its_own_model_only(store: SQLiteStore, tmp_path: Path) -> None:
+    memory = make("a memory embedded by a second model configured before")
+    store.put(memory)
+    old = HashEmbedder(16)
+    store.put_second_vectors(old.model_id, old.dimension, [(memory, old.embed_passages(["x"])[0])])
+    leg = SecondLeg(store, SECOND)
+    leg.start()
+    try:
+        assert leg.wait_caught_up(30)
+    finally:
+        leg.close()
+    with sqlite3.connect(tmp_path / "m.db") as conn:
+        assert conn.execute("SELECT model FROM second_vectors").fetchall() == [(MODEL,)]
