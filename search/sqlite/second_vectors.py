@@ -12,8 +12,9 @@ row for a missing vector took a second, every time the filler looked. The first 
 after the log was pruned past that point, scan every row.
 
 Recall reads these vectors for its candidates only (the other legs' top 100 or so, an indexed read
-of a few hundred rows): a leg that also brought candidates of its own would need a second in-memory
-index of every vector, for about a point less than none on SciFact (bench/RESULTS.md).
+of a few hundred rows), so the leg needs no second in-memory index of every vector. A leg that
+brought the second model's own top 100 instead ranked the same within noise (SciFact nDCG@10 0.745
+against 0.744, LoCoMo hit@5 0.753 against 0.750; bench/RESULTS.md).
 """
 
 from __future__ import annotations
