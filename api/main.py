@@ -65,8 +65,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
             # Opened here, closed here; load the model now so /readyz means ready.
             opened = await anyio.to_thread.run_sync(MemoryService.from_settings, settings)
             await anyio.to_thread.run_sync(opened.warm_up)
-            opened.start_sleep_timer()
-            opened.start_second_leg()
+            opened.start_background()
         holder["service"] = opened
         if metrics is not None:
             metrics.watch(opened)
@@ -176,6 +175,7 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     service = MemoryService.from_settings(settings)
     try:
         service.warm_up()
+        service.start_background()
         if settings.team:
             announce_first_admin(service)
         for warning in service.warnings():

@@ -578,8 +578,7 @@ def run_stdio(settings: Settings, *, scope: str | None = None) -> None:
     service = MemoryService.from_settings(settings)
     # Load the model while the client handshakes, so the first tool call doesn't wait for it.
     threading.Thread(target=_warm_up, args=(service,), name="hivemem-warm-up", daemon=True).start()
-    service.start_sleep_timer()
-    service.start_second_leg()
+    service.start_background()
     server = build_mcp(lambda: service, session=session, limits=Limits.from_settings(settings))
     try:
         # SIGTERM ends the session as Ctrl-C does: the transport unwinds, then the store closes.

@@ -62,6 +62,11 @@ class SecondLeg:
         """Why the last batch failed, until one succeeds."""
         return self._last_failure
 
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called."""
+        return self._thread.ident is not None
+
     def start(self) -> None:
         """Start filling."""
         self._thread.start()

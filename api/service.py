@@ -710,8 +710,14 @@ class MemoryService:
     def start_second_leg(self) -> None:
         """Fill the second model's vectors in the background (a server's; a one-off command only
         recalls with those there). Stopped by ``close``."""
-        if self.second_leg is not None:
+        if self.second_leg is not None and not self.second_leg.started:
             self.second_leg.start()
+
+    def start_background(self) -> None:
+        """Start what a server runs beside its requests: the sleep timer and the second model's
+        filler. Every server that opens a service calls it; a one-off command does not."""
+        self.start_sleep_timer()
+        self.start_second_leg()
 
     def warnings(self) -> list[str]:
         """What an operator should know at start: setups that work but can lose data."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -164,3 +166,28 @@ def test_mcp_and_rest_share_one_store(server: HivememServer) -> None:
 
     anyio.run(main)
     assert found[0] == memory_id
+
+
+def test_a_server_fills_the_second_models_vectors(tmp_path: Path, data_dir: Path) -> None:
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    running = HivememServer(data_dir, log_dir, HIVEMEM_SECOND_EMBED_MODEL="hash:32")
+    running.start()
+    try:
+        with httpx.Client(base_url=running.url, timeout=10) as http:
+            scope = {"scope": "github.com/acme/api"}
+            created = http.post(
+                "/v1/memories",
+                json={"title": "Retry policy", "content": "Clients retry with exponential backoff."} | scope,
+            )
+            assert created.status_code == 201, created.text
+            ask = {"query": "exponential backoff", "explain": True} | scope
+            deadline = time.monotonic() + 30
+            while True:  # the filler runs beside the request: wait for its vector, not for a time
+                best = http.post("/v1/remember", json=ask).json()["results"][0]
+                if best["explain"]["knn2_rank"] is not None or time.monotonic() > deadline:
+                    break
+            assert best["id"] == created.json()["id"]
+            assert best["explain"]["knn2_rank"] == 1
+    finally:
+        assert running.stop() == 0

@@ -258,3 +258,15 @@ def test_a_filler_keeps_its_own_model_only(store: SQLiteStore, tmp_path: Path) -
         leg.close()
     with sqlite3.connect(tmp_path / "m.db") as conn:
         assert conn.execute("SELECT model FROM second_vectors").fetchall() == [(MODEL,)]
+
+
+def test_a_server_starts_the_sleep_timer_and_the_filler_together(second_settings: Settings) -> None:
+    service = MemoryService.from_settings(second_settings)
+    try:
+        assert service.second_leg is not None and not service.second_leg.started
+        service.start_background()
+        service.start_background()  # a second call starts nothing twice
+        assert service.second_leg.started
+        assert service._sleep_timer is not None
+    finally:
+        service.close()
