@@ -6,7 +6,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,9 +14,9 @@ from api.second_leg import SecondLeg
 from api.service import Caller, MemoryService, make_second_leg
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
-from hivemem.errors import ConfigError, EmbeddingMismatchError
+from hivemem.errors import ConfigError
 from hivemem.hashing import content_hash
-from hivemem.model import DuplicatePolicy, Memory, RetrievalMode, new_memory_id, utcnow
+from hivemem.model import Memory, RetrievalMode, new_memory_id, utcnow
 from hivemem.schemas import MemoryCreate, RecallRequest
 from search.base import SearchFilter
 from search.recall import Recaller, RecallParams, leg_weights
@@ -49,70 +48,6 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
     opened = SQLiteStore(str(tmp_path / "m.db"), embedding_model=FIRST.model_id, dimension=FIRST.dimension)
     yield opened
     opened.close()
-
-
-def test_pending_until_stored_then_scored_best_first(store: SQLiteStore) -> None:
-    memories = [make("retry with exponential backoff"), make("logs are JSON lines"), make("backoff retry budget")]
-    for memory in memories:
-        store.put(memory)
-    assert {m.id for m in store.second_vectors_pending(MODEL, 10)} == {m.id for m in memories}
-    assert store.second_vectors_remaining(MODEL) == 3
-    store.put_second_vectors(MODEL, SECOND.dimension, second_vectors(memories))
-    assert store.second_vectors_pending(MODEL, 10) == []
-    assert store.second_vectors_remaining(MODEL) == 0
-    query = SECOND.embed_queries(["exponential backoff retry"])[0]
-    scored = store.second_vector_scores(MODEL, query, [m.id for m in memories])
-    assert scored[0].id == memories[0].id
-    assert [c.score for c in scored] == sorted((c.score for c in scored), reverse=True)
-    # Only the ids asked for, and nothing for another model.
-    assert [c.id for c in store.second_vector_scores(MODEL, query, [memories[1].id])] == [memories[1].id]
-    assert store.second_vector_scores("another-model", query, [m.id for m in memories]) == []
-
-
-def test_a_rewritten_memory_is_pending_again_and_scores_nothing_meanwhile(store: SQLiteStore) -> None:
-    memory = make("the cache expires after ten minutes")
-    store.put(memory)
-    store.put_second_vectors(MODEL, SECOND.dimension, second_vectors([memory]))
-    assert store.second_vectors_pending(MODEL, 10) == []
-    changed = replace(memory, content="the cache expires after an hour", content_hash=content_hash("after an hour"))
-    store.put(changed, DuplicatePolicy.OVERWRITE)
-    # Found through the change log, from where the last look ended.
-    assert [m.id for m in store.second_vectors_pending(MODEL, 10)] == [memory.id]
-    query = SECOND.embed_queries(["cache expiry"])[0]
-    assert store.second_vector_scores(MODEL, query, [memory.id]) == []
-    store.put_second_vectors(MODEL, SECOND.dimension, second_vectors([changed]))
-    assert [c.id for c in store.second_vector_scores(MODEL, query, [memory.id])] == [memory.id]
-
-
-def test_vectors_go_with_their_memory_and_none_is_kept_for_a_deleted_one(store: SQLiteStore, tmp_path: Path) -> None:
-    kept, deleted, gone_before = make("kept"), make("deleted later"), make("deleted before its vector")
-    for memory in (kept, deleted, gone_before):
-        store.put(memory)
-    pending = store.second_vectors_pending(MODEL, 10)
-    store.delete(gone_before.id)
-    store.put_second_vectors(MODEL, SECOND.dimension, second_vectors(pending))
-    store.delete(deleted.id)
-    with sqlite3.connect(tmp_path / "m.db") as conn:
-        assert [r[0] for r in conn.execute("SELECT id FROM second_vectors")] == [kept.id]
-
-
-def test_a_look_after_a_failure_starts_over(store: SQLiteStore) -> None:
-    memories = [make(f"memory number {n}") for n in range(3)]
-    for memory in memories:
-        store.put(memory)
-    assert len(store.second_vectors_pending(MODEL, 10)) == 3
-    # The caller failed to store them: without a rescan the log has nothing new to show.
-    assert store.second_vectors_pending(MODEL, 10) == []
-    store.second_vectors_rescan(MODEL)
-    assert len(store.second_vectors_pending(MODEL, 10)) == 3
-
-
-def test_a_vector_of_the_wrong_size_is_refused(store: SQLiteStore) -> None:
-    memory = make("sized")
-    store.put(memory)
-    with pytest.raises(EmbeddingMismatchError):
-        store.put_second_vectors(MODEL, SECOND.dimension, [(memory, [0.1] * 7)])
-    assert store.second_vectors_remaining(MODEL) == 1
 
 
 def test_leg_weights_split_the_vector_weight() -> None:
