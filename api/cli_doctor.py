@@ -1,7 +1,8 @@
 """``hivemem doctor``: check what hivemem needs, one line each, and say how to fix what fails.
 
 The data folder (there and writable), the embedding model (loads, embeds), the store (opens with
-that model, answers), the broker when one is configured (answers a ping), and the token key's
+that model, answers), the second model when one is configured (loads, embeds, and how many memories
+still lack its vector), the broker when one is configured (answers a ping), and the token key's
 permissions. Exit status 0 when every check passes, 1 otherwise.
 """
 
@@ -64,13 +65,45 @@ def _model_and_store(settings: Settings) -> list[Check]:
         try:
             store.check()
             count = store.count()
+            second = _second_model(settings, store)
         finally:
             store.close()
     except HivememError as exc:
         found.append(Check("store", False, f"{redact_url(url)}: {exc}"))
     else:
         found.append(Check("store", True, f"{redact_url(url)} holds {count} memories"))
+        found += [second] if second is not None else []
     return found
+
+
+def _second_model(settings: Settings, store: object) -> Check | None:
+    """With ``HIVEMEM_SECOND_EMBED_MODEL``: the second model loads and embeds, the store keeps its
+    vectors, and how many memories are still without one."""
+    if not settings.second_embed_model.strip():
+        return None
+    from api.second_leg import second_model_settings
+    from search.base import KeepsSecondVectors
+    from workers.embed import load_embedder
+
+    if not isinstance(store, KeepsSecondVectors):
+        return Check(
+            "second model",
+            False,
+            "this store keeps one vector per memory; the second dense leg needs the SQLite store "
+            "(unset HIVEMEM_SECOND_EMBED_MODEL)",
+        )
+    try:
+        embedder = load_embedder(second_model_settings(settings))
+        dimension = len(embedder.embed_queries(["doctor"])[0])
+    except Exception as exc:  # as for the first model: each failure is reported as is
+        return Check("second model", False, f"{type(exc).__name__}: {exc}; check HIVEMEM_SECOND_EMBED_MODEL")
+    missing = store.second_vectors_remaining(embedder.model_id)
+    return Check(
+        "second model",
+        True,
+        f"{embedder.model_id} embeds ({dimension} dimensions); {missing} memories without its vector yet "
+        "(a running server fills them)",
+    )
 
 
 def _broker(settings: Settings) -> Check | None:

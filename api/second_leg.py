@@ -18,13 +18,22 @@ from __future__ import annotations
 import logging
 import threading
 
+from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
 from search.base import KeepsSecondVectors
 
-__all__ = ["SecondLeg"]
+__all__ = ["SecondLeg", "second_model_settings"]
 
 log = logging.getLogger(__name__)
+
+
+def second_model_settings(settings: Settings) -> Settings:
+    """The settings that load the second model: ``HIVEMEM_SECOND_EMBED_MODEL`` with its own prefixes
+    (e5's ``query: `` / ``passage: ``), not those configured for the first model."""
+    return settings.model_copy(
+        update={"embed_model": settings.second_embed_model.strip(), "query_prefix": "", "passage_prefix": ""}
+    )
 
 
 class SecondLeg:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from api.caller import Caller
 from api.process_memory import release_free_memory
 from api.reembed import Reembedding
-from api.second_leg import SecondLeg
+from api.second_leg import SecondLeg, second_model_settings
 from api.undo import undo
 from hivemem.access import Role
 from hivemem.admission import search_gate_for
@@ -168,8 +168,7 @@ def make_second_leg(settings: Settings, store: Store) -> SecondLeg | None:
             "HIVEMEM_SECOND_EMBED_MODEL: the second dense leg needs a store that keeps a second model's "
             "vectors (the SQLite store); this store keeps one vector per memory"
         )
-    # The model's own prefixes (e5's query: / passage:), not those configured for the first model.
-    inner = load_embedder(settings.model_copy(update={"embed_model": name, "query_prefix": "", "passage_prefix": ""}))
+    inner = load_embedder(second_model_settings(settings))
     threads = settings.embed_parallel or parallel_calls(inner)
     return SecondLeg(store, QueuedEmbedder(inner, max_batch=settings.embed_batch_size, threads=threads))
 

@@ -114,3 +114,17 @@ def test_doctor_passes_on_a_working_setup_and_says_how_to_fix_a_broken_one(
     assert sick["ok    model"] and "hash-64" in sick["FAIL  store"]
     assert "start Redis or fix HIVEMEM_BROKER_URL" in sick["FAIL  broker"]
     assert "chmod 600" in sick["FAIL  token key"]
+
+
+def test_doctor_checks_the_second_model(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HIVEMEM_SECOND_EMBED_MODEL", "hash:32")
+    assert cli_main(["doctor"]) == 0
+    healthy = {line.split(":")[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "hash-32 embeds (32 dimensions); 0 memories without its vector yet" in healthy["ok    second model"]
+
+    monkeypatch.setenv("HIVEMEM_SECOND_EMBED_MODEL", "hash:3")  # too small to be a model
+    assert cli_main(["doctor"]) == 1
+    sick = {line.split(":")[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "check HIVEMEM_SECOND_EMBED_MODEL" in sick["FAIL  second model"]
