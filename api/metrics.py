@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
@@ -129,6 +129,16 @@ class _ServiceCollector(Collector):
             )
         except HivememError as exc:
             log.warning("metrics: cannot count the memories: %s", exc)
+        leg = service.second_leg
+        if leg is not None:
+            yield CounterMetricFamily(
+                "hivemem_second_leg_vectors", "Second-model vectors this server has made.", value=leg.made
+            )
+            yield GaugeMetricFamily(
+                "hivemem_second_leg_caught_up",
+                "1 when the filler's last look found every memory with a second-model vector, 0 while it works.",
+                value=int(leg.caught_up),
+            )
         try:
             depth = service.runner.queue_depth()
         except HivememError as exc:

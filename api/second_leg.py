@@ -59,6 +59,8 @@ class SecondLeg:
         self._nudges = 0  # nudges so far
         self._covered = 0  # the nudges before the start of the last look that found nothing pending
         self._last_failure: str | None = None
+        self.made = 0  # vectors made by this filler, for the server's metrics
+        self.caught_up = False  # whether the last look found every memory with a current vector
         self._thread = threading.Thread(target=self._run, name="hivemem-second-leg", daemon=True)
 
     @property
@@ -116,8 +118,10 @@ class SecondLeg:
         pending = self._store.second_vectors_pending(self.model, self._batch)
         if not pending:
             return False
+        self.caught_up = False
         vectors = self.embedder.embed_passages([m.embedding_text() for m in pending])
         self._store.put_second_vectors(self.model, self.embedder.dimension, list(zip(pending, vectors, strict=True)))
+        self.made += len(pending)
         return True
 
     def _run(self) -> None:
@@ -141,6 +145,7 @@ class SecondLeg:
             self._last_failure = None
             if filled:
                 continue
+            self.caught_up = True
             with self._caught_up:
                 self._covered = max(self._covered, nudges)
                 self._caught_up.notify_all()

@@ -115,3 +115,23 @@ def test_the_api_pages_load_their_scripts_from_the_server(server: ServerThread) 
             assert "cdn" not in html.text.lower() and "googleapis" not in html.text
             served = http.get(f"/docs/static/{script}")
             assert served.status_code == 200 and len(served.content) > 100_000
+
+
+def test_the_second_legs_filler_is_seen_in_the_metrics(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data", embed_model="hash:64", second_embed_model="hash:32")
+    service = MemoryService.from_settings(settings)
+    try:
+        with ServerThread(service) as running, httpx.Client(base_url=running.url, timeout=10) as http:
+            service.start_background()
+            for n in range(3):
+                created = http.post(
+                    "/v1/memories",
+                    json={"title": f"Note {n}", "content": f"the {n}th note of the day", "scope": SCOPE},
+                )
+                assert created.status_code == 201, created.text
+            assert service.second_leg is not None and service.second_leg.wait_caught_up(30)
+            found = samples(http)
+            assert value(found, "hivemem_second_leg_vectors_total") == 3
+            assert value(found, "hivemem_second_leg_caught_up") == 1
+    finally:
+        service.close()
