@@ -138,6 +138,7 @@ class SecondLeg:
                 filled = self._fill_once()
             except Exception as exc:  # the filler outlives a failed batch; the next look starts over
                 self._last_failure = str(exc)
+                self.caught_up = False
                 log.warning("second model's vectors: a batch failed (%s); trying again in %.0f s", exc, self._retry_s)
                 self._store.second_vectors_rescan(self.model)
                 self._stop.wait(self._retry_s)
