@@ -562,6 +562,9 @@ def build_mcp(
     return server
 
 
+_WARM_UP_JOIN_S = 20.0  # how long a stopping session waits for the warm-up (a model load, the store's index)
+
+
 def _warm_up(service: MemoryService) -> None:
     try:
         service.warm_up()
@@ -577,7 +580,8 @@ def run_stdio(settings: Settings, *, scope: str | None = None) -> None:
     )
     service = MemoryService.from_settings(settings)
     # Load the model while the client handshakes, so the first tool call doesn't wait for it.
-    threading.Thread(target=_warm_up, args=(service,), name="hivemem-warm-up", daemon=True).start()
+    warming = threading.Thread(target=_warm_up, args=(service,), name="hivemem-warm-up", daemon=True)
+    warming.start()
     service.start_background()
     server = build_mcp(lambda: service, session=session, limits=Limits.from_settings(settings))
     try:
@@ -587,4 +591,8 @@ def run_stdio(settings: Settings, *, scope: str | None = None) -> None:
     except KeyboardInterrupt:
         log.info("stopped by a signal")
     finally:
+        # A session stopped as it starts: let the warm-up finish its read of the store first. A
+        # connection closed in the middle of a query closes only when the query ends, which a
+        # process exiting meanwhile never sees, leaving the store's write-ahead log behind.
+        warming.join(_WARM_UP_JOIN_S)
         service.close()

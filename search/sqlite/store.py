@@ -181,9 +181,12 @@ class SQLiteStore(DelegatesKnowledge):
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._connect()
-            self._local.conn = conn
             with self._write_lock:
+                if self._closed:  # closed while connecting: this one would never be closed
+                    conn.close()
+                    raise StoreUnavailableError("the store is closed")
                 self._readers.append(conn)
+            self._local.conn = conn
         return conn
 
     def _failure(self, what: str, exc: sqlite3.Error) -> StoreUnavailableError:
