@@ -168,9 +168,14 @@ def make_second_leg(settings: Settings, store: Store) -> SecondLeg | None:
             "HIVEMEM_SECOND_EMBED_MODEL: the second dense leg needs a store that keeps a second model's "
             "vectors (the SQLite store); this store keeps one vector per memory"
         )
-    inner = load_embedder(second_model_settings(settings))
-    threads = settings.embed_parallel or parallel_calls(inner)
-    return SecondLeg(store, QueuedEmbedder(inner, max_batch=settings.embed_batch_size, threads=threads))
+    return SecondLeg(store, queued(settings, load_embedder(second_model_settings(settings))))
+
+
+def queued(settings: Settings, embedder: Embedder) -> QueuedEmbedder:
+    """``embedder`` on threads of its own, batching every caller: as many as configured, else as
+    many calls at once as its runtime runs well."""
+    threads = settings.embed_parallel or parallel_calls(embedder)
+    return QueuedEmbedder(embedder, max_batch=settings.embed_batch_size, threads=threads)
 
 
 def _in_order(memories: list[Memory]) -> list[Memory]:
@@ -241,8 +246,7 @@ class MemoryService:
 
                 embedder = LazyEmbedder(model, dimension, load=load)
         if not isinstance(embedder, QueuedEmbedder):
-            threads = settings.embed_parallel or parallel_calls(embedder)
-            embedder = QueuedEmbedder(embedder, max_batch=settings.embed_batch_size, threads=threads)
+            embedder = queued(settings, embedder)
         url = settings.resolved_store_url()
         try:
             store = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension, settings=settings)

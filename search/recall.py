@@ -59,6 +59,14 @@ def _now(vectors: _Vectors) -> Sequence[Sequence[float] | None]:
     return vectors.result() if isinstance(vectors, Future) else vectors
 
 
+def _query_vectors(embedder: Embedder, queries: Sequence[str]) -> _Vectors:
+    """The query vectors of ``queries``: promised by a queued embedder (computed while the keyword
+    legs run), computed now by any other."""
+    if isinstance(embedder, QueuedEmbedder):
+        return embedder.queries_later(list(queries))
+    return list(embedder.embed_queries(list(queries)))
+
+
 @dataclass(frozen=True, slots=True)
 class RecallParams:
     """The tunable arithmetic of recall; :meth:`from_settings` fills it from :class:`Settings`."""
@@ -325,9 +333,7 @@ class Recaller:
         if self._second is None or self.params.mode not in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
             return None
         try:
-            if isinstance(self._second, QueuedEmbedder):
-                return self._second.queries_later(list(queries))
-            return list(self._second.embed_queries(list(queries)))
+            return _query_vectors(self._second, queries)
         except Exception as exc:
             log.warning("second dense leg skipped: %s", exc)
             return None
@@ -368,10 +374,7 @@ class Recaller:
             clock = self._lap("admission", clock)
             vectors: _Vectors = [None] * len(queries)
             if self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
-                if isinstance(self._embedder, QueuedEmbedder):
-                    vectors = self._embedder.queries_later(list(queries))
-                else:
-                    vectors = list(self._embedder.embed_queries(list(queries)))
+                vectors = _query_vectors(self._embedder, queries)
             per_query = self._per_query(queries, vectors, where, self._second_vectors(queries))
             if len(per_query) == 1:
                 fused = per_query[0]
