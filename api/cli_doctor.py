@@ -89,8 +89,8 @@ def _second_model(settings: Settings, store: object) -> Check | None:
         return Check(
             "second model",
             False,
-            "this store keeps one vector per memory; the second dense leg needs the SQLite store "
-            "(unset HIVEMEM_SECOND_EMBED_MODEL)",
+            "this store keeps one vector per memory; the second dense leg needs a store that keeps a "
+            "second model's vectors, as SQLite and OpenSearch do (unset HIVEMEM_SECOND_EMBED_MODEL)",
         )
     try:
         embedder = load_embedder(second_model_settings(settings))

@@ -166,7 +166,7 @@ def make_second_leg(settings: Settings, store: Store) -> SecondLeg | None:
     if not isinstance(store, KeepsSecondVectors):
         raise ConfigError(
             "HIVEMEM_SECOND_EMBED_MODEL: the second dense leg needs a store that keeps a second model's "
-            "vectors (the SQLite store); this store keeps one vector per memory"
+            "vectors (SQLite and OpenSearch do); this store keeps one vector per memory"
         )
     return SecondLeg(store, queued(settings, load_embedder(second_model_settings(settings))))
 

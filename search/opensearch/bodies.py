@@ -7,6 +7,7 @@ validate every body against the OpenSearch API specification without a cluster.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,6 +34,7 @@ __all__ = [
     "knn_query",
     "knn_search",
     "memory_template",
+    "model_slug",
     "msearch_lines",
     "pipeline_name",
     "query_words",
@@ -55,6 +57,11 @@ _TEXT_FIELDS = ["title", "content", "tags.text"]
 _INDEX_ANALYZER = "hivemem_text"
 _QUERY_ANALYZER = "hivemem_query"
 VECTOR_FIELD = "embedding"
+
+
+def model_slug(model: str) -> str:
+    """``model`` as part of an index name: lower-case letters, digits and dashes."""
+    return re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")[:80] or "model"
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +211,7 @@ def index_template(names: IndexNames, alias: str, settings: Json, mappings: Json
 
 
 # Fields the memories mapping gained after release: put on an existing index as well (additive).
-ADDED_MEMORY_FIELDS: Json = {"thread": {"type": "keyword"}}
+ADDED_MEMORY_FIELDS: Json = {"thread": {"type": "keyword"}, "stored_at_ms": {"type": "long"}}
 
 
 def memory_template(names: IndexNames, options: IndexOptions, *, embedding_model: str, dimension: int) -> Json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ from hivemem.errors import EmbeddingMismatchError
 from hivemem.model import AuditEvent, Memory, Relation, RelationType
 
 __all__ = [
+    "STAMP_FIELD",
     "audit_doc",
     "audit_from_doc",
     "claim_id",
@@ -57,14 +59,21 @@ def relation_id(relation: Relation) -> str:
     return _digest("relation", relation.source_id, relation.target_id, relation.type.value)
 
 
-def memory_doc(m: Memory, dimension: int) -> Json:
-    """The document of ``m``. Raises ``EmbeddingMismatchError`` for a vector that is not ``dimension`` long."""
+STAMP_FIELD = "stored_at_ms"
+"""When the store last wrote a memory's document, by the writer's clock (ms since the epoch): how
+the second model's filler finds what changed (:mod:`search.opensearch.second_vectors`)."""
+
+
+def memory_doc(m: Memory, dimension: int, *, stamp_ms: int | None = None) -> Json:
+    """The document of ``m``, stamped now (or with ``stamp_ms``, a write that changes no content may
+    keep the stamp it had). Raises ``EmbeddingMismatchError`` for a vector that is not ``dimension`` long."""
     if m.embedding is not None and len(m.embedding) != dimension:
         raise EmbeddingMismatchError(f"embedding has {len(m.embedding)} dimensions, the store expects {dimension}")
     doc = memory_to_json(m, format_date=to_iso)
     if doc["embedding"] is None:
         del doc["embedding"]  # no vector: found by keyword search only
     doc.pop("requested_links", None)  # the memorize job's to apply, stored as relations
+    doc[STAMP_FIELD] = stamp_ms if stamp_ms is not None else int(time.time() * 1000)
     return doc
 
 

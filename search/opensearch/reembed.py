@@ -22,7 +22,6 @@ the new model refuses to open the store, so it cannot write old vectors into the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -32,7 +31,7 @@ from hivemem.knowledge import KnowledgeChunk
 from hivemem.model import Memory
 from search.base import ReembedBatch
 from search.opensearch import bodies
-from search.opensearch.bodies import IndexNames, IndexOptions
+from search.opensearch.bodies import IndexNames, IndexOptions, model_slug
 from search.opensearch.cluster import Cluster
 from search.opensearch.docs import memory_doc, memory_from_doc
 from search.opensearch.knowledge import chunk_from_doc
@@ -44,11 +43,6 @@ Json = dict[str, Any]
 
 _PAGE = 500
 _KINDS = ("memories", "chunks")
-
-
-def _slug(model: str) -> str:
-    """``model`` as part of an index name: lower-case letters, digits and dashes."""
-    return re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")[:80] or "model"
 
 
 @dataclass(slots=True)
@@ -79,7 +73,7 @@ class Reembedder:
 
     def staging(self, kind: str, model: str) -> str:
         """The staging index of ``kind`` (memories or chunks) for ``model``."""
-        return f"{self._alias(kind)}-reembed-{_slug(model)}"
+        return f"{self._alias(kind)}-reembed-{model_slug(model)}"
 
     def live(self, kind: str) -> list[str]:
         """The indices behind the alias of ``kind`` now."""

@@ -74,6 +74,7 @@ from search.opensearch.knowledge import KnowledgeIndices
 from search.opensearch.planned import PlannedWriter
 from search.opensearch.reembed import Reembedder
 from search.opensearch.scope_lease import ScopeLeases
+from search.opensearch.second_vectors import SecondVectors
 from search.opensearch.setup import ensure
 from search.opensearch.tokens import TokenIndex
 from search.opensearch.writes import MemoryWriter
@@ -130,6 +131,7 @@ class OpenSearchStore(DelegatesKnowledge):
         )
         self._vector_parts(dimension)
         self._reembedder = Reembedder(self._cluster, self._names, self._options)
+        self._second = SecondVectors(self._cluster, self._names, self._options)
         # Held shared by every write of this process, and alone by a re-embed's swap.
         self._writes = ReadWriteLock()
         self._tokens = TokenIndex(self._cluster, self._names)
@@ -220,6 +222,7 @@ class OpenSearchStore(DelegatesKnowledge):
                 index=self._names.relations, body={"query": _touching(memory_id)}, refresh=True, conflicts="proceed"
             ),
         )
+        self._second.forget(memory_id)
         return old
 
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
@@ -523,6 +526,26 @@ class OpenSearchStore(DelegatesKnowledge):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    # -- a second model's vectors (search/opensearch/second_vectors.py) --------------------------
+
+    def second_vectors_pending(self, model: str, limit: int) -> list[Memory]:
+        return self._second.pending(model, limit)
+
+    def second_vectors_rescan(self, model: str) -> None:
+        self._second.rescan(model)
+
+    def second_vectors_keep_only(self, model: str) -> int:
+        return self._second.keep_only(model)
+
+    def second_vectors_remaining(self, model: str) -> int:
+        return self._second.remaining(model)
+
+    def put_second_vectors(self, model: str, dimension: int, vectors: Sequence[tuple[Memory, Sequence[float]]]) -> None:
+        self._second.put(model, dimension, vectors)
+
+    def second_vector_scores(self, model: str, vector: Sequence[float], memory_ids: Sequence[str]) -> list[Candidate]:
+        return self._second.scores(model, vector, memory_ids)
+
     # -- re-embedding (search/opensearch/reembed.py) --------------------------------------------
 
     def reembed_remaining(self, model: str) -> int:
@@ -563,6 +586,8 @@ class OpenSearchStore(DelegatesKnowledge):
         for kind in ("memories", "chunks"):
             with suppress(StoreError):
                 indices.update(self._reembedder.live(kind))
+        with suppress(StoreError):
+            indices.update(self._second.indices())
         with translate_errors(self._target.display, "dropping the indices"):
             self._client.indices.delete(index=",".join(sorted(indices)), ignore_unavailable=True)
             for alias in names.aliases():

@@ -24,7 +24,7 @@ from hivemem.model import DuplicatePolicy, Memory
 from hivemem.resolution import Resolution
 from search.opensearch.bodies import IndexNames
 from search.opensearch.cluster import Cluster
-from search.opensearch.docs import claim_id, from_iso, memory_doc, memory_from_doc, to_iso
+from search.opensearch.docs import STAMP_FIELD, claim_id, from_iso, memory_doc, memory_from_doc, to_iso
 from search.opensearch.errors import Conflict
 
 __all__ = ["MemoryWriter", "Versioned"]
@@ -45,11 +45,18 @@ class Versioned:
     memory: Memory
     seq_no: int
     primary_term: int
+    stamp_ms: int | None = None  # the document's write stamp (docs.STAMP_FIELD); None before stamps
 
     @classmethod
     def from_doc(cls, doc: Json) -> Versioned:
         """The memory a GET or ``_mget`` document holds, with its version."""
-        return cls(memory_from_doc(doc["_source"]), int(doc["_seq_no"]), int(doc["_primary_term"]))
+        stamp = doc["_source"].get(STAMP_FIELD)
+        return cls(
+            memory_from_doc(doc["_source"]),
+            int(doc["_seq_no"]),
+            int(doc["_primary_term"]),
+            None if stamp is None else int(stamp),
+        )
 
 
 class _Conflict(Exception):
@@ -380,7 +387,9 @@ class MemoryWriter:
                     "if_primary_term": versioned.primary_term,
                 }
                 bumped = replace(m, access_count=m.access_count + 1, last_accessed_at=at)
-                lines += [{"index": action}, memory_doc(bumped, self._dimension)]
+                # An access changes no content: the stamp stays, so the second model's filler
+                # does not look at every memory recalled (search.opensearch.second_vectors).
+                lines += [{"index": action}, memory_doc(bumped, self._dimension, stamp_ms=versioned.stamp_ms)]
             if not lines:
                 return
             # Counters are read by realtime GET, and recall never sorts on them: no refresh wait.

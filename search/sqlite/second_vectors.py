@@ -24,11 +24,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hivemem.errors import EmbeddingMismatchError
 from hivemem.fusion import Candidate
 from hivemem.model import Memory
 from search.sqlite.rows import memory_from_row
 from search.sqlite.schema import MEMORY_COLUMNS_WITHOUT_VECTOR
+from search.vector_math import checked_unit, ranked_cosines, unit
 
 __all__ = ["SECOND_VECTORS_SCHEMA", "keep_only", "pending", "put", "remaining", "scores"]
 
@@ -84,20 +84,14 @@ def keep_only(conn: sqlite3.Connection, model: str) -> int:
     return conn.execute("DELETE FROM second_vectors WHERE model != ?", (model,)).rowcount
 
 
-def _unit(vector: Sequence[float], dimension: int, what: str) -> np.ndarray:
-    array = np.asarray(vector, dtype=np.float32)
-    if array.shape != (dimension,):
-        raise EmbeddingMismatchError(f"{what} has a {array.size}-dimension vector, the model makes {dimension}")
-    norm = float(np.linalg.norm(array))
-    return array / norm if norm else array
-
-
 def put(
     conn: sqlite3.Connection, model: str, dimension: int, vectors: Sequence[tuple[Memory, Sequence[float]]]
 ) -> None:
     """In the caller's write transaction: keep each memory's vector for the content it was made from,
     unless the memory is gone."""
-    rows = [(m.id, model, m.content_hash, _unit(v, dimension, f"memory {m.id}").tobytes(), m.id) for m, v in vectors]
+    rows = [
+        (m.id, model, m.content_hash, checked_unit(v, dimension, f"memory {m.id}").tobytes(), m.id) for m, v in vectors
+    ]
     conn.executemany(
         "INSERT OR REPLACE INTO second_vectors(id, model, stamp, embedding) "
         "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?)",
@@ -107,9 +101,7 @@ def put(
 
 def scores(conn: sqlite3.Connection, model: str, vector: Sequence[float], memory_ids: Sequence[str]) -> list[Candidate]:
     """The cosine of ``vector`` with each memory's current ``model`` vector, best first (ties by id)."""
-    query = np.asarray(vector, dtype=np.float32)
-    norm = float(np.linalg.norm(query))
-    query = query / norm if norm else query
+    query = unit(vector)
     width = query.size * 4
     ids: list[str] = []
     blobs: list[bytes] = []
@@ -125,8 +117,5 @@ def scores(conn: sqlite3.Connection, model: str, vector: Sequence[float], memory
             if isinstance(blob, bytes) and len(blob) == width:  # another size: not this query's model
                 ids.append(memory_id)
                 blobs.append(blob)
-    if not ids:
-        return []
     matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), query.size)
-    cosines = (matrix @ query).tolist()
-    return sorted((Candidate(i, float(c)) for i, c in zip(ids, cosines, strict=True)), key=lambda c: (-c.score, c.id))
+    return ranked_cosines(query, ids, matrix)

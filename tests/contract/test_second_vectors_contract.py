@@ -1,8 +1,7 @@
 """The ``KeepsSecondVectors`` clause of the Store contract (search/base.py), on every backend that has it.
 
 A second model's vectors of every memory, for recall's second dense leg: the SQLite store keeps
-them; the OpenSearch store keeps one vector per memory, so a server refuses the leg there
-(tests/search/test_second_leg.py) and these tests skip, saying so.
+them in a table of their own, the OpenSearch store in an index per second model.
 """
 
 from __future__ import annotations
@@ -70,7 +69,7 @@ def test_a_rewritten_memory_is_pending_again_and_scores_nothing_meanwhile(
     assert keeper.second_vectors_pending(MODEL, 10) == []
     changed = replace(memory, content="the cache expires after an hour", content_hash=content_hash("after an hour"))
     store.put(changed, DuplicatePolicy.OVERWRITE)
-    # Found through the change log, from where the last look ended.
+    # Found from where the last look ended (SQLite's change log, OpenSearch's write stamps).
     assert [m.id for m in keeper.second_vectors_pending(MODEL, 10)] == [memory.id]
     query = SECOND.embed_queries(["cache expiry"])[0]
     assert keeper.second_vector_scores(MODEL, query, [memory.id]) == []
@@ -121,3 +120,22 @@ def test_a_vector_of_the_wrong_size_is_refused(store: Store, keeper: KeepsSecond
     with pytest.raises(EmbeddingMismatchError):
         keeper.put_second_vectors(MODEL, SECOND.dimension, [(memory, [0.1] * 7)])
     assert keeper.second_vectors_remaining(MODEL) == 1
+
+
+def test_small_looks_name_every_memory_once_with_writes_between(store: Store, keeper: KeepsSecondVectors) -> None:
+    """A filler asking one at a time, storing each, while memories keep coming: each is named once,
+    and an empty look means none is left."""
+    for n in range(3):
+        store.put(make(f"written before the looks {n}"))
+    named: list[str] = []
+    late = [make(f"written between the looks {n}") for n in range(2)]
+    for _ in range(20):
+        batch = keeper.second_vectors_pending(MODEL, 1)
+        if not batch:
+            break
+        named += [m.id for m in batch]
+        keeper.put_second_vectors(MODEL, SECOND.dimension, second_vectors(batch))
+        if late:
+            store.put(late.pop())
+    assert len(named) == len(set(named)) == 5
+    assert keeper.second_vectors_remaining(MODEL) == 0

@@ -1,7 +1,9 @@
 """The whole distributed write path onto the OpenSearch store: gateway → Redis → worker → OpenSearch.
 
-The server is osmem-server (an in-memory OpenSearch API server). It goes away mid-test, so the
-worker meets a store outage: the job is retried with backoff, then completes once the store is back.
+The server is osmem-server (an in-memory OpenSearch API server), or a real cluster. In the first
+test it goes away mid-test, so the worker meets a store outage: the job is retried with backoff,
+then completes once the store is back. In the second, the gateway's second-model filler finds what
+the worker wrote and embeds it.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import pytest
 import redis
 
 from api.bench.local_cluster import free_port
+from hivemem.config import Settings
+from hivemem.embedding import HashEmbedder
 from tests.e2e.helpers import HivememServer
-from tests.opensearch_backend import REAL_CLUSTER_URL, start_osmem
+from tests.opensearch_backend import REAL_CLUSTER_URL, OpenSearchBackend, start_osmem
 from tests.services import CeleryWorker
 
 pytestmark = pytest.mark.opensearch
@@ -87,3 +91,48 @@ def test_a_store_outage_is_retried_with_backoff_until_the_job_is_done(redis_url:
         gateway.stop()
         worker.stop()
         stop(osmem)
+
+
+def metric(http: httpx.Client, name: str) -> float:
+    """The value of one unlabelled series of ``/metrics``."""
+    for line in http.get("/metrics").text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} is not in /metrics")
+
+
+def test_the_gateway_fills_the_second_vectors_of_what_workers_wrote(
+    redis_url: str, tmp_path: Path, opensearch_backend: OpenSearchBackend
+) -> None:
+    data_dir, logs = tmp_path / "data", tmp_path / "logs"
+    data_dir.mkdir()
+    logs.mkdir()
+    prefix = f"second_{tmp_path.name.lower()[-12:].replace('-', '_')}"
+    env = {"HIVEMEM_STORE_URL": opensearch_backend.url_for(prefix), "HIVEMEM_OPENSEARCH_REPLICAS": "0"}
+    gateway = HivememServer(data_dir, logs, HIVEMEM_BROKER_URL=redis_url, HIVEMEM_SECOND_EMBED_MODEL="hash:32", **env)
+    worker = CeleryWorker(redis_url, data_dir, logs, **env)
+    try:
+        gateway.start()
+        worker.start()
+        with httpx.Client(base_url=gateway.url, timeout=30) as http:
+            accepted = http.post(
+                "/v1/memories",
+                json={"title": "Index rollover", "content": "Logs roll over to a new index every 50 GB or 1 day."},
+            )
+            assert accepted.status_code in (201, 202), accepted.text
+            deadline = time.monotonic() + 60
+            # The worker wrote it; no nudge reaches the gateway's filler, which polls the store.
+            while metric(http, "hivemem_second_leg_vectors_total") < 1:
+                assert time.monotonic() < deadline, gateway.log_text()
+                time.sleep(0.2)
+        store = opensearch_backend.open(HashEmbedder(64), Settings(opensearch_replicas=0), None, prefix)
+        try:
+            assert store.second_vectors_remaining(HashEmbedder(32).model_id) == 0
+            query = HashEmbedder(32).embed_queries(["index rollover"])[0]
+            scored = store.second_vector_scores(HashEmbedder(32).model_id, query, [accepted.json()["id"]])
+            assert [c.id for c in scored] == [accepted.json()["id"]]
+        finally:
+            store.drop()
+    finally:
+        gateway.stop()
+        worker.stop()

@@ -1,20 +1,21 @@
-"""The second dense leg: a second model's vectors kept by the SQLite store, filled in the background
-(api/second_leg.py) and fused by recall as one more leg over the other legs' candidates."""
+"""The second dense leg: a second model's vectors kept by the store (SQLite or OpenSearch), filled in
+the background (api/second_leg.py) and fused by recall as one more leg over the other legs' candidates."""
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from api.second_leg import SecondLeg
-from api.service import Caller, MemoryService, make_second_leg
+from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
-from hivemem.errors import ConfigError
+from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.hashing import content_hash
 from hivemem.model import Memory, RetrievalMode, new_memory_id, utcnow
 from hivemem.schemas import MemoryCreate, RecallRequest
@@ -22,7 +23,6 @@ from search.base import SearchFilter
 from search.recall import Recaller, RecallParams, leg_weights
 from search.sqlite.store import SQLiteStore
 from tests.opensearch_backend import OpenSearchBackend
-from tests.opensearch_spec import SpecValidator
 
 FIRST, SECOND = HashEmbedder(64), HashEmbedder(32)
 MODEL = SECOND.model_id
@@ -62,8 +62,31 @@ def second_settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"second_embed_model": "hash:32"})
 
 
-def test_a_server_fills_the_vectors_and_recall_fuses_the_leg(second_settings: Settings) -> None:
-    service = MemoryService.from_settings(second_settings)
+OpenService = Callable[[Settings], MemoryService]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("opensearch", marks=pytest.mark.opensearch)])
+def open_service(request: pytest.FixtureRequest) -> Iterator[OpenService]:
+    """Opens services on one store, each with the settings given (the first model hash:64)."""
+    if request.param == "sqlite":
+        yield MemoryService.from_settings
+        return
+    backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
+    validator = request.getfixturevalue("spec_validator")
+    prefix = f"test_{uuid.uuid4().hex[:16]}"
+
+    def on_opensearch(settings: Settings) -> MemoryService:
+        store = backend.open(FIRST, Settings(opensearch_replicas=0), validator, prefix, exact_knn=True)
+        return MemoryService(settings, store, QueuedEmbedder(FIRST, max_batch=64))
+
+    yield on_opensearch
+    backend.open(FIRST, Settings(opensearch_replicas=0), None, prefix).drop()
+
+
+def test_a_server_fills_the_vectors_and_recall_fuses_the_leg(
+    second_settings: Settings, open_service: OpenService
+) -> None:
+    service = open_service(second_settings)
     try:
         assert service.second_leg is not None
         service.start_second_leg()
@@ -78,23 +101,30 @@ def test_a_server_fills_the_vectors_and_recall_fuses_the_leg(second_settings: Se
         best = response.results[0]
         assert best.id == retry.id
         assert best.explain is not None and best.explain["knn2_rank"] == 1 and best.explain["knn2_score"] > 0
+        # A forgotten memory's second vector goes with it.
+        service.forget(retry.id, confirm=True, caller=CALLER)
+        assert service.store.second_vectors_keep_only("no-such-model") == 5  # type: ignore[attr-defined]
     finally:
         service.close()
 
 
-def test_writes_of_another_process_are_filled_too(second_settings: Settings) -> None:
-    service = MemoryService.from_settings(second_settings)
+def test_writes_of_another_process_are_filled_too(second_settings: Settings, open_service: OpenService) -> None:
+    service = open_service(second_settings)
     try:
         service.start_second_leg()
         assert service.second_leg is not None and service.second_leg.wait_caught_up(30)
-        # Another writer on the same file (a worker, a CLI): no nudge reaches the filler.
-        other = MemoryService.from_settings(second_settings.model_copy(update={"second_embed_model": ""}))
+        # Another writer on the same store (a worker, a CLI): no nudge reaches the filler.
+        other = open_service(second_settings.model_copy(update={"second_embed_model": ""}))
         try:
-            other.memorize(MemoryCreate(title="Elsewhere", content="written by another process"), CALLER)
+            written = other.memorize(MemoryCreate(title="Elsewhere", content="written by another process"), CALLER)
         finally:
             other.close()
         assert service.second_leg.wait_caught_up(30)
         assert service.second_leg.remaining() == 0
+        scored = service.store.second_vector_scores(  # type: ignore[attr-defined]
+            MODEL, SECOND.embed_queries(["another process"])[0], [written.id]
+        )
+        assert [c.id for c in scored] == [written.id]
     finally:
         service.close()
 
@@ -167,17 +197,6 @@ def test_bm25_mode_has_no_second_leg(second_settings: Settings) -> None:
 def test_the_same_model_twice_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="already the embedding model"):
         Settings(data_dir=tmp_path, embed_model="hash:64", second_embed_model="hash:64")
-
-
-def test_a_store_without_second_vectors_is_refused(
-    settings: Settings, opensearch_backend: OpenSearchBackend, spec_validator: SpecValidator | None
-) -> None:
-    store = opensearch_backend.open(FIRST, settings, spec_validator)
-    try:
-        with pytest.raises(ConfigError, match="SQLite store"):
-            make_second_leg(settings.model_copy(update={"second_embed_model": "hash:32"}), store)
-    finally:
-        store.drop()
 
 
 def test_a_filler_keeps_its_own_model_only(store: SQLiteStore, tmp_path: Path) -> None:
