@@ -157,9 +157,12 @@ def make_reranker(settings: Settings) -> Reranker | None:
     return load_reranker(settings)
 
 
-def make_second_leg(settings: Settings, store: Store) -> SecondLeg | None:
+def make_second_leg(settings: Settings, store: Store, *, one_off: bool = False) -> SecondLeg | None:
     """The second dense leg (``HIVEMEM_SECOND_EMBED_MODEL``): its model on threads of its own, and
-    the filler of its vectors (not started: a server starts it), or None when none is configured."""
+    the filler of its vectors (not started: a server starts it), or None when none is configured.
+
+    ``one_off`` (a CLI call): one model thread, so the model loads with its first text, if any (how
+    many threads a runtime runs well is only known once it is loaded: seconds a ``get`` never needs)."""
     name = settings.second_embed_model.strip()
     if not name:
         return None
@@ -168,13 +171,14 @@ def make_second_leg(settings: Settings, store: Store) -> SecondLeg | None:
             "HIVEMEM_SECOND_EMBED_MODEL: the second dense leg needs a store that keeps a second model's "
             "vectors (SQLite and OpenSearch do); this store keeps one vector per memory"
         )
-    return SecondLeg(store, queued(settings, load_embedder(second_model_settings(settings))))
+    embedder = load_embedder(second_model_settings(settings))
+    return SecondLeg(store, queued(settings, embedder, threads=1 if one_off else None))
 
 
-def queued(settings: Settings, embedder: Embedder) -> QueuedEmbedder:
-    """``embedder`` on threads of its own, batching every caller: as many as configured, else as
-    many calls at once as its runtime runs well."""
-    threads = settings.embed_parallel or parallel_calls(embedder)
+def queued(settings: Settings, embedder: Embedder, *, threads: int | None = None) -> QueuedEmbedder:
+    """``embedder`` on threads of its own, batching every caller: ``threads``, else as many as
+    configured, else as many calls at once as its runtime runs well."""
+    threads = threads or settings.embed_parallel or parallel_calls(embedder)
     return QueuedEmbedder(embedder, max_batch=settings.embed_batch_size, threads=threads)
 
 
@@ -196,14 +200,23 @@ _STATUS_SCAN = 2000  # the newest failures and progress notes a status report re
 class MemoryService:
     """memorize / remember / get / forget over one store, one embedder and one job runner."""
 
-    def __init__(self, settings: Settings, store: Store, embedder: Embedder, runner: Runner | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: Embedder,
+        runner: Runner | None = None,
+        *,
+        one_off: bool = False,
+    ) -> None:
+        """``one_off``: a CLI call's service, whose second model (if any) loads only when it embeds."""
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.runner = runner or make_runner(settings, store, embedder)
         # Recalls and knowledge searches share one gate: they share the cores (hivemem.admission).
         self.search_gate = search_gate_for(settings)
-        self.second_leg = make_second_leg(settings, store)
+        self.second_leg = make_second_leg(settings, store, one_off=one_off)
         self.recaller = Recaller(
             store,
             embedder,
@@ -227,8 +240,8 @@ class MemoryService:
         The embedder runs on threads of its own, where calls from every request are batched
         (:mod:`hivemem.embedding_queue`): one, or one per core for a runtime whose calls each take one.
         ``lazy_model`` (the CLI): open a store that records its model with that record, and load
-        the model only if something is embedded (one model thread); a store of another model than
-        the configured one is used as it is, not re-embedded.
+        the model only if something is embedded (one model thread), and the second model likewise;
+        a store of another model than the configured one is used as it is, not re-embedded.
         """
         embedder = embedder or load_embedder(settings)
         if lazy_model and not isinstance(embedder, QueuedEmbedder):
@@ -275,7 +288,7 @@ class MemoryService:
                 job.id,
             )
             return service
-        return cls(settings, store, embedder)
+        return cls(settings, store, embedder, one_off=lazy_model)
 
     def reembed_job(self, caller: Caller = Caller()) -> JobPublic:
         """The job re-embedding this server's store (admin on ``*``). Raises ``JobNotFoundError``

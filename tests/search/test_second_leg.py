@@ -224,3 +224,27 @@ def test_a_server_starts_the_sleep_timer_and_the_filler_together(second_settings
         assert service._sleep_timer is not None
     finally:
         service.close()
+
+
+def test_a_one_off_command_touches_the_second_model_only_when_it_embeds(
+    settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A CLI call that embeds nothing (``get``, ``memories list``) does not load the second model;
+    one that recalls loads it then. Here the model is a folder with no model in it, so each load
+    shows in the log (and recall answers without the leg)."""
+    not_a_model = tmp_path / "not-a-model"
+    not_a_model.mkdir()
+    configured = settings.model_copy(update={"second_embed_model": str(not_a_model)})
+    MemoryService.from_settings(configured).close()  # a server's: loads now, to know its threads
+    assert "not-a-model" in caplog.text
+    caplog.clear()
+    service = MemoryService.from_settings(configured, lazy_model=True)
+    try:
+        assert "not-a-model" not in caplog.text
+        service.memorize(MemoryCreate(title="Retry policy", content="retry with exponential backoff"), CALLER)
+        assert "not-a-model" not in caplog.text
+        response = service.remember(RecallRequest(query="exponential backoff"), CALLER, reinforce=False)
+        assert response.results
+        assert "second dense leg skipped" in caplog.text
+    finally:
+        service.close()
