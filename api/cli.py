@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -574,7 +575,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         settings = Settings()
-        return _run(args, settings)
+        code = _run(args, settings)
+        sys.stdout.flush()  # a reader that went away shows here, where it is handled, not at exit
+        return code
     except pydantic.ValidationError as exc:
         from hivemem.schemas import describe_errors
 
@@ -583,6 +586,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HivememError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`hivemem memories list | head`): what it wanted was written. Point
+        # stdout at nothing so the interpreter's final flush does not fail again, and exit as a
+        # process killed by SIGPIPE would (128 + 13), as other command-line tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

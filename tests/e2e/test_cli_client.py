@@ -5,6 +5,7 @@ commands that embed nothing never load the model."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from hivemem.config import Settings
 from hivemem.jobs import Job, JobKind, new_job_id
 from hivemem.lazy_embedder import LazyEmbedder
 from hivemem.schemas import MemoryCreate
-from tests.e2e.helpers import HivememServer, run_cli
+from tests.e2e.helpers import HivememServer, hivemem_command, hivemem_env, run_cli
 from workers.job_board import RedisJobBoard
 
 SCOPE = "github.com/acme/api"
@@ -136,3 +137,25 @@ def test_jobs_without_a_server_are_read_from_the_broker(
     monkeypatch.delenv("HIVEMEM_BROKER_URL")
     assert cli_main(["jobs"]) == 0
     assert "no server is running" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(data_dir: Path, tmp_path: Path) -> None:
+    """``hivemem … | head``: the pipe's reader is gone before the command writes (its end is
+    closed before the command starts), so every write fails; the command exits as SIGPIPE would,
+    without a traceback."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        done = subprocess.run(
+            [*hivemem_command(), "config"],
+            cwd=tmp_path,
+            env=hivemem_env(data_dir, HIVEMEM_SERVER_URL="off"),
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(writer)
+    assert done.returncode == 141, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
