@@ -5,7 +5,9 @@ one document per memory: its id, the content hash the vector was made from, and 
 base64 float32 (a ``binary`` field: nothing in it is searched, so no k-NN field and no HNSW graph
 to build). Recall reads the vectors of its candidates only (the other legs' top 100 or so) with
 one ``_mget`` that also reads each candidate's live content hash: a vector made from older content
-scores nothing. A deleted memory's vectors are deleted with it (:meth:`SecondVectors.forget`).
+scores nothing. A deleted memory's vectors are deleted with it (:meth:`SecondVectors.forget`); one
+deleted between the filler's check that it exists and its write leaves a vector that scores
+nothing either, since no live memory has its id.
 
 **Finding what is pending.** The memories index has no change log, so every write of a memory
 document stamps it with the writer's clock (``stored_at_ms``, :func:`search.opensearch.docs.memory_doc`;
