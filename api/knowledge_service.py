@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -63,6 +64,22 @@ from workers.runner import Runner
 __all__ = ["FileAccess", "KnowledgeService"]
 
 _CONTEXT_CHARS = 80
+
+
+def _nothing_to_index(left_out: Counter[str]) -> str:
+    """Why an ingest found no document: the files its folders held, and why each kind was left out."""
+    if not left_out:
+        return "paths: no documents found there: the folders and URL lists named hold none"
+    unmatched = left_out.pop(_NOT_MATCHING, 0)
+    parts = [f"{count} file{'s' if count != 1 else ''} {suffix}" for suffix, count in left_out.most_common(5)]
+    if left_out:
+        parts[-1] += f" (hivemem reads {', '.join(sorted(EXTENSIONS))})"
+    if unmatched:
+        parts.append(f"{unmatched} file{'s' if unmatched != 1 else ''} not matching the glob")
+    return f"paths: no documents found there; left out: {'; '.join(parts)}"
+
+
+_NOT_MATCHING = "(not matching the glob)"
 
 
 class KnowledgeService:
@@ -235,8 +252,10 @@ class KnowledgeService:
 
     def expand(self, paths: Sequence[str], globs: Sequence[str], access: FileAccess) -> list[str]:
         """The sources a list of paths names: files, the files of folders (walked, sorted), and the
-        URLs listed in ``.urls`` files (one per line, ``#`` comments)."""
+        URLs listed in ``.urls`` files (one per line, ``#`` comments). Raises ``ValidationError``
+        when they name none, saying which files of folders were left out and why."""
         sources: list[str] = []
+        left_out: Counter[str] = Counter()  # folder files not read, by format (or not matching the glob)
         for given in paths:
             if is_url(given):
                 sources.append(given)
@@ -257,8 +276,10 @@ class KnowledgeService:
                         if name.startswith("."):
                             continue
                         if globs and not any(fnmatch.fnmatch(name, g) for g in globs):
+                            left_out[_NOT_MATCHING] += 1
                             continue
                         if not globs and Path(name).suffix.lower() not in EXTENSIONS:
+                            left_out[Path(name).suffix.lower() or "(no extension)"] += 1
                             continue
                         sources.append(str(Path(root) / name))
             elif is_list:
@@ -268,6 +289,8 @@ class KnowledgeService:
                         sources.append(line)
             else:
                 sources.append(given)
+        if not sources:
+            raise ValidationError(_nothing_to_index(left_out), field="paths")
         return sources
 
     def ingest(
@@ -314,8 +337,6 @@ class KnowledgeService:
             raise ConfigError("this knowledge service has no job runner")
         scope = caller.scope_for(request.scope, write=True)
         sources = self.expand(request.paths, request.glob, access)
-        if not sources:
-            raise ValidationError("paths: no documents found there", field="paths")
         checked = [self._checked(source, access) for source in sources]
         job = Job(id=new_job_id(), kind=JobKind.INGEST, total=len(checked))
         items = [document_item(job.id, i, scope, s, access, force=request.force) for i, s in enumerate(checked)]

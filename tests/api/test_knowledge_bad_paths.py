@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
+from api.main import create_app
 from api.service import Caller, MemoryService
+from hivemem.config import Settings
+from hivemem.errors import ValidationError
 from hivemem.knowledge_schemas import IngestRequest
+from tests.api.conftest import LOCAL_URL
 from workers.documents.sources import FileAccess
 
 HEADERS = {"X-Hivemem-Scope": "github.com/acme/docs"}
@@ -49,3 +55,33 @@ def test_the_cli_path_reports_an_impossible_name_as_that_documents_failure(clien
     )
     assert report.failed == 2 and report.indexed == 0
     assert all("cannot read this path" in f.error for f in report.failures), report.failures
+
+
+def test_a_folder_with_no_document_is_a_clear_refusal_naming_what_was_left_out(
+    settings: Settings, tmp_path: Path
+) -> None:
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    (folder / "notes.odt").write_bytes(b"PK\x03\x04 an OpenDocument text")
+    (folder / "plan.odt").write_bytes(b"PK\x03\x04 another")
+    (folder / "Makefile").write_text("all:\n\ttrue\n")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    allowed = settings.model_copy(update={"knowledge_allowed_paths": (str(tmp_path),)})
+    with TestClient(create_app(allowed), base_url=LOCAL_URL) as client:
+        service: MemoryService = client.app.state.service  # type: ignore[attr-defined]
+        caller = Caller(default_scope="github.com/acme/docs")
+        # The CLI's path (in this process) and the server's (a job) refuse alike, and index nothing.
+        with pytest.raises(ValidationError) as refused:
+            service.knowledge.ingest(IngestRequest(paths=[str(folder)]), caller, FileAccess())
+        assert "2 files .odt; 1 file (no extension) (hivemem reads .csv, .docx" in str(refused.value)
+        answer = client.post("/v1/knowledge/ingest", json={"paths": [str(folder)]}, headers=HEADERS)
+        assert answer.status_code == 422, answer.text
+        assert "2 files .odt" in answer.text
+        answer = client.post("/v1/knowledge/ingest", json={"paths": [str(folder)], "glob": ["*.md"]}, headers=HEADERS)
+        assert answer.status_code == 422 and "3 files not matching the glob" in answer.text, answer.text
+        answer = client.post("/v1/knowledge/ingest", json={"paths": [str(empty)]}, headers=HEADERS)
+        assert answer.status_code == 422 and "hold none" in answer.text, answer.text
+        assert client.get("/v1/knowledge/sources", headers=HEADERS).json() == []
+        jobs = client.get("/v1/jobs")
+        assert jobs.status_code == 200 and [j for j in jobs.json() if j["kind"] == "ingest"] == [], jobs.text
