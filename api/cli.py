@@ -273,6 +273,17 @@ def _parser() -> argparse.ArgumentParser:
     il.add_argument("--clients", type=_positive_int, default=8, help="concurrent recall clients")
     il.add_argument("--nice", type=int, choices=range(0, 20), default=0, metavar="0-19", help="the workers' niceness")
     il.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    rp = bench_sub.add_parser(
+        "rerank-pool", help="the rerank pool's round trip (gateway -> worker -> gateway) against scoring in process"
+    )
+    rp.add_argument("--data", type=Path, required=True, help="folder holding locomo/ and/or scifact/ (the passages)")
+    rp.add_argument(
+        "--model", default=None, help="cross:PATH or bi:MODEL (default: a MiniLM-L6-shaped cross-encoder, untrained)"
+    )
+    rp.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both score (default cpu)")
+    rp.add_argument("--top-n", type=_positive_int, default=30, help="passages per request (default 30)")
+    rp.add_argument("--requests", type=_positive_int, default=100, help="requests per data set (default 100)")
+    rp.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     t = bench_sub.add_parser("throughput", help="memorize/s and recall latency, embedded and Celery + Redis")
     t.add_argument("--shape", choices=["embedded", "celery"], action="append", help="default: both")
     t.add_argument(
@@ -496,6 +507,15 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
             return 2
         report = run_ingest_load(
             settings, corpus=args.corpus, workers=args.workers, clients=args.clients, nice=args.nice
+        )
+        emit(report, args.json_out)
+        return 0
+    if args.bench == "rerank-pool":
+        from api.bench.harness import emit
+        from api.bench.rerank_pool import run_rerank_pool
+
+        report = run_rerank_pool(
+            settings, data=args.data, model=args.model, device=args.device, top_n=args.top_n, requests=args.requests
         )
         emit(report, args.json_out)
         return 0

@@ -87,7 +87,7 @@ def timed_calls(calls: Sequence[Callable[[], object]], clients: int) -> tuple[fl
     return time.perf_counter() - start, latencies
 
 
-def _settings_env(settings: Settings) -> dict[str, str]:
+def settings_env(settings: Settings) -> dict[str, str]:
     """The settings as ``HIVEMEM_*`` variables, for worker processes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
     for name, value in settings.model_dump(mode="json").items():
@@ -123,7 +123,7 @@ def shape_service(
         gateway = Settings.model_validate(
             settings.model_dump() | store | {"broker_url": redis_server.url, "memorize_wait_s": 60.0}
         )
-        env = _settings_env(gateway)
+        env = settings_env(gateway)
         # The workers share this machine's cores: split them, as separate hosts would not need to.
         env["HIVEMEM_EMBED_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
         for i in range(workers):

