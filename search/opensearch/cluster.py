@@ -8,7 +8,7 @@ reads a missing document as None, and a paged scan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
@@ -30,6 +30,8 @@ class Cluster:
         self.client = client
         self.target = target
         self.closed = False
+        # Indices seen to exist (asked once, not before every read); those this store deletes leave it.
+        self._existing: set[str] = set()
 
     def call(self, action: str, fn: Callable[[], Any]) -> Any:
         """``fn()`` with the driver's errors translated; ``StoreUnavailableError`` once closed."""
@@ -48,6 +50,22 @@ class Cluster:
                 error = item.get("error", {})
                 raise StoreError(f"OpenSearch bulk item {item.get('_id')} failed ({status}): {error}")
         return items
+
+    def index_exists(self, index: str) -> bool:
+        """Whether ``index`` exists; asked of the cluster until it does, then remembered."""
+        if index not in self._existing:
+            indices = self.client.indices
+            if self.call(f"checking index {index}", lambda: indices.exists(index=index)):
+                self._existing.add(index)
+        return index in self._existing
+
+    def index_created(self, index: str) -> None:
+        """Remember that ``index`` exists (this store just created it, or found it created)."""
+        self._existing.add(index)
+
+    def indices_deleted(self, indices: Iterable[str]) -> None:
+        """Forget indices this store deleted: the next :meth:`index_exists` asks again."""
+        self._existing.difference_update(indices)
 
     def get_doc(self, alias: str, doc_id: str) -> Json | None:
         """The realtime GET of one document; None when the document (not the index) is missing."""

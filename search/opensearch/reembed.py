@@ -63,8 +63,6 @@ class Reembedder:
         self._names = names
         self._options = options
         self._passes: dict[str, _Pass] = {}
-        # Indices (and aliases) seen to exist: asked once, not before every page read.
-        self._existing: set[str] = set()
 
     # -- names ---------------------------------------------------------------------------------
 
@@ -86,11 +84,11 @@ class Reembedder:
         indices = self._cluster.client.indices
         for kind in _KINDS:
             name = self.staging(kind, model)
-            if self._exists(name):
+            if self._cluster.index_exists(name):
                 continue
             body = dict(built[self._alias(kind)]["template"])
             self._cluster.call(f"creating index {name}", partial(indices.create, index=name, body=body))
-            self._existing.add(name)
+            self._cluster.index_created(name)
 
     # -- reading the live indices --------------------------------------------------------------
 
@@ -119,16 +117,9 @@ class Reembedder:
                 return
             after = str(page[-1]["id"])
 
-    def _exists(self, index: str) -> bool:
-        if index not in self._existing:
-            indices = self._cluster.client.indices
-            if self._cluster.call(f"checking index {index}", lambda: indices.exists(index=index)):
-                self._existing.add(index)
-        return index in self._existing
-
     def _staged(self, index: str, ids: Sequence[str]) -> dict[str, Json]:
         """The documents of ``ids`` found in ``index`` (without vectors), by id; none when there is no such index."""
-        if not ids or not self._exists(index):
+        if not ids or not self._cluster.index_exists(index):
             return {}
         client = self._cluster.client
         response = self._cluster.call(
@@ -242,7 +233,7 @@ class Reembedder:
         stale = [index for kind in _KINDS for index in old[kind] if index != self.staging(kind, model)]
         if stale:
             self._cluster.call("deleting the old indices", lambda: client.indices.delete(index=",".join(stale)))
-            self._existing.difference_update(stale)
+            self._cluster.indices_deleted(stale)
         self._passes.pop(model, None)
         return True
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +36,7 @@ from hivemem.model import Memory
 from search.opensearch import bodies
 from search.opensearch.bodies import IndexNames, IndexOptions, model_slug
 from search.opensearch.cluster import Cluster
-from search.opensearch.docs import STAMP_FIELD, memory_from_doc
+from search.opensearch.docs import STAMP_FIELD
 from search.opensearch.errors import AlreadyExists
 from search.vector_math import checked_unit, ranked_cosines, unit
 
@@ -71,12 +71,19 @@ class _Look:
 class SecondVectors:
     """The second models' vectors of one OpenSearch store (see the module docstring)."""
 
-    def __init__(self, cluster: Cluster, names: IndexNames, options: IndexOptions) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        names: IndexNames,
+        options: IndexOptions,
+        read: Callable[[Sequence[str]], list[Memory]],
+    ) -> None:
+        """``read``: the store's read of memories by id, without their vectors, in the order asked."""
         self._cluster = cluster
         self._names = names
         self._options = options
+        self._read = read
         self._looks: dict[str, _Look] = {}
-        self._existing: set[str] = set()  # indices seen to exist (one that exists keeps existing here)
 
     # -- indices -------------------------------------------------------------------------------
 
@@ -94,16 +101,9 @@ class SecondVectors:
         )
         return sorted(found)
 
-    def _exists(self, index: str) -> bool:
-        if index not in self._existing:
-            client = self._cluster.client
-            if self._cluster.call(f"checking index {index}", lambda: client.indices.exists(index=index)):
-                self._existing.add(index)
-        return index in self._existing
-
     def _ensure(self, model: str) -> str:
         index = self.index(model)
-        if self._exists(index):
+        if self._cluster.index_exists(index):
             return index
         keyword = {"type": "keyword"}
         body = {
@@ -117,15 +117,14 @@ class SecondVectors:
         client = self._cluster.client
         with suppress(AlreadyExists):  # another process created it meanwhile: use theirs
             self._cluster.call(f"creating index {index}", lambda: client.indices.create(index=index, body=body))
-        self._existing.add(index)
+        self._cluster.index_created(index)
         return index
 
     # -- reading -------------------------------------------------------------------------------
 
-    def _stored(self, model: str, ids: Sequence[str]) -> dict[str, str]:
-        """The content hash each of ``ids`` has a ``model`` vector for, by id."""
-        index = self.index(model)
-        if not ids or not self._exists(index):
+    def _hashes(self, index: str, ids: Sequence[str]) -> dict[str, str]:
+        """The content hash of each of ``ids`` found in ``index`` (an alias too), by id."""
+        if not ids:
             return {}
         client = self._cluster.client
         response = self._cluster.call(
@@ -134,17 +133,10 @@ class SecondVectors:
         )
         return {doc["_id"]: doc["_source"]["content_hash"] for doc in response["docs"] if doc.get("found")}
 
-    def _live_hashes(self, ids: Sequence[str]) -> dict[str, str]:
-        """The content hash of each of ``ids`` still in the store, by id."""
-        if not ids:
-            return {}
-        alias = self._names.memories
-        client = self._cluster.client
-        response = self._cluster.call(
-            f"reading {alias}",
-            lambda: client.mget(index=alias, body={"ids": list(ids)}, _source_includes=["content_hash"]),
-        )
-        return {doc["_id"]: doc["_source"]["content_hash"] for doc in response["docs"] if doc.get("found")}
+    def _stored(self, model: str, ids: Sequence[str]) -> dict[str, str]:
+        """The content hash each of ``ids`` has a ``model`` vector for, by id."""
+        index = self.index(model)
+        return self._hashes(index, ids) if self._cluster.index_exists(index) else {}
 
     def _page(self, look: _Look) -> list[Json]:
         """The next page of the pass under way: hits with ids, hashes and sort values."""
@@ -225,22 +217,10 @@ class SecondVectors:
             # Resume after the last memory looked at: all of the page, unless the batch filled up.
             last = taken[-1][0] if len(missing) > room else len(hits) - 1
             look.after = list(hits[last]["sort"])
-        memories = self._memories([memory_id for memory_id, _ in found])
+        memories = self._read([memory_id for memory_id, _ in found]) if found else []
         for memory in memories:
             look.named[memory.id] = memory.content_hash
         return memories
-
-    def _memories(self, ids: Sequence[str]) -> list[Memory]:
-        """The memories of ``ids`` still in the store, without their vectors, in that order."""
-        if not ids:
-            return []
-        alias = self._names.memories
-        client = self._cluster.client
-        response = self._cluster.call(
-            f"reading {alias}",
-            lambda: client.mget(index=alias, body={"ids": list(ids)}, _source_excludes=[bodies.VECTOR_FIELD]),
-        )
-        return [memory_from_doc(doc["_source"]) for doc in response["docs"] if doc.get("found")]
 
     def put(self, model: str, dimension: int, vectors: Sequence[tuple[Memory, Sequence[float]]]) -> None:
         """Keep each memory's vector for the content it was made from, unless the memory is gone."""
@@ -248,7 +228,7 @@ class SecondVectors:
         if not units:
             return
         index = self._ensure(model)
-        live = self._live_hashes([memory.id for memory, _ in units])
+        live = self._hashes(self._names.memories, [memory.id for memory, _ in units])
         lines: list[Json] = []
         for memory, vector_unit in units:
             if memory.id not in live:
@@ -276,7 +256,7 @@ class SecondVectors:
         self._cluster.call("refreshing the second models' indices", lambda: client.indices.refresh(index=joined))
         held = int(self._cluster.call("counting second vectors", lambda: client.count(index=joined))["count"])
         self._cluster.call("deleting the second models' indices", lambda: client.indices.delete(index=joined))
-        self._existing.difference_update(others)
+        self._cluster.indices_deleted(others)
         for other in list(self._looks):
             if self.index(other) != keep:
                 del self._looks[other]
@@ -286,7 +266,7 @@ class SecondVectors:
         """The cosine of ``vector`` with each memory's current ``model`` vector, best first (ties by id)."""
         index = self.index(model)
         unique = list(dict.fromkeys(memory_ids))
-        if not unique or not self._exists(index):
+        if not unique or not self._cluster.index_exists(index):
             return []
         query = unit(vector)
         alias = self._names.memories

@@ -131,7 +131,9 @@ class OpenSearchStore(DelegatesKnowledge):
         )
         self._vector_parts(dimension)
         self._reembedder = Reembedder(self._cluster, self._names, self._options)
-        self._second = SecondVectors(self._cluster, self._names, self._options)
+        self._second = SecondVectors(
+            self._cluster, self._names, self._options, read=lambda ids: self.get_many(ids, vectors=False)
+        )
         # Held shared by every write of this process, and alone by a re-embed's swap.
         self._writes = ReadWriteLock()
         self._tokens = TokenIndex(self._cluster, self._names)
@@ -524,8 +526,6 @@ class OpenSearchStore(DelegatesKnowledge):
     def revoke_token(self, token_id: str, at: datetime) -> TokenRecord:
         return self._tokens.revoke(token_id, at)
 
-    # -- lifecycle -----------------------------------------------------------------------------
-
     # -- a second model's vectors (search/opensearch/second_vectors.py) --------------------------
 
     def second_vectors_pending(self, model: str, limit: int) -> list[Memory]:
@@ -571,6 +571,8 @@ class OpenSearchStore(DelegatesKnowledge):
             self._embedding_model, self._dimension = model, dimension
             self._vector_parts(dimension)
         return True
+
+    # -- lifecycle -----------------------------------------------------------------------------
 
     def check(self) -> None:
         self.count([GLOBAL_SCOPE])
