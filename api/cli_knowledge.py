@@ -2,8 +2,9 @@
 
 The CLI reads the caller's own files (as the stdio MCP server does). ``ingest`` shows a live
 progress line on stderr (documents, chunks, errors, rate, ETA), ends with a summary that lists
-every failed document with its reason, and exits 0 when every document was indexed or unchanged,
-3 when some failed ("partial"), 2 on an error that stopped the run.
+every failed document with its reason and counts the folders' files of formats it does not read,
+and exits 0 when every document was indexed or unchanged, 3 when some failed ("partial"), 2 on an
+error that stopped the run.
 """
 
 from __future__ import annotations
@@ -213,7 +214,7 @@ def _ingest(args: argparse.Namespace, knowledge: KnowledgeService, caller: Calle
     request = IngestRequest(paths=args.paths, scope=args.scope, glob=args.glob, force=args.force)
     if knowledge.settings.broker_url:
         return _ingest_on_workers(args, knowledge, request, caller, access)
-    total = len(knowledge.expand(request.paths, request.glob, access))
+    total = len(knowledge.expand(request.paths, request.glob, access).sources)
     progress = _Progress(total, sys.stderr)
     report = knowledge.ingest(request, caller, access, progress)
     progress.finish()
@@ -221,6 +222,8 @@ def _ingest(args: argparse.Namespace, knowledge: KnowledgeService, caller: Calle
 
 
 def _summary(args: argparse.Namespace, report: IngestReport) -> int:
+    from api.knowledge_service import left_out_words
+
     if args.json:
         _dump(report.model_dump(mode="json"))
     else:
@@ -230,6 +233,8 @@ def _summary(args: argparse.Namespace, report: IngestReport) -> int:
         )
         for failure in report.failures:
             print(f"  failed: {failure.source}: {failure.error}")
+        if report.left_out:
+            print(f"  left out: {left_out_words(report.left_out)}")
     return PARTIAL if report.failed else 0
 
 
@@ -270,5 +275,6 @@ def _ingest_on_workers(
         chunks=int(current.result["chunks"]),
         failures=failures,
         elapsed_s=round(time.monotonic() - began, 3),
+        left_out=job.left_out,
     )
     return _summary(args, report)

@@ -14,7 +14,8 @@ import fnmatch
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from hivemem.jobs import Job, JobKind, new_job_id
 from hivemem.knowledge import Document, KnowledgeChunk, KnowledgeSource
 from hivemem.knowledge_schemas import (
     ChunkCitation,
+    IngestAccepted,
     IngestFailure,
     IngestReport,
     IngestRequest,
@@ -61,25 +63,39 @@ from workers.ingest_jobs import document_item
 from workers.knowledge_jobs import IndexOutcome, PhaseTimes, guard_limits, index_documents, text_document
 from workers.runner import Runner
 
-__all__ = ["FileAccess", "KnowledgeService"]
+__all__ = ["Expansion", "FileAccess", "KnowledgeService", "left_out_words"]
 
 _CONTEXT_CHARS = 80
+_NOT_MATCHING = "(not matching the glob)"
+
+
+def left_out_words(left_out: Mapping[str, int]) -> str:
+    """Folder files not read, in words: "2 files .odt; 1 file (no extension) (hivemem reads …)"."""
+    counted = Counter(left_out)
+    unmatched = counted.pop(_NOT_MATCHING, 0)
+    parts = [f"{count} file{'s' if count != 1 else ''} {suffix}" for suffix, count in counted.most_common(5)]
+    if counted:
+        parts[-1] += f" (hivemem reads {', '.join(sorted(EXTENSIONS))})"
+    if unmatched:
+        parts.append(f"{unmatched} file{'s' if unmatched != 1 else ''} not matching the glob")
+    return "; ".join(parts)
 
 
 def _nothing_to_index(left_out: Counter[str]) -> str:
     """Why an ingest found no document: the files its folders held, and why each kind was left out."""
     if not left_out:
         return "paths: no documents found there: the folders and URL lists named hold none"
-    unmatched = left_out.pop(_NOT_MATCHING, 0)
-    parts = [f"{count} file{'s' if count != 1 else ''} {suffix}" for suffix, count in left_out.most_common(5)]
-    if left_out:
-        parts[-1] += f" (hivemem reads {', '.join(sorted(EXTENSIONS))})"
-    if unmatched:
-        parts.append(f"{unmatched} file{'s' if unmatched != 1 else ''} not matching the glob")
-    return f"paths: no documents found there; left out: {'; '.join(parts)}"
+    return f"paths: no documents found there; left out: {left_out_words(left_out)}"
 
 
-_NOT_MATCHING = "(not matching the glob)"
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """The documents a list of paths names, and the files of its folders left out as formats
+    hivemem does not read (by extension; files a glob passed over are not counted: they were
+    left out on request)."""
+
+    sources: list[str]
+    left_out: dict[str, int]
 
 
 class KnowledgeService:
@@ -250,7 +266,7 @@ class KnowledgeService:
 
     # -- bulk ----------------------------------------------------------------------------------
 
-    def expand(self, paths: Sequence[str], globs: Sequence[str], access: FileAccess) -> list[str]:
+    def expand(self, paths: Sequence[str], globs: Sequence[str], access: FileAccess) -> Expansion:
         """The sources a list of paths names: files, the files of folders (walked, sorted), and the
         URLs listed in ``.urls`` files (one per line, ``#`` comments). Raises ``ValidationError``
         when they name none, saying which files of folders were left out and why."""
@@ -291,7 +307,8 @@ class KnowledgeService:
                 sources.append(given)
         if not sources:
             raise ValidationError(_nothing_to_index(left_out), field="paths")
-        return sources
+        left_out.pop(_NOT_MATCHING, None)
+        return Expansion(sources, dict(left_out.most_common()))
 
     def ingest(
         self,
@@ -304,13 +321,13 @@ class KnowledgeService:
         """Index every document the paths name into the caller's scope; one outcome per document."""
         scope = caller.scope_for(request.scope, write=True)
         began = time.monotonic()
-        sources = self.expand(request.paths, request.glob, access)
+        expansion = self.expand(request.paths, request.glob, access)
         outcomes: list[IndexOutcome] = []
         for outcome in index_documents(
             self.store,
             self.embedder,
             scope,
-            self._readers(sources, access),
+            self._readers(expansion.sources, access),
             self.settings,
             force=request.force,
             times=times,
@@ -327,21 +344,23 @@ class KnowledgeService:
             chunks=sum(o.chunks for o in outcomes if o.status == "indexed"),
             failures=failures,
             elapsed_s=round(time.monotonic() - began, 3),
+            left_out=expansion.left_out,
         )
 
-    def ingest_job(self, request: IngestRequest, caller: Caller, access: FileAccess) -> JobPublic:
+    def ingest_job(self, request: IngestRequest, caller: Caller, access: FileAccess) -> IngestAccepted:
         """Start an ingest job: one item per document, run in the background (embedded: a bounded pool
         of this process; distributed: one task per document on the workers' ``ingest`` queue).
         Its progress and, when done, each document's outcome are at ``GET /v1/jobs/{id}``."""
         if self.runner is None:
             raise ConfigError("this knowledge service has no job runner")
         scope = caller.scope_for(request.scope, write=True)
-        sources = self.expand(request.paths, request.glob, access)
-        checked = [self._checked(source, access) for source in sources]
+        expansion = self.expand(request.paths, request.glob, access)
+        checked = [self._checked(source, access) for source in expansion.sources]
         job = Job(id=new_job_id(), kind=JobKind.INGEST, total=len(checked))
         items = [document_item(job.id, i, scope, s, access, force=request.force) for i, s in enumerate(checked)]
         self.runner.ingest(job, items)
-        return JobPublic.of(self.runner.board.get(job.id))
+        started = JobPublic.of(self.runner.board.get(job.id))
+        return IngestAccepted(**started.model_dump(), left_out=expansion.left_out)
 
     @staticmethod
     def _checked(source: str, access: FileAccess) -> str:

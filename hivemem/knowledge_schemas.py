@@ -11,10 +11,11 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from hivemem.knowledge import DocumentFormat, KnowledgeSource
-from hivemem.schemas import QueryText, ScopeName, _TextRule, _whole_number
+from hivemem.schemas import JobPublic, QueryText, ScopeName, _TextRule, _whole_number
 
 __all__ = [
     "ChunkCitation",
+    "IngestAccepted",
     "IngestFailure",
     "IngestReport",
     "IngestRequest",
@@ -210,6 +211,9 @@ class IngestFailure(BaseModel):
     error: str
 
 
+_LEFT_OUT = "Files of the named folders left out as formats hivemem does not read, by extension."
+
+
 class IngestReport(BaseModel):
     documents: int
     indexed: int
@@ -218,3 +222,10 @@ class IngestReport(BaseModel):
     chunks: int
     failures: list[IngestFailure]
     elapsed_s: float
+    left_out: dict[str, int] = Field(default_factory=dict, description=_LEFT_OUT)
+
+
+class IngestAccepted(JobPublic):
+    """An ingest job just started, and what of the named folders it will not read."""
+
+    left_out: dict[str, int] = Field(default_factory=dict, description=_LEFT_OUT)

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import CallerDep, ServiceDep
 from hivemem.knowledge_schemas import (
+    IngestAccepted,
     IngestRequest,
     KnowledgeDeleted,
     KnowledgeDeleteRequest,
@@ -26,7 +27,7 @@ from hivemem.knowledge_schemas import (
     KnowledgeStoreRequest,
     SourcePublic,
 )
-from hivemem.schemas import JobPublic, ScopeName
+from hivemem.schemas import ScopeName
 from workers.documents.sources import FileAccess
 
 __all__ = ["router"]
@@ -74,11 +75,12 @@ def delete(body: KnowledgeDeleteRequest, service: ServiceDep, caller: CallerDep)
     return service.knowledge.delete(body, caller, _access(service))
 
 
-@router.post("/ingest", status_code=202, response_model=JobPublic)
-def ingest(body: IngestRequest, service: ServiceDep, caller: CallerDep) -> JobPublic:
+@router.post("/ingest", status_code=202, response_model=IngestAccepted)
+def ingest(body: IngestRequest, service: ServiceDep, caller: CallerDep) -> IngestAccepted:
     """Start indexing files and folders (inside the allowed folders) and URLs, one job item per
     document, in the background; `GET /v1/jobs/{id}` reports its progress and, when done, each
-    document's outcome (`indexed`, `unchanged`, or `failed` with the reason)."""
+    document's outcome (`indexed`, `unchanged`, or `failed` with the reason). `left_out` counts
+    the folders' files of formats hivemem does not read, by extension."""
     return service.knowledge.ingest_job(body, caller, _access(service))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from api.cli import main as cli_main
 from api.main import create_app
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
@@ -85,3 +87,39 @@ def test_a_folder_with_no_document_is_a_clear_refusal_naming_what_was_left_out(
         assert client.get("/v1/knowledge/sources", headers=HEADERS).json() == []
         jobs = client.get("/v1/jobs")
         assert jobs.status_code == 200 and [j for j in jobs.json() if j["kind"] == "ingest"] == [], jobs.text
+
+
+def test_files_of_formats_not_read_are_counted_in_the_summary_not_passed_over_in_silence(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "handbook"
+    folder.mkdir()
+    (folder / "onboarding.md").write_text("# Onboarding\n\nNew hires get a laptop from the front desk.\n")
+    (folder / "budget.odt").write_bytes(b"PK\x03\x04 an OpenDocument text")
+    (folder / "roadmap.odt").write_bytes(b"PK\x03\x04 another")
+    (folder / "Makefile").write_text("all:\n\ttrue\n")
+    left_out = {".odt": 2, "(no extension)": 1}
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
+    ingest = ["knowledge", "ingest", str(folder), "--scope", "github.com/acme/docs"]
+
+    assert cli_main(ingest) == 0
+    summary = capsys.readouterr().out
+    assert summary.startswith("1 documents: 1 indexed"), summary
+    assert "\n  left out: 2 files .odt; 1 file (no extension) (hivemem reads .csv, .docx" in summary
+    assert cli_main([*ingest, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["unchanged"], report["left_out"]) == (1, left_out)
+    # Files a glob passes over were left out on request: not counted.
+    assert cli_main([*ingest, "--glob", "*.md", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["left_out"] == {}
+
+    # Over REST the job's first answer counts them, as it starts.
+    allowed = settings.model_copy(update={"knowledge_allowed_paths": (str(tmp_path),)})
+    with TestClient(create_app(allowed), base_url=LOCAL_URL) as client:
+        accepted = client.post("/v1/knowledge/ingest", json={"paths": [str(folder)]}, headers=HEADERS)
+        assert accepted.status_code == 202, accepted.text
+        assert accepted.json()["left_out"] == left_out
+        (item,) = _finished(client, accepted.json()["id"])["result"]["items"]  # the one document, read before
+        assert (Path(item["id"]).name, item["outcome"]) == ("onboarding.md", "unchanged")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -14,7 +15,8 @@ import httpx
 import pytest
 
 from api.bench.local_cluster import hivemem_command
-from tests.e2e.helpers import HivememServer, hivemem_env, wait_for_job
+from api.cli_knowledge import PARTIAL
+from tests.e2e.helpers import HivememServer, hivemem_env, run_cli, wait_for_job
 from tests.services import CeleryWorker
 
 pytest.importorskip("pypdfium2", reason="the ingest extra is not installed")
@@ -102,6 +104,34 @@ def test_an_ingest_job_survives_a_worker_killed_mid_job(
         assert all(len(chunks[uri]) == counts[uri] for uri in chunks)
     finally:
         gateway.stop()
+        worker.stop()
+
+
+def test_the_cli_ingests_on_the_workers_and_sums_up_as_it_does_alone(
+    redis_url: str, dirs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    data_dir, logs = dirs
+    docs = tmp_path / "handbook"
+    _documents(docs, 3)
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.7 cut off here")
+    (docs / "budget.odt").write_bytes(b"PK\x03\x04 an OpenDocument text")
+    worker = CeleryWorker(redis_url, data_dir, logs)
+    worker.start(concurrency=1)
+    try:
+        ingest = ("knowledge", "ingest", str(docs), "--scope", SCOPE)
+        done = run_cli(*ingest, "--json", data_dir=data_dir, cwd=tmp_path, timeout=180, HIVEMEM_BROKER_URL=redis_url)
+        assert done.returncode == PARTIAL, done.stdout + done.stderr
+        report = json.loads(done.stdout)
+        assert (report["documents"], report["indexed"], report["failed"]) == (4, 3, 1), report
+        assert [Path(f["source"]).name for f in report["failures"]] == ["broken.pdf"]
+        assert report["left_out"] == {".odt": 1}
+        assert "4/4 documents on the workers" in done.stderr  # the progress line, from the job board
+        assert len(_chunk_ids(data_dir / "hivemem.db")) == 3  # the worker wrote them, not the CLI
+        again = run_cli(*ingest, data_dir=data_dir, cwd=tmp_path, timeout=180, HIVEMEM_BROKER_URL=redis_url)
+        assert again.returncode == PARTIAL, again.stdout + again.stderr
+        assert again.stdout.startswith("4 documents: 0 indexed, 3 unchanged, 1 failed"), again.stdout
+        assert "  failed: " in again.stdout and "  left out: 1 file .odt (hivemem reads" in again.stdout
+    finally:
         worker.stop()
 
 

@@ -72,11 +72,12 @@ def test_a_folder_of_good_and_bad_files_indexes_every_good_one_and_lists_each_ba
     with httpx.Client(base_url=docs_server.url, timeout=60) as http:
         accepted = _post(http, "/v1/knowledge/ingest", {"paths": [str(library)], "scope": SCOPE}, 202)
         assert accepted["kind"] == "ingest" and accepted["state"] in ("queued", "running", "done")
+        assert accepted["left_out"] == {".xcf": 1}  # a format no reader takes: counted, not a failure
         job = wait_for_job(http, accepted["id"])
         assert job["state"] == "done", job
         report = job["result"]
         failed = {Path(i["id"]).name: i["error"] for i in report["items"] if i["outcome"] == "failed"}
-        # Every bad file but the unsupported one (a folder walk skips unknown extensions) is reported.
+        # Every bad file but the unsupported one (a folder walk leaves unknown extensions out) fails.
         assert set(failed) == set(BAD_DOCUMENTS) - {"drawing.xcf"}
         for name, error in failed.items():
             assert BAD_DOCUMENTS[name] in error, (name, error)
