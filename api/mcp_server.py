@@ -30,9 +30,11 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
 from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictStr
+from pydantic import ValidationError as PydanticValidationError
 
 import hivemem
 from api.denials import denial_recorder
@@ -55,7 +57,7 @@ from hivemem.schemas import (
     HandoffSave,
     HandoffSummary,
     LinkCreate,
-    QueryText,
+    Queries,
     RecallLimit,
     ScopeName,
     Tag,
@@ -275,13 +277,27 @@ class _SessionScopes(ServerMiddleware[Any]):
         return {**listed, "tools": tools}
 
 
+class _ClearArgumentErrors(Tool):
+    """A tool whose invalid arguments are refused as the REST API refuses them ("invalid input:
+    query: …", one line per field), not with the SDK's text: pydantic's whole report, with its
+    model's name, type tags and links, which an agent pays for and can hardly act on."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except PydanticValidationError as exc:
+            raise ToolError(f"Error executing tool {self.name}: {tool_error(exc)}") from exc
+        return await super().run(arguments, context, convert_result)
+
+
 def _refusing_unknown_arguments(tool: Tool) -> Tool:
-    """``tool``, refusing arguments it does not take (the SDK's argument model ignores them)."""
+    """``tool``, refusing arguments it does not take (the SDK's argument model ignores them), and
+    saying clearly what is wrong with the arguments it refuses."""
     base = tool.fn_metadata.arg_model
     strict = type(base.__name__, (base,), {"model_config": ConfigDict(**base.model_config, extra="forbid")})
     tool.fn_metadata.arg_model = strict
     tool.parameters["additionalProperties"] = False
-    return tool
+    return _ClearArgumentErrors.model_construct(**dict(tool.__dict__))
 
 
 def build_mcp(
@@ -361,10 +377,7 @@ def build_mcp(
 
     def remember(
         ctx: Context[Any, Any],
-        query: Annotated[
-            QueryText | Annotated[list[QueryText], Field(min_length=1, max_length=MAX_QUERIES)],
-            Field(description=f"A query, or 1-{MAX_QUERIES} queries to fuse."),
-        ],
+        query: Annotated[Queries, Field(description=f"A query, or 1-{MAX_QUERIES} queries to fuse.")],
         limit: Annotated[RecallLimit, Field(description="How many results (1-100).")] = 10,
         memory_types: Annotated[list[MemoryType] | None, Field(description="Only these kinds.")] = None,
         tags: Annotated[TagList | None, Field(description="Only memories with one of these tags.")] = None,

@@ -26,6 +26,7 @@ from pydantic import (
     StrictStr,
     ValidatorFunctionWrapHandler,
     WithJsonSchema,
+    WrapValidator,
     create_model,
     field_validator,
     model_validator,
@@ -74,6 +75,7 @@ __all__ = [
     "MemoryCreate",
     "MemoryPublic",
     "MemoryStatus",
+    "Queries",
     "RecallLimit",
     "RecallRequest",
     "RecallResponse",
@@ -154,6 +156,27 @@ QueryText = Annotated[
     Field(min_length=1, max_length=MAX_QUERY_LENGTH, json_schema_extra=_TEXT_1.schema()),
     AfterValidator(_TEXT_1),
 ]
+
+
+def _one_query_message(value: object, handler: ValidatorFunctionWrapHandler) -> str | list[str]:
+    # One message, instead of pydantic's one per branch of the union (each naming its branch by
+    # a type tag such as ``function-after[<…_TextRule object at 0x…>(), constrained-str]``).
+    try:
+        result: str | list[str] = handler(value)
+    except PydanticValidationError:
+        raise ValueError(
+            f"must be a non-blank string of up to {MAX_QUERY_LENGTH} characters without control "
+            f"characters, or a list of 1 to {MAX_QUERIES} such strings"
+        ) from None
+    return result
+
+
+Queries = Annotated[
+    QueryText | Annotated[list[QueryText], Field(min_length=1, max_length=MAX_QUERIES)],
+    WrapValidator(_one_query_message),
+]
+"""A query, or 1 to ``MAX_QUERIES`` queries to fuse (``remember`` over REST, MCP and the CLI)."""
+
 ThreadName = Annotated[
     StrictStr,
     Field(
@@ -307,9 +330,7 @@ class RecallRequest(BaseModel):
 
     model_config = _STRICT
 
-    query: QueryText | Annotated[list[QueryText], Field(min_length=1, max_length=MAX_QUERIES)] = Field(
-        description=f"A query, or 1-{MAX_QUERIES} queries whose results are fused."
-    )
+    query: Queries = Field(description=f"A query, or 1-{MAX_QUERIES} queries whose results are fused.")
     scope: ScopeName | None = None
     limit: RecallLimit | None = None
     memory_types: list[MemoryType] | None = None
@@ -326,19 +347,6 @@ class RecallRequest(BaseModel):
     graph_hops: Annotated[StrictInt, Field(ge=0, le=2), BeforeValidator(_whole_number)] = Field(
         default=1, description="Edges walked from the results to the memories in `related` (0: none)."
     )
-
-    @field_validator("query", mode="wrap")
-    @classmethod
-    def _one_message(cls, value: object, handler: ValidatorFunctionWrapHandler) -> str | list[str]:
-        # One message, instead of pydantic's one per branch of the union.
-        try:
-            result: str | list[str] = handler(value)
-        except PydanticValidationError:
-            raise ValueError(
-                f"must be a non-blank string of up to {MAX_QUERY_LENGTH} characters without control "
-                f"characters, or a list of 1 to {MAX_QUERIES} such strings"
-            ) from None
-        return result
 
     def queries(self) -> list[str]:
         """The query or queries, as a list."""

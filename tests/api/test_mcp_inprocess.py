@@ -309,6 +309,32 @@ def test_unknown_arguments_and_conflicting_scopes_are_refused(service: MemorySer
     assert service.store.count() == 0
 
 
+def test_invalid_arguments_are_named_field_by_field_as_over_rest(service: MemoryService) -> None:
+    texts: list[str] = []
+
+    async def body(client: Client) -> None:
+        texts.append(error_text(await client.call_tool("remember", {"query": "x" * 2001})))
+        texts.append(error_text(await client.call_tool("remember", {"query": ["a"] * 6, "limit": 0})))
+        texts.append(error_text(await client.call_tool("memorize", {"title": "x", "content": "too short"})))
+        texts.append(error_text(await client.call_tool("knowledge", {"command": "find", "query": "x"})))
+
+    run_with_client(service, body)
+    either = "must be a non-blank string of up to 2000 characters without control characters, or a list of 1 to 5"
+    assert texts[0] == f"Error executing tool remember: invalid input: query: {either} such strings"
+    assert texts[1] == (
+        f"Error executing tool remember: invalid input: query: {either} such strings; "
+        "limit: Input should be greater than or equal to 1"
+    )
+    assert texts[2] == (
+        "Error executing tool memorize: invalid input: title: String should have at least 5 characters; "
+        "content: String should have at least 10 characters"
+    )
+    assert texts[3].startswith("Error executing tool knowledge: invalid input: command: Input should be 'search'")
+    # None of pydantic's own report: its model names, union type tags, object addresses or links.
+    assert not any(marker in text for text in texts for marker in ("Arguments", "function-after", " at 0x", "http"))
+    assert service.store.count() == 0
+
+
 def test_server_info_names_the_package_version(service: MemoryService) -> None:
     seen: dict[str, Any] = {}
 
