@@ -114,8 +114,26 @@ class SessionScope:
             return "Searches global memories, or `scope` plus global when you pass one."
         if self.scope == GLOBAL_SCOPE:
             return "Searches global memories."
-        override = "" if self.locked else " (or `scope`, when you pass one)"
-        return f"Searches project scope `{self.scope}`{override} plus global memories."
+        return f"Searches project scope `{self.scope}`{self._override()} plus global memories."
+
+    def works_in(self) -> str:
+        """Which one scope a handoff or a status works in, in words."""
+        if self.scope is None:
+            return "Works in the global scope, or in `scope` when you pass one (a handoff save needs it)."
+        if self.scope == GLOBAL_SCOPE:
+            return "Works in the global scope."
+        return f"Works in project scope `{self.scope}`{self._override()}."
+
+    def finds_by_id(self) -> str:
+        """Where a memory named by its id is looked for, in words."""
+        if self.scope is None:
+            return "Finds the memory among global ones, or in `scope` and global when you pass one."
+        if self.scope == GLOBAL_SCOPE:
+            return "Finds the memory among global ones."
+        return f"Finds the memory in project scope `{self.scope}`{self._override()} or global."
+
+    def _override(self) -> str:
+        return "" if self.locked else " (or `scope`, when you pass one)"
 
 
 def http_session(headers: Mapping[str, str] | None, fixed: SessionScope | None) -> SessionScope:
@@ -160,22 +178,22 @@ Optional filters: memory_types, tags, created_after/created_before (RFC 3339 wit
 
 FORGET = """Delete one memory for good (the deletion is audited). Only for memories that are wrong, \
 harmful or stored by mistake. Don't forget things for being old: old memories fade from results on \
-their own and may still matter. Requires `confirm: true`; take the id from `remember`. {reads_from}"""
+their own and may still matter. Requires `confirm: true`; take the id from `remember`. {finds_by_id}"""
 
 HANDOFF = """Session handoff. `action: save` at the end of a session (or before the context runs out): \
 `summary` of where the work stands, and the lists `completed`, `in_progress`, `blocked`, `next_steps`. \
-`action: load` at the start of a session: the latest handoff of the project, or null. {reads_from}"""
+`action: load` at the start of a session: the latest handoff of the project, or null. {works_in}"""
 
 MEMORY_STATUS = """Where the project's memory stands: counts by type and state, open failures by component and \
 severity, features not done with their status and completion, when memories were last consolidated, and \
-jobs waiting. {reads_from}"""
+jobs waiting. {works_in}"""
 
 MEMORY = """One memory up close, and taking back what the memory system did to it. `action: get` with `id`: \
 the memory whole, with its relations (edges to other memories). `action: history` with `id`: its audit \
 records, newest first (merges, supersedes, consolidations, forgets, undos), each with its `id`. \
 `action: undo` with `audit_id`: undo the merge, supersede or consolidation a record names, putting the \
 memories back as they were (admin on its scope; audited). `action: export`: the scope's memories, relations \
-and documents as JSON lines (the file `hivemem import` reads). {reads_from}"""
+and documents as JSON lines (the file `hivemem import` reads). {finds_by_id}"""
 
 ADMIN = """Team server administration (admins of every scope): `action: tokens` lists the tokens (never their \
 secrets); `action: create_token` makes one for `name` with `grants` (`PATTERN:ROLE`, role read, write or \
@@ -255,7 +273,12 @@ class _SessionScopes(ServerMiddleware[Any]):
         if ctx.method != "tools/list" or not isinstance(listed, dict):
             return listed
         session = self._session(ctx)
-        texts = {"writes_to": session.writes_to(), "reads_from": session.reads_from()}
+        texts = {
+            "writes_to": session.writes_to(),
+            "reads_from": session.reads_from(),
+            "works_in": session.works_in(),
+            "finds_by_id": session.finds_by_id(),
+        }
         # The admin tool is shown to an administrator's token only: every other session would pay
         # for its description and could not use it (the CLI is the local administrator's).
         access: Access | None = getattr(getattr(ctx.request, "state", None), "access", None)

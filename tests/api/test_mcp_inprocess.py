@@ -352,6 +352,8 @@ def test_a_locked_session_offers_no_scope_and_refuses_others(service: MemoryServ
     for name in ("memorize", "remember", "forget"):
         assert "scope" not in tools[name].input_schema["properties"], name
     assert f"works in project scope `{SCOPE}`" in tools["memorize"].description
+    assert tools["memory_status"].description.endswith(f"Works in project scope `{SCOPE}`.")
+    assert tools["memory"].description.endswith(f"Finds the memory in project scope `{SCOPE}` or global.")
     other = service.memorize(MemoryCreate(title="Other project", content="Belongs to another scope.", scope="b/x"))
     texts: list[str] = []
     out: dict[str, Any] = {}
@@ -379,6 +381,11 @@ def test_a_session_that_names_no_project_says_so_and_writes_nowhere_by_default(s
     tools = listed_tools(service, nowhere)
     assert "names no project" in tools["memorize"].description
     assert "Searches global memories" in tools["remember"].description
+    # Each tool says where it works: a status or a handoff is one scope's, a memory by id is found
+    # in the scope or global.
+    assert "Works in the global scope, or in `scope`" in tools["memory_status"].description
+    assert "a handoff save needs it" in tools["handoff"].description
+    assert "Finds the memory among global ones, or in `scope`" in tools["forget"].description
     texts: list[str] = []
     out: dict[str, Any] = {}
 
