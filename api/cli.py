@@ -33,7 +33,7 @@ from api.cli_tokens import run as run_tokens
 from api.cli_transfer import add_parsers as add_transfer_parsers
 from api.cli_transfer import run as run_transfer
 from hivemem.config import Settings
-from hivemem.errors import HivememError
+from hivemem.errors import ConfirmationRequired, HivememError
 from hivemem.model import GLOBAL_SCOPE, FusionMethod, MemoryType, RetrievalMode, Source
 from hivemem.scope import derive_scope
 from workers.queues import QUEUES
@@ -419,6 +419,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             nice=args.nice,
         )
 
+    if args.command == "forget" and not args.confirm:
+        # Refused here, in the CLI's words: the service's refusal names the API's `confirm=true`.
+        raise ConfirmationRequired(
+            "forget deletes a memory for good: run it again with --confirm. Old memories fade on their own; "
+            "forget only what is wrong or harmful."
+        )
     home = derive_scope(Path.cwd())
     if args.command in CLIENT_COMMANDS and (url := server_for(settings)) is not None:
         return _through(Remote(url, token=settings.token, scope=home), args)
