@@ -451,7 +451,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     service = MemoryService.from_settings(settings, lazy_model=True)
     try:
         if request is not None:
-            _print_json(service.memorize(request, caller).model_dump(mode="json"))
+            stored = service.memorize(request, caller).model_dump(mode="json")
+            if not settings.broker_url:
+                # The job ran in this process and ended with it: no one could look its id up.
+                stored.pop("job_id", None)
+            _print_json(stored)
         elif recall is not None:
             answer = service.remember(recall, caller).model_dump(mode="json", exclude_none=True)
             _print_recall(answer, as_json=args.json)

@@ -193,6 +193,8 @@ def test_cli_scope_outside_git_is_local_parent_dir(data_dir: Path, tmp_path: Pat
         "memorize", "--title", "Plain folder", "--content", "No git here, scope is local.", data_dir=data_dir, cwd=plain
     )
     assert run_cli_json("get", created["id"], data_dir=data_dir, cwd=plain)["scope"] == "local/projects/notes"
+    # Its job ran in the CLI's own process and ended with it: no id is printed that no one could look up.
+    assert created["outcome"] == "stored" and "job_id" not in created
 
     glob = run_cli_json(
         "memorize",
