@@ -8,7 +8,9 @@ moving between the two stores is an export from one and an import into the other
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from hivemem.config import Settings
@@ -42,6 +44,36 @@ def _lines(name: str) -> list[str]:
         raise ValidationError(f"{name} is not UTF-8 text: not an export file", field="file") from None
 
 
+def _output(name: str) -> Path:
+    """The export file to write, checked before the store is opened: a folder, or a file in no
+    folder, is refused with nothing done."""
+    path = Path(name)
+    if path.is_dir():
+        raise ValidationError(f"{name} is a folder; give the export file's name", field="output")
+    if not path.parent.is_dir():
+        raise ValidationError(f"{name}: no folder {path.parent} to write it in", field="output")
+    return path
+
+
+def _write_whole(path: Path, lines: Iterable[str]) -> None:
+    """Write ``lines`` to ``path`` as a whole: into a file beside it, renamed over it at the end,
+    so an export that fails halfway leaves no half file under the name asked for. A name that is
+    no regular file (``/dev/stdout``, a pipe) is written to as it is: it cannot be replaced."""
+    if path.exists() and not path.is_file():
+        with path.open("w", encoding="utf-8") as out:
+            out.writelines(line + "\n" for line in lines)
+        return
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            out.writelines(line + "\n" for line in lines)
+        os.replace(partial, path)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc  # named as the caller named it
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
@@ -49,16 +81,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     caller = Caller(principal="cli")
     lines = _lines(args.file) if args.command == "import" else []
+    output = _output(args.output) if args.command == "export" and args.output is not None else None
     service = MemoryService.from_settings(settings, lazy_model=True)
     try:
         if args.command == "export":
             exported = service.transfer.export(caller, args.scopes)
-            if args.output is None:
+            if output is None:
                 for line in exported:
                     sys.stdout.write(line + "\n")
             else:
-                with open(args.output, "w", encoding="utf-8") as out:
-                    out.writelines(line + "\n" for line in exported)
+                _write_whole(output, exported)
         else:
             result = service.transfer.import_lines(lines, caller)
             print(json.dumps(result.model_dump(), indent=2))

@@ -136,7 +136,14 @@ class SQLiteStore(DelegatesKnowledge):
             file = Path(path)
             if file.is_dir():
                 raise StoreUnavailableError(f"{path} is a directory; the SQLite store needs a file path")
-            file.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # the folder is a file, or may not be made
+                reason = "it is a file" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
+                raise StoreUnavailableError(
+                    f"cannot make the folder of the SQLite store {path}: {reason}; "
+                    "set HIVEMEM_DATA_DIR (or HIVEMEM_STORE_URL) to a writable folder"
+                ) from exc
         self._write_lock = threading.RLock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []

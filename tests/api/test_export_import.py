@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import resource
+import signal
+import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -10,6 +13,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from api.bench.local_cluster import hivemem_command
 from api.cli import main as cli_main
 from api.main import create_app
 from api.service import Caller, MemoryService
@@ -20,6 +24,7 @@ from hivemem.knowledge_schemas import KnowledgeSearchRequest, KnowledgeStoreRequ
 from hivemem.model import DuplicatePolicy, MemoryState
 from hivemem.schemas import LinkCreate, MemoryCreate, RecallRequest
 from tests.api.conftest import LOCAL_URL
+from tests.e2e.helpers import hivemem_env
 from tests.opensearch_backend import OpenSearchBackend
 from workers.documents.sources import FileAccess
 
@@ -203,6 +208,52 @@ def test_the_cli_exports_and_imports_files(
     assert json.loads(capsys.readouterr().out)["scopes"] == [SCOPE]
     assert cli_main(["export", "--scope", SCOPE]) == 0
     assert capsys.readouterr().out == expected
+
+
+def test_an_export_file_is_written_whole_or_not_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    service = _sqlite(tmp_path / "a")
+    try:
+        notes = [
+            MemoryCreate(title=f"Runbook step {n}", content=f"Step {n} of the restore runbook. " * 12, scope=SCOPE)
+            for n in range(300)
+        ]
+        service.memorize_many(notes, LOCAL)
+        size = len(export(service, [SCOPE]).encode())
+    finally:
+        service.close()
+    env = hivemem_env(tmp_path / "a", HIVEMEM_SERVER_URL="off")
+    kept = tmp_path / "scope.jsonl"
+    kept.write_text("an earlier export\n", encoding="utf-8")
+    folder = tmp_path / "exports"
+    folder.mkdir()
+
+    def exporting(to: Path, max_file_bytes: int | None = None) -> subprocess.CompletedProcess[str]:
+        def limited() -> None:  # a disk that fills up halfway: writes past the limit fail (EFBIG)
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+
+        return subprocess.run(
+            [*hivemem_command(), "export", "--scope", SCOPE, "-o", str(to)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=limited if max_file_bytes else None,
+            check=False,
+        )
+
+    failed = exporting(kept, max_file_bytes=size // 2)
+    assert size // 2 > 65_536 and failed.returncode == 2, failed.stderr
+    assert failed.stderr.strip() == f"error: File too large: {kept}"
+    assert kept.read_text(encoding="utf-8") == "an earlier export\n"  # untouched, not half replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "exports", "scope.jsonl"]  # no partial file left
+    refused = exporting(folder)
+    assert refused.returncode == 2 and f"{folder} is a folder; give the export file's name" in refused.stderr
+    nowhere = exporting(tmp_path / "missing" / "scope.jsonl")
+    assert nowhere.returncode == 2 and "no folder" in nowhere.stderr and not (tmp_path / "missing").exists()
+    done = exporting(kept)
+    assert done.returncode == 0, done.stderr
+    assert len(kept.read_bytes()) == size
 
 
 def test_rest_import_takes_admin_on_every_scope_of_the_file(tmp_path: Path) -> None:

@@ -315,3 +315,15 @@ def test_cli_config_reports_the_environment(data_dir: Path, tmp_path: Path) -> N
     config = json.loads(done.stdout)
     assert config["embed_model"] == "hash:64"
     assert Path(config["data_dir"]) == data_dir
+
+
+def test_cli_and_serve_refuse_a_data_folder_that_is_a_file(tmp_path: Path) -> None:
+    not_a_folder = tmp_path / "notes.txt"
+    not_a_folder.write_text("a file, not a folder\n")
+    for args in (("remember", "anything"), ("serve", "--port", str(free_port()))):
+        done = run_cli(*args, data_dir=not_a_folder, cwd=tmp_path, timeout=60, HIVEMEM_SERVER_URL="off")
+        output = done.stdout + done.stderr
+        assert done.returncode != 0 and "Traceback" not in output, output
+        assert f"cannot make the folder of the SQLite store {not_a_folder / 'hivemem.db'}: it is a file" in output
+        assert "set HIVEMEM_DATA_DIR" in output
+    assert not_a_folder.read_text() == "a file, not a folder\n"
