@@ -75,8 +75,11 @@ def client_entry(client: str, *, scope: str | None, url: str | None, token: str 
 
 
 def config_path(client: str, project: Path | None) -> Path:
-    """The file ``client`` reads its MCP servers from."""
+    """The file ``client`` reads its MCP servers from. Raises ``ValidationError`` for a project
+    folder that does not exist: a mistyped ``--project`` is not made into a folder."""
     folder = (project or Path.cwd()).expanduser()
+    if client in ("claude-code", "cursor") and not folder.is_dir():
+        raise ValidationError(f"{folder} is no folder: give the project's folder with --project", field="project")
     if client == "claude-code":
         return folder / ".mcp.json"
     if client == "cursor":

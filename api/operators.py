@@ -11,8 +11,9 @@ from typing import Protocol
 from api.caller import Caller
 from hivemem.access import Role
 from hivemem.embedding import Embedder
+from hivemem.errors import ValidationError
 from hivemem.hashing import content_hash
-from hivemem.listing_schemas import MemoryPage, MemoryUpdate, ScopeStats, decode_cursor, encode_cursor
+from hivemem.listing_schemas import MAX_PAGE, MemoryPage, MemoryUpdate, ScopeStats, decode_cursor, encode_cursor
 from hivemem.model import AuditEvent, DuplicatePolicy, MemoryState, MemoryType, utcnow
 from hivemem.schemas import MemoryPublic
 from search.base import MemoryStore, PageMark, RelationStore, SearchFilter
@@ -47,7 +48,10 @@ class Operators:
     ) -> MemoryPage:
         """One page of the memories of ``scope`` (default: the caller's), newest first, every state
         unless ``state`` names one. Raises ``PermissionDeniedError`` without read there and
-        ``ValidationError`` for a cursor this server did not give."""
+        ``ValidationError`` for a cursor this server did not give, or a ``limit`` outside 1 to
+        ``MAX_PAGE``."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValidationError(f"limit: a page holds 1 to {MAX_PAGE} memories, not {limit}", field="limit")
         where = SearchFilter(
             scopes=[caller.scope_for(scope, write=False)],
             states=tuple(MemoryState) if state is None else (state,),

@@ -157,6 +157,10 @@ def test_the_cli_lists_shows_and_edits_memories(
     assert run("memories", "update", first, "--scope", SCOPE, "--importance", "0.8")["importance"] == 0.8
     assert run("memories", "show", first, "--scope", SCOPE)["importance"] == 0.8
     assert cli_main(["memories", "update", first, "--scope", SCOPE]) == 2  # nothing to change
+    capsys.readouterr()
+    for limit in ("0", "-5", "201"):  # as REST refuses them (a negative one read every memory)
+        assert cli_main(["memories", "list", "--scope", SCOPE, "--limit", limit]) == 2
+        assert f"limit: a page holds 1 to 200 memories, not {limit}" in capsys.readouterr().err
     recall = ["remember", "operator note", "--scope", SCOPE, "--json"]
     assert len(run(*recall, "--before", "2999-01-01T00:00:00Z", "--min-relevance", "0.01")["results"]) == 2
     assert run(*recall, "--after", "2999-01-01T00:00:00Z")["results"] == []

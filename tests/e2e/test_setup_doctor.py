@@ -90,6 +90,13 @@ def test_setup_refuses_what_it_cannot_write_and_changes_nothing(env: Path, tmp_p
     folder = tmp_path / "folder"
     (folder / ".mcp.json").mkdir(parents=True)
     assert cli_main(["setup", "claude-code", "--project", str(folder), "--no-warm"]) == 2
+    # A mistyped project folder is refused, not made.
+    missing, plain = tmp_path / "no-such-project", tmp_path / "notes.txt"
+    plain.write_text("a file")
+    for client in ("claude-code", "cursor"):
+        assert cli_main(["setup", client, "--project", str(missing), "--no-warm"]) == 2
+        assert cli_main(["setup", client, "--project", str(plain), "--no-warm"]) == 2
+    assert not missing.exists() and plain.read_text() == "a file"
     assert cli_main(["setup", "claude-desktop", "--url", "http://127.0.0.1:8765", "--no-warm"]) == 2
     assert cli_main(["setup", "print", "--url", "ftp://x", "--no-warm"]) == 2
     assert cli_main(["setup", "print", "--token", "hm_x", "--no-warm"]) == 2
