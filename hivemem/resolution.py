@@ -2,15 +2,19 @@
 
 The whole dedup and contradiction policy is here, pure; a store hands it the incoming memory, the
 memory holding the same content hash (if any) and the nearest memories of the scope with their
-cosines, and applies the :class:`Resolution` it returns as one unit. The defaults are Engram's:
+cosines, and applies the :class:`Resolution` it returns as one unit. The thresholds are Engram's;
+unlike Engram, a contradiction is looked for above the reinforce threshold too:
 
 - the same content hash: **reinforce** the memory that holds it;
-- cosine ≥ ``reinforce_at`` (0.85): the same fact in other words, **reinforce** it; a user's
-  confirmation brings its own wording along;
-- ``contradiction_at`` (0.65) ≤ cosine < ``reinforce_at``: the same subject. The contradiction
-  check (:mod:`hivemem.contradiction`) decides: a contradiction **supersedes** the old memory
-  (the new one is stored with a ``supersedes`` link; the old one stays, marked no longer valid, so
-  recall ranks it down); a compatible fact is **merged** into the old memory, which then holds both;
+- cosine ≥ ``contradiction_at`` (0.65): the same subject. The contradiction check
+  (:mod:`hivemem.contradiction`) reads both: a contradiction **supersedes** the old memory (the
+  new one is stored with a ``supersedes`` link; the old one stays, marked no longer valid, so
+  recall ranks it down), however close the two vectors are (a changed value or a negation barely
+  moves them);
+- otherwise, cosine ≥ ``reinforce_at`` (0.85): the same fact in other words, **reinforce** it; a
+  user's confirmation brings its own wording along;
+- otherwise, between the two: a compatible fact is **merged** into the old memory, which then
+  holds both;
 - anything else is **stored**.
 
 A memory stored new (or superseding) is linked ``similar`` to up to ``auto_links`` (5) of those
@@ -277,31 +281,37 @@ def resolve(
     policy: ResolutionPolicy = EXACT_ONLY,
 ) -> Resolution:
     """Decide what writing ``incoming`` does, given the memory holding its content hash and its
-    nearest memories in the scope (any order; archived ones, other types and itself are ignored)."""
+    nearest memories in the scope (any order; archived ones, ones no longer valid, other types and
+    itself are ignored)."""
     if exact_duplicate is not None:
         return _exact(incoming, exact_duplicate, now)
     # Only a memory of the same kind can be the same fact: a decision is not merged into a preference.
+    # One no longer valid is history: a fact said again is resolved against what replaced it.
     candidates = [
         n
         for n in neighbours
         if n.memory.id != incoming.id
         and n.memory.state is not MemoryState.ARCHIVED
         and n.memory.memory_type is incoming.memory_type
+        and (n.memory.valid_to is None or n.memory.valid_to > now)
     ]
     if policy.neighbours == 0 or not candidates or not resolves_by_meaning(incoming):
         return _stored(incoming, neighbours, policy, now)
     best = max(candidates, key=lambda n: n.cosine)
     old = best.memory
-    if best.cosine >= policy.reinforce_at:
+    if best.cosine < policy.contradiction_at:
+        return _stored(incoming, neighbours, policy, now)
+    # Judged above the reinforce threshold too: a changed value or a negation leaves the vectors
+    # nearly where they were ("the pool is 20 connections" / "… 50 connections": cosine 0.95 with
+    # MiniLM), and reinforcing would drop the new value without a trace.
+    verdict = judge(old.content, incoming.content)
+    if best.cosine >= policy.reinforce_at and verdict.relation is not Judged.CONTRADICTS:
         return Resolution(
             WriteOutcome.REINFORCED,
             _reworded(old, incoming, now),
             old.id,
             reason=f"the same fact in other words (cosine {best.cosine:.2f})",
         )
-    if best.cosine < policy.contradiction_at:
-        return _stored(incoming, neighbours, policy, now)
-    verdict = judge(old.content, incoming.content)
     if verdict.relation is Judged.CONTRADICTS and _holds_several_facts(old):
         # A merged memory holds other facts besides the one contradicted: superseding it would
         # rank them all x0.1. The new memory is stored with a `conflicts` edge to it instead.

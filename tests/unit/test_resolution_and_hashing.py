@@ -91,6 +91,38 @@ def test_a_contradiction_in_the_band_supersedes_and_keeps_the_old_memory_reachab
     assert record.detail["before"]["content"] == old.content and "typescript" in record.detail["reason"]
 
 
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("The API's Postgres pool is 20 connections.", "The API's Postgres pool is 50 connections."),
+        ("We deploy the API with blue-green releases on Fridays.", "We no longer deploy the API on Fridays."),
+    ],
+)
+def test_a_contradiction_above_the_reinforce_threshold_supersedes_instead_of_vanishing(before: str, after: str) -> None:
+    # A changed value or a negation barely moves the vectors (MiniLM: 0.95 and 0.94 for these):
+    # reinforcing would keep the old value and drop the new one without a trace.
+    old = _said("old", before)
+    incoming = _said("new", after, source=Source.USER_CONFIRMED)
+    resolution = resolve(incoming, None, utcnow(), [Neighbour(old, 0.95)], POLICY)
+    assert (resolution.outcome, resolution.memory, resolution.target_id) == (WriteOutcome.SUPERSEDED, incoming, "old")
+    assert resolution.updates[0].content == before and resolution.updates[0].valid_to is not None
+    (record,) = resolution.audit
+    assert record.action == "supersede" and record.detail["cosine"] == 0.95
+
+
+def test_a_memory_no_longer_valid_is_history_not_a_candidate() -> None:
+    now = utcnow()
+    replaced = _said("old", "The API's Postgres pool is 20 connections.", valid_to=now)
+    current = _said("cur", "The API's Postgres pool is 50 connections.")
+    incoming = _said("new", "Postgres pool of the API: 50 connections.")
+    # The replaced memory is the nearest: it is passed over for the one that replaced it.
+    neighbours = [Neighbour(replaced, 0.96), Neighbour(current, 0.93)]
+    resolution = resolve(incoming, None, now, neighbours, POLICY)
+    assert (resolution.outcome, resolution.target_id) == (WriteOutcome.REINFORCED, "cur")
+    alone = resolve(incoming, None, now, [Neighbour(replaced, 0.96)], POLICY)
+    assert (alone.outcome, alone.updates) == (WriteOutcome.STORED, ())
+
+
 def test_a_contradiction_of_one_fact_of_a_merged_memory_is_a_conflict_not_a_supersede() -> None:
     # Superseding the merged memory would rank every other fact it holds x0.1 (LoCoMo as facts:
     # hit@5 0.650 with that, 0.747 with this).

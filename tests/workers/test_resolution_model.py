@@ -99,3 +99,24 @@ def test_a_switch_of_language_supersedes_the_old_preference_which_stays_reachabl
     shown = service.get(old.id, CALLER)
     assert shown.valid_to is not None
     assert [(r.source_id, r.type) for r in shown.relations] == [(new.id, RelationType.SUPERSEDES)]
+
+
+def test_a_changed_value_supersedes_though_the_vectors_barely_move(service: MemoryService) -> None:
+    # MiniLM puts these two at 0.95, above the reinforce threshold: reinforcing kept the 20 and
+    # dropped the 50 without a trace.
+    for other in ("Logs are shipped to Loki and kept for 30 days.", "Pull requests need two approvals."):
+        assert _memorize(service, other).outcome is WriteOutcome.STORED
+    old = _memorize(service, "The API's Postgres pool is 20 connections.")
+    new = _memorize(service, "The API's Postgres pool is 50 connections.")
+    assert (new.outcome, new.superseded_id) == (WriteOutcome.SUPERSEDED, old.id)
+    found = service.remember(RecallRequest(query="how big is the postgres pool", scope=SCOPE), CALLER).results
+    assert [r.id for r in found][:2] == [new.id, old.id]
+    (record,) = [e for e in service.store.audit_log(new.id) if e.action == "supersede"]
+    assert record.detail["cosine"] >= 0.85 and record.detail["superseded"] == old.id
+    # The same fact in other words still reinforces, and what was replaced is history: said again,
+    # a fact is resolved against what replaced it, not against the old value (which would be
+    # "superseded" a second time, leaving two memories of the new value).
+    again = _memorize(service, "Postgres pool of the API: 50 connections.")
+    assert (again.outcome, again.id) == (WriteOutcome.REINFORCED, new.id)
+    back = _memorize(service, "The API's Postgres pool is back to 20 connections.")
+    assert (back.outcome, back.superseded_id) == (WriteOutcome.SUPERSEDED, new.id)
