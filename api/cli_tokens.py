@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from hivemem.config import Settings
 
@@ -35,6 +36,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     revoke.add_argument("id", help="the token's id (the 12 hex characters after hm_)")
 
 
+def _notes(settings: Settings, *, first: bool, granted: bool, personal: str) -> list[str]:
+    """What a new token changes that its creator may not expect."""
+    notes = []
+    if first and not settings.team and not settings.trust_loopback:
+        # The embedded laptop server let every local client in until now.
+        notes.append(
+            "this store had no token: from now on its server asks every HTTP client (REST, MCP over "
+            "HTTP, the dashboard) for one, loopback included; HIVEMEM_TRUST_LOOPBACK=true lets local clients "
+            "in without (stdio and the CLI are not affected)"
+        )
+    if not granted:
+        notes.append(f"no --grant: this token may use only its own scope {personal}")
+    return notes
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from api.service import Caller, MemoryService
     from hivemem.token_schemas import TokenCreate
@@ -44,9 +60,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.token_command == "create":
             request = TokenCreate(name=args.name, grants=args.grants, expires_in_days=args.expires)
+            first = not service.tokens.list(caller)  # the server asks for tokens once any exists
             issued = service.tokens.create(request, caller)
             print(json.dumps(issued.model_dump(mode="json", exclude={"token"}), indent=2))
             print(f"\ntoken (shown once, keep it secret):\n{issued.token}")
+            for note in _notes(settings, first=first, granted=bool(args.grants), personal=issued.personal_scope):
+                print(f"note: {note}", file=sys.stderr)
         elif args.token_command == "list":
             print(json.dumps([t.model_dump(mode="json") for t in service.tokens.list(caller)], indent=2))
         else:

@@ -44,8 +44,11 @@ def test_the_store_holds_no_token_only_its_keyed_hash(
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(settings.data_dir))
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
     assert cli_main(["token", "create", "bob", "--grant", "github.com/acme/*:write", "--expires", "30"]) == 0
-    printed = capsys.readouterr().out
+    printed, notes = capsys.readouterr()
     token = printed.strip().splitlines()[-1]
+    # The first token turns auth on for the laptop's own server: the CLI says so, once.
+    assert "note: this store had no token: from now on its server asks every HTTP client" in notes
+    assert "no --grant" not in notes
     assert token.startswith("hm_") and len(token) == 3 + 12 + 1 + 43
     stored = b"".join(p.read_bytes() for p in settings.data_dir.glob("hivemem.db*"))
     assert token.encode() not in stored and token.split("_", 2)[2].encode() not in stored
@@ -54,6 +57,9 @@ def test_the_store_holds_no_token_only_its_keyed_hash(
     assert len(digest) == 64 and digest not in token
     assert cli_main(["token", "list"]) == 0
     assert token not in capsys.readouterr().out
+    assert cli_main(["token", "create", "dave"]) == 0
+    notes = capsys.readouterr().err
+    assert notes == "note: no --grant: this token may use only its own scope user/dave\n"
     assert cli_main(["token", "create", "Bad Name"]) == 2
     assert cli_main(["token", "create", "carol", "--grant", "acme:owner"]) == 2
 
