@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,6 +32,7 @@ from api.service import MemoryService
 from api.shutdown import stopping_on_signals
 from api.tracing import TracingObserver, start_tracing, trace_app
 from hivemem.config import Settings, redact_url
+from hivemem.errors import ConfigError
 from hivemem.limits import Limits
 from hivemem.schemas import request_schemas
 from hivemem.scope import SCOPE_HEADER
@@ -158,6 +161,30 @@ def announce_first_admin(service: MemoryService) -> None:
         )
 
 
+def _check_address_free(host: str, port: int) -> None:
+    """Raise ``ConfigError`` when ``host:port`` cannot be bound now, before the model loads: the
+    server would print that it serves, then fail. (Another process may still take the port before
+    uvicorn binds it; uvicorn then says so itself.)"""
+    if port == 0:
+        return
+    try:
+        families = {info[0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)}
+    except socket.gaierror as exc:
+        raise ConfigError(f"host {host!r}: no such address ({exc.strerror})") from None
+    for family in families:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise ConfigError(
+                        f"{host}:{port} is in use (another hivemem serve?): stop it, or pick another port "
+                        "with --port or HIVEMEM_PORT"
+                    ) from None
+                raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
 def serve(settings: Settings, *, host: str | None = None, port: int | None = None) -> None:
     """Open the store, then run the app with uvicorn on ``host:port`` (defaults from settings).
 
@@ -172,6 +199,7 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     settings = Settings.model_validate(settings.model_dump() | overrides)
     # First: the embedded shape's in-process jobs are traced from the start.
     start_tracing(settings, "gateway")
+    _check_address_free(settings.host, settings.port)
     service = MemoryService.from_settings(settings)
     try:
         service.warm_up()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -327,3 +328,17 @@ def test_cli_and_serve_refuse_a_data_folder_that_is_a_file(tmp_path: Path) -> No
         assert f"cannot make the folder of the SQLite store {not_a_folder / 'hivemem.db'}: it is a file" in output
         assert "set HIVEMEM_DATA_DIR" in output
     assert not_a_folder.read_text() == "a file, not a folder\n"
+
+
+def test_serve_on_a_port_in_use_says_so_before_it_claims_to_serve(data_dir: Path, tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = run_cli("serve", "--port", str(port), data_dir=data_dir, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (
+        f"error: 127.0.0.1:{port} is in use (another hivemem serve?): stop it, or pick another port "
+        "with --port or HIVEMEM_PORT"
+    )
+    assert "serving on" not in done.stdout
