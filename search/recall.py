@@ -9,7 +9,8 @@ or a second model, in this process or on the rerank pool), against the first que
 or is late, the first-stage order stands and ``explain`` says so. Then each candidate's relevance is
 moved by its decayed strength and scaled by trust (:mod:`hivemem.decay`) and by the time stage,
 lifted toward the best of its thread on the shortlist (:mod:`hivemem.thread_context`), lowered when
-superseded or consolidated; ``min_relevance`` drops weak results and ``limit`` cuts the list.
+superseded or consolidated (a superseded memory found with what replaced it never outranks it);
+``min_relevance`` drops weak results and ``limit`` cuts the list.
 Recall never writes: access reinforcement is the caller's background job. With a gate
 (:mod:`hivemem.admission`), the first stage waits for a slot; the rerank stage runs outside it.
 
@@ -25,7 +26,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import NamedTuple
 
@@ -37,7 +38,7 @@ from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import RerankLateError
 from hivemem.expansion import prf_vector
 from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
-from hivemem.model import FusionMethod, Hit, Memory, MemoryState, RetrievalMode
+from hivemem.model import FusionMethod, Hit, Memory, MemoryState, RelationType, RetrievalMode
 from hivemem.observe import NO_OBSERVER, Observer
 from hivemem.rerank import Reranked, Reranker, RerankOutcome, RerankPolicy, rerank_order, wanted
 from hivemem.thread_context import context_leg, thread_lift
@@ -141,6 +142,10 @@ class _Rescored(NamedTuple):
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
+
+
+def _no_longer_valid(memory: Memory, now: datetime) -> bool:
+    return memory.valid_to is not None and memory.valid_to <= now
 
 
 def leg_weights(params: RecallParams, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
@@ -417,7 +422,7 @@ class Recaller:
         for f, memory, alive, trust, timely, score in rescored:
             score, best = lifted.get(memory.id, (score, None))
             # Superseded (no longer valid): still found, ranked below what replaced it, however its thread scores.
-            superseded = memory.valid_to is not None and memory.valid_to <= now
+            superseded = _no_longer_valid(memory, now)
             if superseded:
                 score *= p.superseded_factor
             # A consolidated source: its parent holds what it says, and is what recall should show.
@@ -451,9 +456,31 @@ class Recaller:
                 "thread_best": _rounded(best),
             }
             hits.append(Hit(memory=memory, score=score, explain=explain))
-        hits.sort(key=lambda h: (-h.score, h.memory.id))
+        hits = self._below_their_replacements(hits, now)
+        # At equal scores what is still valid comes first.
+        hits.sort(key=lambda h: (-h.score, _no_longer_valid(h.memory, now), h.memory.id))
         self._lap("score", clock)
         return hits[:limit]
+
+    def _below_their_replacements(self, hits: list[Hit], now: datetime) -> list[Hit]:
+        """A superseded memory found with what replaced it scores no higher than that: x0.1 alone
+        cannot promise it, as min-max fusion gives the weakest candidate relevance 0 (a scope of
+        two memories: the replacement at 0, the old one first). Read only for superseded hits."""
+        scores = {h.memory.id: h.score for h in hits}
+        capped = []
+        for hit in hits:
+            if _no_longer_valid(hit.memory, now):
+                replacements = [
+                    scores[edge.source_id]
+                    for edge in self._store.relations(hit.memory.id)
+                    if edge.type is RelationType.SUPERSEDES
+                    and edge.target_id == hit.memory.id
+                    and edge.source_id in scores
+                ]
+                if replacements and hit.score > min(replacements):
+                    hit = replace(hit, score=min(replacements))
+            capped.append(hit)
+        return capped
 
     def _lap(self, stage: str, began: float) -> float:
         """Report ``stage`` as having run since ``began``; the time now, where the next one begins."""
