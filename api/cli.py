@@ -28,6 +28,7 @@ from api.cli_reembed import add_parser as add_reembed_parser
 from api.cli_reembed import run as run_reembed
 from api.cli_setup import add_parser as add_setup_parser
 from api.cli_setup import run as run_setup
+from api.cli_time import MOMENT_HELP, moment
 from api.cli_tokens import add_parser as add_token_parser
 from api.cli_tokens import run as run_tokens
 from api.cli_transfer import add_parsers as add_transfer_parsers
@@ -140,8 +141,10 @@ def _parser() -> argparse.ArgumentParser:
     remember.add_argument(
         "--min-relevance", dest="min_relevance", type=float, default=None, help="leave out results scored below (0-1)"
     )
-    remember.add_argument("--after", default=None, metavar="RFC3339", help="only memories created at or after")
-    remember.add_argument("--before", default=None, metavar="RFC3339", help="only memories created before")
+    remember.add_argument(
+        "--after", default=None, type=moment, metavar="WHEN", help=f"only memories created at or after ({MOMENT_HELP})"
+    )
+    remember.add_argument("--before", default=None, type=moment, metavar="WHEN", help="only memories created before")
     remember.add_argument("--json", action="store_true", help="print JSON")
 
     get = sub.add_parser("get", help="show one memory (of this project's scope, or global)")

@@ -10,6 +10,7 @@ import argparse
 import json
 from typing import get_args
 
+from api.cli_time import MOMENT_HELP, moment
 from hivemem.audit import MAX_AUDIT_LIMIT, AuditAction
 from hivemem.config import Settings
 
@@ -30,9 +31,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     audit.add_argument("--principal", default=None, help="only what this principal did or was refused")
     audit.add_argument(
-        "--since", default=None, metavar="RFC3339", help="records at or after, e.g. 2026-12-01T00:00:00Z"
+        "--since", default=None, type=moment, metavar="WHEN", help=f"records at or after ({MOMENT_HELP})"
     )
-    audit.add_argument("--until", default=None, metavar="RFC3339", help="records before")
+    audit.add_argument("--until", default=None, type=moment, metavar="WHEN", help="records before")
     audit.add_argument("--limit", type=int, default=100, help=f"at most this many (1-{MAX_AUDIT_LIMIT})")
 
 

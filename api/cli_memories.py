@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from api.cli_time import MOMENT_HELP, moment
 from hivemem.config import Settings
 from hivemem.model import MemoryState, MemoryType
 from hivemem.scope import derive_scope
@@ -25,8 +26,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     listing.add_argument("--state", choices=[s.value for s in MemoryState], help="only this state")
     listing.add_argument("--tag", default=None, help="only memories with this tag")
     listing.add_argument("--author", default=None, help="only memories this principal wrote")
-    listing.add_argument("--after", default=None, metavar="RFC3339", help="created at or after")
-    listing.add_argument("--before", default=None, metavar="RFC3339", help="created before")
+    listing.add_argument(
+        "--after", default=None, type=moment, metavar="WHEN", help=f"created at or after ({MOMENT_HELP})"
+    )
+    listing.add_argument("--before", default=None, type=moment, metavar="WHEN", help="created before")
     listing.add_argument("--limit", type=int, default=50, help="memories per page")
     listing.add_argument("--cursor", default=None, help="the next_cursor a previous page printed")
     show = commands.add_parser("show", help="one memory with its relations")

@@ -152,6 +152,11 @@ def test_every_audited_action_is_recorded_and_read_back_by_an_admin_only(
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["action"] for r in lines] == ["token_revoke", "token_create", "token_create"]
     assert cli_main(["audit", "--since", "not a time"]) == 2
+    capsys.readouterr()
+    assert cli_main(["audit", "--action", "token_create", "--since", "2000-01-01", "--until", "2999-01-01"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2  # a plain date: the start of that day, UTC
+    assert cli_main(["audit", "--action", "token_create", "--until", "2000-01-01"]) == 0
+    assert capsys.readouterr().out == ""
 
 
 def test_the_readable_log_shows_ids_for_snapshots_and_drops_memory_text() -> None:

@@ -166,3 +166,8 @@ def test_the_cli_lists_shows_and_edits_memories(
     assert run(*recall, "--after", "2999-01-01T00:00:00Z")["results"] == []
     assert run(*recall, "--min-relevance", "1")["results"] == []
     assert cli_main([*recall, "--after", "yesterday"]) == 2
+    # A plain date is the start of that day, UTC, on every command that filters by time.
+    assert len(run(*recall, "--before", "2999-01-01", "--after", "2000-01-01")["results"]) == 2
+    assert run(*recall, "--after", "2999-01-01")["results"] == []
+    assert run("memories", "list", "--scope", SCOPE, "--before", "2000-01-01")["memories"] == []
+    assert len(run("memories", "list", "--scope", SCOPE, "--after", "2000-01-01")["memories"]) == 2
