@@ -38,6 +38,7 @@ from typing import Any
 from hivemem.contradiction import Relation as Judged
 from hivemem.contradiction import judge
 from hivemem.hashing import content_hash
+from hivemem.limits import DEFAULT_LIMITS, details_problem
 from hivemem.model import AuditEvent, Memory, MemoryState, MemoryType, Relation, RelationType, Source, WriteOutcome
 
 __all__ = [
@@ -121,14 +122,27 @@ def _stronger(a: Source, b: Source) -> Source:
     return Source.USER_CONFIRMED if Source.USER_CONFIRMED in (a, b) else a
 
 
+def _joined_details(existing: Memory, incoming: Memory) -> dict[str, Any]:
+    """The repeat's details added to the memory's: keys it lacked are taken, and a user's
+    confirmation wins over an inference on a key both give. Kept as they were when the union
+    would pass the default size or depth limit (the repeat is then a repeat only)."""
+    if not incoming.details:
+        return existing.details
+    confirmed = incoming.source is Source.USER_CONFIRMED and existing.source is not Source.USER_CONFIRMED
+    joined = {**existing.details, **incoming.details} if confirmed else {**incoming.details, **existing.details}
+    return existing.details if details_problem(joined, DEFAULT_LIMITS) else joined
+
+
 def reinforce(existing: Memory, incoming: Memory, now: datetime) -> Memory:
     """The existing memory, strengthened by a repeat: one more access, the higher importance, the
-    union of tags and files, and the stronger source (a user's confirmation is never downgraded)."""
+    union of tags and files, the repeat's details added (:func:`_joined_details`), and the
+    stronger source (a user's confirmation is never downgraded)."""
     return replace(
         existing,
         importance=max(existing.importance, incoming.importance),
         tags=sorted(set(existing.tags) | set(incoming.tags)),
         related_files=sorted(set(existing.related_files) | set(incoming.related_files)),
+        details=_joined_details(existing, incoming),
         source=_stronger(existing.source, incoming.source),
         access_count=existing.access_count + 1,
         last_accessed_at=now,
@@ -192,6 +206,7 @@ def snapshot(memory: Memory) -> dict[str, Any]:
         "tags": list(memory.tags),
         "related_files": list(memory.related_files),
         "memory_type": memory.memory_type.value,
+        "details": dict(memory.details),
         "state": memory.state.value,
         "valid_to": None if memory.valid_to is None else memory.valid_to.isoformat(),
     }
@@ -221,6 +236,7 @@ def restored(current: Memory, snapshot: dict[str, Any], now: datetime) -> Memory
         source=Source(snapshot["source"]),
         tags=list(snapshot["tags"]),
         related_files=list(snapshot["related_files"]),
+        details=dict(snapshot.get("details", current.details)),  # records from before details were kept
         valid_to=None if valid_to is None else datetime.fromisoformat(valid_to),
         state=MemoryState(snapshot["state"]) if "state" in snapshot else current.state,
         updated_at=now,
@@ -240,6 +256,7 @@ def unmerged(snapshot: dict[str, Any], scope: str, now: datetime) -> Memory:
         source=Source(snapshot["source"]),
         tags=list(snapshot["tags"]),
         related_files=list(snapshot["related_files"]),
+        details=dict(snapshot.get("details", {})),
         author=str(snapshot.get("author", "")),
         created_at=now,
         updated_at=now,

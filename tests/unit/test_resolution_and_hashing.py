@@ -6,7 +6,7 @@ import pytest
 
 from hivemem.hashing import content_hash
 from hivemem.model import Memory, MemoryState, MemoryType, RelationType, Source, WriteOutcome, utcnow
-from hivemem.resolution import Neighbour, ResolutionPolicy, resolve
+from hivemem.resolution import Neighbour, ResolutionPolicy, resolve, restored, snapshot
 
 
 def _memory(memory_id: str, **kw: object) -> Memory:
@@ -108,6 +108,20 @@ def test_a_contradiction_above_the_reinforce_threshold_supersedes_instead_of_van
     assert resolution.updates[0].content == before and resolution.updates[0].valid_to is not None
     (record,) = resolution.audit
     assert record.action == "supersede" and record.detail["cosine"] == 0.95
+
+
+def test_a_repeat_adds_its_details_and_a_users_confirmation_wins_on_a_key_both_give() -> None:
+    old = _said("old", "Checkout timed out under load.", details={"component": "billing", "fix": "pool 20"})
+    again = _said("new", "Checkout timed out under load.", details={"fix": "pool 50", "root_cause": "no pool"})
+    kept = resolve(again, old, utcnow(), [], POLICY).memory  # the same content: reinforced
+    assert kept.details == {"component": "billing", "fix": "pool 20", "root_cause": "no pool"}
+    confirmed = replace(again, source=Source.USER_CONFIRMED)
+    assert resolve(confirmed, old, utcnow(), [], POLICY).memory.details["fix"] == "pool 50"
+    # A union past the size limit would be refused on write: the repeat then adds nothing.
+    huge = replace(again, details={"notes": "x" * 16_380})
+    assert resolve(huge, old, utcnow(), [], POLICY).memory.details == old.details
+    # What a merge changed, undo puts back: the snapshot keeps the details.
+    assert restored(kept, snapshot(old), utcnow()).details == old.details
 
 
 def test_a_memory_no_longer_valid_is_history_not_a_candidate() -> None:
