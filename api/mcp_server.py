@@ -110,30 +110,37 @@ class SessionScope:
 
     def reads_from(self) -> str:
         """What a remember searches, in words."""
-        if self.scope is None:
-            return "Searches global memories, or `scope` plus global when you pass one."
-        if self.scope == GLOBAL_SCOPE:
-            return "Searches global memories."
-        return f"Searches project scope `{self.scope}`{self._override()} plus global memories."
+        return self._said(
+            "Searches global memories, or `scope` plus global when you pass one.",
+            "Searches global memories.",
+            "Searches project scope {scope} plus global memories.",
+        )
 
     def works_in(self) -> str:
         """Which one scope a handoff or a status works in, in words."""
-        if self.scope is None:
-            return "Works in the global scope, or in `scope` when you pass one (a handoff save needs it)."
-        if self.scope == GLOBAL_SCOPE:
-            return "Works in the global scope."
-        return f"Works in project scope `{self.scope}`{self._override()}."
+        return self._said(
+            "Works in the global scope, or in `scope` when you pass one (a handoff save needs it).",
+            "Works in the global scope.",
+            "Works in project scope {scope}.",
+        )
 
     def finds_by_id(self) -> str:
         """Where a memory named by its id is looked for, in words."""
-        if self.scope is None:
-            return "Finds the memory among global ones, or in `scope` and global when you pass one."
-        if self.scope == GLOBAL_SCOPE:
-            return "Finds the memory among global ones."
-        return f"Finds the memory in project scope `{self.scope}`{self._override()} or global."
+        return self._said(
+            "Finds the memory among global ones, or in `scope` and global when you pass one.",
+            "Finds the memory among global ones.",
+            "Finds the memory in project scope {scope} or global.",
+        )
 
-    def _override(self) -> str:
-        return "" if self.locked else " (or `scope`, when you pass one)"
+    def _said(self, unnamed: str, global_only: str, project: str) -> str:
+        """The sentence for this session: no project named, the global scope, or a project (its
+        ``{scope}`` filled with the name and, unless locked, how to pass another)."""
+        if self.scope is None:
+            return unnamed
+        if self.scope == GLOBAL_SCOPE:
+            return global_only
+        override = "" if self.locked else " (or `scope`, when you pass one)"
+        return project.format(scope=f"`{self.scope}`{override}")
 
 
 def http_session(headers: Mapping[str, str] | None, fixed: SessionScope | None) -> SessionScope:
@@ -307,10 +314,13 @@ class _ClearArgumentErrors(Tool):
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
-            self.fn_metadata.validate_arguments(arguments)
-        except PydanticValidationError as exc:
-            raise ToolError(f"Error executing tool {self.name}: {tool_error(exc)}") from exc
-        return await super().run(arguments, context, convert_result)
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            # The SDK raises a failed argument validation as a ToolError caused by pydantic's error
+            # (our tools' own failures arrive caused by the ToolError they raised: left as they are).
+            if isinstance(exc.__cause__, PydanticValidationError):
+                raise ToolError(f"Error executing tool {self.name}: {tool_error(exc.__cause__)}") from exc.__cause__
+            raise
 
 
 def _refusing_unknown_arguments(tool: Tool) -> Tool:
