@@ -214,9 +214,9 @@ def _ingest(args: argparse.Namespace, knowledge: KnowledgeService, caller: Calle
     request = IngestRequest(paths=args.paths, scope=args.scope, glob=args.glob, force=args.force)
     if knowledge.settings.broker_url:
         return _ingest_on_workers(args, knowledge, request, caller, access)
-    total = len(knowledge.expand(request.paths, request.glob, access).sources)
-    progress = _Progress(total, sys.stderr)
-    report = knowledge.ingest(request, caller, access, progress)
+    expansion = knowledge.expand(request.paths, request.glob, access)
+    progress = _Progress(len(expansion.sources), sys.stderr)
+    report = knowledge.ingest(request, caller, access, progress, expansion=expansion)
     progress.finish()
     return _summary(args, report)
 

@@ -317,11 +317,15 @@ class KnowledgeService:
         access: FileAccess,
         progress: Callable[[IndexOutcome], None] | None = None,
         times: PhaseTimes | None = None,
+        expansion: Expansion | None = None,
     ) -> IngestReport:
-        """Index every document the paths name into the caller's scope; one outcome per document."""
+        """Index every document the paths name into the caller's scope; one outcome per document.
+        ``expansion``: the request's paths as :meth:`expand` gave them already (the CLI needs their
+        count for its progress line first), so the folders are not walked twice."""
         scope = caller.scope_for(request.scope, write=True)
         began = time.monotonic()
-        expansion = self.expand(request.paths, request.glob, access)
+        if expansion is None:
+            expansion = self.expand(request.paths, request.glob, access)
         outcomes: list[IndexOutcome] = []
         for outcome in index_documents(
             self.store,
