@@ -195,6 +195,10 @@ class Memory:
         """The text the embedder sees (see :func:`embedding_text`)."""
         return embedding_text(self.title, self.content)
 
+    def superseded_at(self, now: datetime) -> bool:
+        """Whether the memory is no longer valid at ``now`` (its ``valid_to`` has passed)."""
+        return self.valid_to is not None and self.valid_to <= now
+
 
 @dataclass(frozen=True, slots=True)
 class Relation:

@@ -310,7 +310,7 @@ def resolve(
         if n.memory.id != incoming.id
         and n.memory.state is not MemoryState.ARCHIVED
         and n.memory.memory_type is incoming.memory_type
-        and (n.memory.valid_to is None or n.memory.valid_to > now)
+        and not n.memory.superseded_at(now)
     ]
     if policy.neighbours == 0 or not candidates or not resolves_by_meaning(incoming):
         return _stored(incoming, neighbours, policy, now)

@@ -144,10 +144,6 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-def _no_longer_valid(memory: Memory, now: datetime) -> bool:
-    return memory.valid_to is not None and memory.valid_to <= now
-
-
 def leg_weights(params: RecallParams, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
     """The fusion weight of each leg (``bm25``, ``dense``): ``bm25_weight`` and its complement in
     hybrid mode, equal weights otherwise; a second model's leg (``dense2``) takes
@@ -422,7 +418,7 @@ class Recaller:
         for f, memory, alive, trust, timely, score in rescored:
             score, best = lifted.get(memory.id, (score, None))
             # Superseded (no longer valid): still found, ranked below what replaced it, however its thread scores.
-            superseded = _no_longer_valid(memory, now)
+            superseded = memory.superseded_at(now)
             if superseded:
                 score *= p.superseded_factor
             # A consolidated source: its parent holds what it says, and is what recall should show.
@@ -458,7 +454,7 @@ class Recaller:
             hits.append(Hit(memory=memory, score=score, explain=explain))
         hits = self._below_their_replacements(hits, now)
         # At equal scores what is still valid comes first.
-        hits.sort(key=lambda h: (-h.score, _no_longer_valid(h.memory, now), h.memory.id))
+        hits.sort(key=lambda h: (-h.score, h.memory.superseded_at(now), h.memory.id))
         self._lap("score", clock)
         return hits[:limit]
 
@@ -469,7 +465,7 @@ class Recaller:
         scores = {h.memory.id: h.score for h in hits}
         capped = []
         for hit in hits:
-            if _no_longer_valid(hit.memory, now):
+            if hit.memory.superseded_at(now):
                 replacements = [
                     scores[edge.source_id]
                     for edge in self._store.relations(hit.memory.id)
