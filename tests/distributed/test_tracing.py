@@ -114,6 +114,18 @@ def one_trace(spans: list[Span], root: str) -> list[Span]:
     return [s for s in spans if s.trace_id == roots[-1].trace_id]
 
 
+def _ancestry(trace: list[Span], span: Span) -> list[Span] | None:
+    """``span`` and its parents up to the trace's root, root first; None while a parent is missing."""
+    by_id = {s.span_id: s for s in trace}
+    line = [span]
+    while line[-1].parent:
+        parent = by_id.get(line[-1].parent)
+        if parent is None:
+            return None
+        line.append(parent)
+    return line[::-1]
+
+
 def test_a_request_is_one_trace_from_the_gateway_to_the_workers_store_write(
     redis_url: str, dirs: tuple[Path, Path], collector: Collector
 ) -> None:
@@ -133,19 +145,31 @@ def test_a_request_is_one_trace_from_the_gateway_to_the_workers_store_write(
             assert found.status_code == 200 and found.json()["results"], found.text
 
         def memorized(spans: list[Span]) -> bool:
-            names = {(s.service, s.name) for s in one_trace(spans, "POST /v1/memories")}
-            return {("hivemem-worker", "store.write"), ("hivemem-worker", "embed")} <= names
+            # Every span from the store write up to the gateway's request: a parent ends after its
+            # children, so it may come in a later batch than they do.
+            trace = one_trace(spans, "POST /v1/memories")
+            writes = [s for s in trace if (s.service, s.name) == ("hivemem-worker", "store.write")]
+            embeds = [s for s in trace if (s.service, s.name) == ("hivemem-worker", "embed")]
+            return bool(writes and embeds) and _ancestry(trace, writes[0]) is not None
 
         spans = collector.wait_for(memorized)
         memorize = one_trace(spans, "POST /v1/memories")
-        by_name = {(s.service, s.name): s for s in memorize}
-        published = [s for s in memorize if s.service == "hivemem-gateway" and s.name.startswith("apply_async/")]
-        ran = [s for s in memorize if s.service == "hivemem-worker" and s.name.startswith("run/")]
-        assert published and ran, sorted(by_name)
-        # The worker's run is the child of the gateway's publish; its store write is inside the run.
-        assert ran[0].parent == published[0].span_id
-        spans_in_run = {s.span_id for s in memorize if s.service == "hivemem-worker"}
-        assert by_name[("hivemem-worker", "store.write")].parent in spans_in_run
+        write = next(s for s in memorize if (s.service, s.name) == ("hivemem-worker", "store.write"))
+        chain = _ancestry(memorize, write)
+        assert chain is not None
+        # Gateway request → publish → the worker's embed run → its publish of the resolve → the
+        # resolve run → the store write: one unbroken line of parents across both processes.
+        steps = [
+            (s.service, s.name.split("/")[0] if s.name.startswith(("run/", "apply_async/")) else s.name) for s in chain
+        ]
+        assert steps == [
+            ("hivemem-gateway", "POST /v1/memories"),
+            ("hivemem-gateway", "apply_async"),
+            ("hivemem-worker", "run"),
+            ("hivemem-worker", "apply_async"),
+            ("hivemem-worker", "run"),
+            ("hivemem-worker", "store.write"),
+        ], steps
 
         def recalled(spans: list[Span]) -> bool:
             names = {s.name for s in one_trace(spans, "POST /v1/remember")}
