@@ -13,7 +13,6 @@ whose evidence no chunk holds at all.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from api.bench.data_files import json_lines, reading
 from api.bench.throughput import raw_forward_per_s, shape_service
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
@@ -44,16 +44,21 @@ def _normal(text: str) -> str:
     return _SPACE.sub(" ", text).strip().lower()
 
 
+def _is_question(entry: Any) -> bool:
+    if not isinstance(entry, dict) or not isinstance(entry.get("question"), str):
+        return False
+    evidence = entry.get("evidence")
+    return isinstance(evidence, list) and all(isinstance(e, str) for e in evidence)
+
+
 def load_questions(path: Path) -> list[dict[str, Any]]:
     """The questions of a JSONL file: ``question``, ``evidence`` (a list of strings), optional ``format``."""
     questions = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        entry = json.loads(line)
-        if not isinstance(entry.get("question"), str) or not isinstance(entry.get("evidence"), list):
-            raise ValueError(f"{path}:{number}: needs `question` (text) and `evidence` (a list of strings)")
-        questions.append(entry)
+    with reading(path, "a question file (JSON lines)"):
+        for number, entry in enumerate(json_lines(path.read_text(encoding="utf-8").splitlines()), 1):
+            if not _is_question(entry):
+                raise ValueError(f"question {number} needs `question` (text) and `evidence` (a list of strings)")
+            questions.append(entry)
     return questions
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from api.bench.data_files import reading
 from api.bench.harness import bench_service
 from api.bench.variants import Variant, latency_ms, run_variants
 from api.service import Caller, MemoryService
@@ -52,46 +53,47 @@ def load_locomo(
             Source.IMPORTED,
         )
     )
-    conversations = json.loads(path.read_text(encoding="utf-8"))
-    corpus: list[tuple[str, MemoryCreate]] = []
-    turn_index: dict[tuple[str, str], int] = {}
-    questions: list[dict[str, Any]] = []
-    for conversation in conversations:
-        scope = f"bench/locomo/{conversation['sample_id']}"
-        sessions = conversation["conversation"]
-        numbers = sorted(int(k.split("_")[1]) for k in sessions if re.fullmatch(r"session_\d+", k))
-        for number in numbers:
-            date = sessions.get(f"session_{number}_date_time", "")
-            for turn in sessions[f"session_{number}"]:
-                text = _turn_text(turn)
-                if not text:
-                    continue
-                speaker = turn["speaker"]
-                turn_index[(scope, turn["dia_id"])] = len(corpus)
-                corpus.append(
-                    (
-                        scope,
-                        MemoryCreate(
-                            title=f"{speaker} said ({date})"[:200],
-                            content=f"[{date}] {speaker}: {text}"[:10_000],
-                            memory_type=memory_type,
-                            source=source,
-                            thread=f"session_{number}",
-                        ),
+    with reading(path, "a LoCoMo file (JSON, a list of conversations)"):
+        conversations = json.loads(path.read_text(encoding="utf-8"))
+        corpus: list[tuple[str, MemoryCreate]] = []
+        turn_index: dict[tuple[str, str], int] = {}
+        questions: list[dict[str, Any]] = []
+        for conversation in conversations:
+            scope = f"bench/locomo/{conversation['sample_id']}"
+            sessions = conversation["conversation"]
+            numbers = sorted(int(k.split("_")[1]) for k in sessions if re.fullmatch(r"session_\d+", k))
+            for number in numbers:
+                date = sessions.get(f"session_{number}_date_time", "")
+                for turn in sessions[f"session_{number}"]:
+                    text = _turn_text(turn)
+                    if not text:
+                        continue
+                    speaker = turn["speaker"]
+                    turn_index[(scope, turn["dia_id"])] = len(corpus)
+                    corpus.append(
+                        (
+                            scope,
+                            MemoryCreate(
+                                title=f"{speaker} said ({date})"[:200],
+                                content=f"[{date}] {speaker}: {text}"[:10_000],
+                                memory_type=memory_type,
+                                source=source,
+                                thread=f"session_{number}",
+                            ),
+                        )
                     )
+            for qa in conversation["qa"]:
+                if qa.get("category") not in CATEGORIES:
+                    continue
+                evidence = {f"D{d}:{t}" for item in qa.get("evidence", []) for d, t in _TURN_ID.findall(str(item))}
+                questions.append(
+                    {
+                        "scope": scope,
+                        "question": qa["question"],
+                        "category": qa["category"],
+                        "evidence": evidence,
+                    }
                 )
-        for qa in conversation["qa"]:
-            if qa.get("category") not in CATEGORIES:
-                continue
-            evidence = {f"D{d}:{t}" for item in qa.get("evidence", []) for d, t in _TURN_ID.findall(str(item))}
-            questions.append(
-                {
-                    "scope": scope,
-                    "question": qa["question"],
-                    "category": qa["category"],
-                    "evidence": evidence,
-                }
-            )
     return corpus, turn_index, questions
 
 

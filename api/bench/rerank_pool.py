@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from api.bench.data_files import json_lines, reading
 from api.bench.local_cluster import RedisServer, WorkerProcess, redis_server_binary
 from api.bench.throughput import settings_env
 from hivemem.config import Settings
@@ -61,26 +62,28 @@ def rerank_requests(data: Path, top_n: int, count: int, seed: int = 0) -> dict[s
     locomo = data / "locomo" / "locomo-dev.json"
     if locomo.is_file():
         requests: list[Request] = []
-        for conversation in json.loads(locomo.read_text(encoding="utf-8")):
-            sessions = conversation["conversation"]
-            turns = [
-                f"{turn['speaker']}: {turn['text']}"
-                for key, session in sessions.items()
-                if key.startswith("session_") and isinstance(session, list)
-                for turn in session
-                if turn.get("text")
-            ]
-            for qa in conversation["qa"]:
-                if len(turns) >= top_n:
-                    requests.append((str(qa["question"]), rng.sample(turns, top_n)))
+        with reading(locomo, "a LoCoMo file (JSON, a list of conversations)"):
+            for conversation in json.loads(locomo.read_text(encoding="utf-8")):
+                sessions = conversation["conversation"]
+                turns = [
+                    f"{turn['speaker']}: {turn['text']}"
+                    for key, session in sessions.items()
+                    if key.startswith("session_") and isinstance(session, list)
+                    for turn in session
+                    if turn.get("text")
+                ]
+                for qa in conversation["qa"]:
+                    if len(turns) >= top_n:
+                        requests.append((str(qa["question"]), rng.sample(turns, top_n)))
         rng.shuffle(requests)
         found["locomo"] = requests[:count]
     scifact = data / "scifact"
     if (scifact / "corpus.jsonl").is_file() and (scifact / "queries.jsonl").is_file():
-        with (scifact / "corpus.jsonl").open(encoding="utf-8") as handle:
-            abstracts = [f"{doc['title']}. {doc['text']}" for doc in map(json.loads, handle)]
-        with (scifact / "queries.jsonl").open(encoding="utf-8") as handle:
-            claims = [str(query["text"]) for query in map(json.loads, handle)]
+        corpus, queries = scifact / "corpus.jsonl", scifact / "queries.jsonl"
+        with corpus.open(encoding="utf-8") as handle, reading(corpus, "a BEIR corpus (JSON lines)"):
+            abstracts = [f"{doc['title']}. {doc['text']}" for doc in json_lines(handle)]
+        with queries.open(encoding="utf-8") as handle, reading(queries, "a BEIR queries file (JSON lines)"):
+            claims = [str(query["text"]) for query in json_lines(handle)]
         rng.shuffle(claims)
         found["scifact"] = [(claim, rng.sample(abstracts, top_n)) for claim in claims[:count]]
     if not found:
@@ -123,15 +126,16 @@ def run_rerank_pool(
     from workers.rerank_pool import PoolReranker
     from workers.rerankers import load_reranker
 
+    # The data first: a file of another shape is refused before a model or a server is made.
+    sets = rerank_requests(data, top_n, requests + warmup)
     binary = redis_server_binary()
     if binary is None:
         raise ConfigError("the rerank pool needs redis-server on PATH (apt-get install redis-server)")
-    folder = Path(tempfile.mkdtemp(prefix="hivemem-rerank-pool-"))
     if model is None:
         model = "cross:" + str(
             minilm_shaped_cross_encoder(settings.data_dir.expanduser() / "bench" / "cross-minilm-l6")
         )
-    sets = rerank_requests(data, top_n, requests + warmup)
+    folder = Path(tempfile.mkdtemp(prefix="hivemem-rerank-pool-"))
     redis_server = RedisServer(binary, folder)
     redis_server.start()
     worker: WorkerProcess | None = None

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from api.bench.data_files import json_lines, reading
 from api.bench.throughput import percentile, timed_calls
 from api.bench.vectors_key import vectors_key
 from api.process_memory import tune_allocator
@@ -75,9 +76,8 @@ def load_texts(data: Path, count: int) -> list[tuple[str, str]]:
         raise ConfigError(f"{corpus} is missing: pass --data with the folder holding scifact/corpus.jsonl")
     texts: list[tuple[str, str]] = []
     seen: set[str] = set()
-    with corpus.open(encoding="utf-8") as handle:
-        for line in handle:
-            doc = json.loads(line)
+    with corpus.open(encoding="utf-8") as handle, reading(corpus, "a BEIR corpus (JSON lines)"):
+        for doc in json_lines(handle):
             # A few abstracts carry C1 control characters (mis-decoded quotes and dashes).
             title = " ".join(printable(str(doc.get("title") or doc["_id"])).split())[:120]
             for sentence in _SENTENCE.split(" ".join(printable(str(doc.get("text") or "")).split())):
@@ -91,8 +91,9 @@ def load_texts(data: Path, count: int) -> list[tuple[str, str]]:
 
 def load_queries(data: Path, count: int) -> list[str]:
     """The first ``count`` SciFact claims."""
-    with (data / "scifact" / "queries.jsonl").open(encoding="utf-8") as handle:
-        return [str(json.loads(line)["text"]) for line, _ in zip(handle, range(count), strict=False)]
+    queries = data / "scifact" / "queries.jsonl"
+    with queries.open(encoding="utf-8") as handle, reading(queries, "a BEIR queries file (JSON lines)"):
+        return [str(query["text"]) for query, _ in zip(json_lines(handle), range(count), strict=False)]
 
 
 def _embedded(settings: Settings, texts: Sequence[str], cache: Path, kind: str) -> F32:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import csv
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from api.bench.data_files import json_lines, reading
 from api.bench.harness import bench_service
 from api.bench.variants import Variant, latency_ms, run_variants
 from api.service import Caller, MemoryService
@@ -32,7 +32,7 @@ def _fit(text: str, low: int, high: int, filler: str) -> str:
 def load_qrels(path: Path) -> dict[str, dict[str, float]]:
     """query id -> {doc id: grade} from a BEIR qrels TSV (with header)."""
     qrels: dict[str, dict[str, float]] = {}
-    with path.open(encoding="utf-8") as handle:
+    with path.open(encoding="utf-8") as handle, reading(path, "a BEIR qrels file (TSV with a header)"):
         for row in csv.DictReader(handle, delimiter="\t"):
             qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = float(row["score"])
     return qrels
@@ -44,9 +44,9 @@ def load_scifact(
     """The corpus as memories, the doc id of each, the queries (id -> text) and the judgements."""
     corpus: list[tuple[str, MemoryCreate]] = []
     doc_ids: list[str] = []
-    with (folder / "corpus.jsonl").open(encoding="utf-8") as handle:
-        for line in handle:
-            doc = json.loads(line)
+    corpus_file = folder / "corpus.jsonl"
+    with corpus_file.open(encoding="utf-8") as handle, reading(corpus_file, "a BEIR corpus (JSON lines)"):
+        for doc in json_lines(handle):
             title = _fit(doc.get("title") or doc["_id"], 5, 200, "(untitled)")
             content = _fit(doc.get("text") or title, 10, 10_000, "(no abstract)")
             corpus.append(
@@ -58,9 +58,9 @@ def load_scifact(
             doc_ids.append(str(doc["_id"]))
     qrels = load_qrels(qrels_file or folder / "qrels" / "train.tsv")
     queries: dict[str, str] = {}
-    with (folder / "queries.jsonl").open(encoding="utf-8") as handle:
-        for line in handle:
-            query = json.loads(line)
+    queries_file = folder / "queries.jsonl"
+    with queries_file.open(encoding="utf-8") as handle, reading(queries_file, "a BEIR queries file (JSON lines)"):
+        for query in json_lines(handle):
             if str(query["_id"]) in qrels:
                 queries[str(query["_id"])] = query["text"]
     return corpus, doc_ids, queries, qrels

@@ -161,6 +161,50 @@ def test_bench_with_missing_data_fails_clearly(tmp_path: Path, capsys: pytest.Ca
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("files", "bench", "message"),
+    [
+        ({"locomo.json": "not json"}, ["locomo", "--data", "locomo.json"], "line 1, column 1: Expecting value"),
+        ({"locomo.json": '[{"sample_id": 1}]'}, ["locomo", "--data", "locomo.json"], "a record has no 'conversation'"),
+        ({"locomo.json": '{"sample_id": 1}'}, ["locomo", "--data", "locomo.json"], "a record of another shape"),
+        (
+            {"scifact/corpus.jsonl": '{"_id": "1", "title": "t", "text": "x"}\n{"_id": 2,\n'},
+            ["scifact", "--data", "scifact"],
+            "a BEIR corpus (JSON lines): line 2 is not JSON",
+        ),
+        (
+            {"q.jsonl": '{"question": "why", "evidence": "one string"}\n', "corpus/a.txt": "words"},
+            ["knowledge", "--corpus", "corpus", "--questions", "q.jsonl"],
+            "question 1 needs `question` (text) and `evidence` (a list of strings)",
+        ),
+        (
+            {"scifact/corpus.jsonl": '{"title": "t", "text": "x"}\n', "scifact/queries.jsonl": '{"_id": "1"}\n'},
+            ["rerank-pool", "--data", "."],
+            "a BEIR queries file (JSON lines): a record has no 'text'",
+        ),
+    ],
+)
+def test_a_data_file_of_another_shape_is_refused_naming_it(
+    files: dict[str, str],
+    bench: list[str],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    assert main(["bench", *bench]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err, err
+    # Read before anything is built: no bench store was made for it.
+    assert not (tmp_path / "data").exists()
+
+
 def test_throughput_bench_measures_both_shapes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, redis_server: object
 ) -> None:
