@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from api.bench.scale import load_queries, load_texts  # noqa: E402
-from api.bench.throughput import percentile, timed_calls  # noqa: E402
+from api.bench.throughput import timed_calls  # noqa: E402
+from hivemem.metrics import percentile  # noqa: E402
 
 ENGRAM_PACKAGES = [
     "torch==2.13.0",

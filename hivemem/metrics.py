@@ -1,11 +1,12 @@
-"""Retrieval metrics for the benchmarks: pure functions over ranked ids and relevance judgements."""
+"""Metrics for the benchmarks: retrieval (pure functions over ranked ids and relevance judgements)
+and latency percentiles."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence, Set
 
-__all__ = ["hit_at", "ndcg_at", "recall_at", "reciprocal_rank"]
+__all__ = ["hit_at", "ndcg_at", "percentile", "recall_at", "reciprocal_rank"]
 
 
 def hit_at(ranked: Sequence[str], relevant: Set[str], k: int) -> float:
@@ -34,3 +35,10 @@ def ndcg_at(ranked: Sequence[str], grades: Mapping[str, float], k: int) -> float
     ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:k]
     idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
     return dcg / idcg if idcg > 0 else 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0–1) of ``values``: the measured value nearest to it, never a blend of two
+    (every benchmark reports its p95 by this one rule, so their figures compare)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]

@@ -22,6 +22,7 @@ import httpx
 
 from api.bench.local_cluster import free_port, hivemem_command
 from hivemem.config import Settings
+from hivemem.metrics import percentile
 
 __all__ = ["run_cli_latency", "wait_ready"]
 
@@ -56,7 +57,7 @@ def _timed(argv: list[str], env: dict[str, str], runs: int) -> dict[str, float]:
     return {
         "runs": runs,
         "median_s": round(statistics.median(ordered), 3),
-        "p95_s": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3),
+        "p95_s": round(percentile(ordered, 0.95), 3),
         "max_s": round(ordered[-1], 3),
     }
 

@@ -30,8 +30,8 @@ import httpx
 from api.bench.cli_latency import wait_ready
 from api.bench.local_cluster import free_port, hivemem_command
 from api.bench.scale import bench_memory, load_texts
-from api.bench.throughput import percentile
 from hivemem.errors import ConfigError
+from hivemem.metrics import percentile
 
 __all__ = ["chromium_binary", "run_dashboard_bench"]
 

@@ -17,10 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from api.bench.throughput import percentile, shape_service
+from api.bench.throughput import shape_service
 from api.service import Caller
 from hivemem.config import Settings
 from hivemem.knowledge_schemas import IngestRequest
+from hivemem.metrics import percentile
 from hivemem.model import MemoryType
 from hivemem.schemas import MemoryCreate, RecallRequest
 from workers.documents.sources import FileAccess

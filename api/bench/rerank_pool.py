@@ -28,6 +28,7 @@ from api.bench.local_cluster import RedisServer, WorkerProcess, redis_server_bin
 from api.bench.throughput import settings_env
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
+from hivemem.metrics import percentile
 from hivemem.rerank import Reranker
 
 __all__ = ["minilm_shaped_cross_encoder", "rerank_requests", "run_rerank_pool"]
@@ -106,7 +107,7 @@ def _summary(timings: Sequence[float]) -> dict[str, float]:
     ordered = sorted(timings)
     return {
         "p50_ms": round(statistics.median(ordered), 2),
-        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
+        "p95_ms": round(percentile(ordered, 0.95), 2),
         "mean_ms": round(statistics.fmean(ordered), 2),
     }
 

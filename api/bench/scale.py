@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from api.bench.data_files import json_lines, reading
-from api.bench.throughput import percentile, timed_calls
+from api.bench.throughput import timed_calls
 from api.bench.vectors_key import vectors_key
 from api.process_memory import tune_allocator
 from hivemem.config import Settings
@@ -48,6 +48,7 @@ from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfigError
 from hivemem.hashing import content_hash
 from hivemem.limits import printable
+from hivemem.metrics import percentile
 from hivemem.model import Memory, MemoryType, Source, embedding_text
 from workers.embed import load_embedder
 

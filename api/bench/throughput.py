@@ -33,10 +33,11 @@ from hivemem.config import Settings
 from hivemem.embedding import Embedder, parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfigError
+from hivemem.metrics import percentile
 from hivemem.model import embedding_text
 from hivemem.schemas import MemoryCreate, RecallRequest
 
-__all__ = ["percentile", "run_throughput", "synthetic_corpus", "timed_calls"]
+__all__ = ["run_throughput", "synthetic_corpus", "timed_calls"]
 
 SCOPE = "bench/throughput"
 _COMPONENTS = ["billing", "search", "auth", "ingest", "scheduler", "gateway", "storage", "metrics", "mailer", "cache"]
@@ -66,11 +67,6 @@ def synthetic_corpus(count: int, seed: int = 7) -> list[MemoryCreate]:
 def _queries(count: int, seed: int = 11) -> list[str]:
     rng = random.Random(seed)
     return [f"why did {rng.choice(_COMPONENTS)} {rng.choice(_EVENTS)}" for _ in range(count)]
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def timed_calls(calls: Sequence[Callable[[], object]], clients: int) -> tuple[float, list[float]]:

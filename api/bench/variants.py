@@ -17,6 +17,7 @@ from typing import Any
 
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
+from hivemem.metrics import percentile
 
 __all__ = ["Variant", "latency_ms", "parse_variant", "run_variants", "table"]
 
@@ -57,9 +58,10 @@ def latency_ms(seconds: Sequence[float]) -> dict[str, float]:
     """p50 and p95 of per-query latencies, in milliseconds."""
     if not seconds:
         return {"p50_ms": 0.0, "p95_ms": 0.0}
-    ordered = sorted(seconds)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"p50_ms": round(statistics.median(ordered) * 1000, 1), "p95_ms": round(p95 * 1000, 1)}
+    return {
+        "p50_ms": round(statistics.median(seconds) * 1000, 1),
+        "p95_ms": round(percentile(seconds, 0.95) * 1000, 1),
+    }
 
 
 def table(rows: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
