@@ -22,7 +22,7 @@ from hivemem.scope import derive_scope
 if TYPE_CHECKING:
     from api.knowledge_service import KnowledgeService
     from api.service import Caller
-    from hivemem.knowledge_schemas import IngestReport, IngestRequest
+    from hivemem.knowledge_schemas import IngestReport, IngestRequest, KnowledgeReadResponse
     from workers.documents.sources import FileAccess
     from workers.knowledge_jobs import IndexOutcome
 
@@ -125,6 +125,8 @@ class _Progress:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run one ``knowledge`` subcommand; the exit code."""
+    from api.service import Caller, MemoryService
     from hivemem.knowledge_schemas import (
         KnowledgeDeleteRequest,
         KnowledgeMatchRequest,
@@ -132,9 +134,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         KnowledgeSearchRequest,
         KnowledgeStoreRequest,
     )
-
-    """Run one ``knowledge`` subcommand; the exit code."""
-    from api.service import Caller, MemoryService
     from workers.documents.sources import FileAccess
 
     caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
@@ -165,7 +164,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             if args.json:
                 _dump(text_page.model_dump(mode="json"))
             else:
-                print(text_page.text)
+                print(_with_headings(text_page))
         elif command == "match":
             request_m = KnowledgeMatchRequest(
                 pattern=args.pattern,
@@ -278,3 +277,18 @@ def _ingest_on_workers(
         left_out=job.left_out,
     )
     return _summary(args, report)
+
+
+def _with_headings(page: KnowledgeReadResponse) -> str:
+    """A page of a document's text with its headings on lines of their own (``## A > B (page N)``)
+    where they begin; the text itself is printed as it is, so its offsets stay those of ``--json``."""
+    parts: list[str] = []
+    shown = page.sections
+    for i, section in enumerate(shown):
+        end = shown[i + 1].start if i + 1 < len(shown) else page.offset + len(page.text)
+        heading = " > ".join(section.section)
+        page_note = f"(page {section.page})" if section.page is not None else ""
+        if heading or page_note:
+            parts.append("## " + " ".join(part for part in (heading, page_note) if part))
+        parts.append(page.text[section.start - page.offset : end - page.offset].strip("\n"))
+    return "\n\n".join(parts) if shown else page.text

@@ -31,7 +31,7 @@ from hivemem.errors import (
     ValidationError,
 )
 from hivemem.jobs import Job, JobKind, new_job_id
-from hivemem.knowledge import Document, KnowledgeChunk, KnowledgeSource
+from hivemem.knowledge import Document, KnowledgeChunk, KnowledgeSource, chunk_section_starts, sections_between
 from hivemem.knowledge_schemas import (
     ChunkCitation,
     IngestAccepted,
@@ -49,6 +49,7 @@ from hivemem.knowledge_schemas import (
     KnowledgeSearchResponse,
     KnowledgeStored,
     KnowledgeStoreRequest,
+    ReadSection,
     SourcePublic,
 )
 from hivemem.model import utcnow
@@ -168,12 +169,14 @@ class KnowledgeService:
         if source.startswith(STORED_PREFIXES):
             held, chunks = self._stored(source, caller, request.scope)
             text, title, fmt = _rebuild(chunks), held.title, held.format
+            starts = chunk_section_starts(chunks)
         else:
             document = self._document(source, access)
             fmt = document.format or format_of(document.name, document.content_type)
             parsed = parse_document(document.data, document.name, fmt, guard_limits(self.settings))
-            text, title = parsed.text, parsed.title
+            text, title, starts = parsed.text, parsed.title, parsed.section_starts()
         end = min(len(text), request.offset + limit)
+        shown = sections_between(starts, request.offset, end) if end > request.offset else []
         return KnowledgeReadResponse(
             source=source,
             title=title,
@@ -182,6 +185,7 @@ class KnowledgeService:
             offset=request.offset,
             next_offset=end if end < len(text) else None,
             total_chars=len(text),
+            sections=[ReadSection(start=s.start, section=list(s.section), page=s.page) for s in shown],
         )
 
     def _stored(self, uri: str, caller: Caller, requested: str | None) -> tuple[KnowledgeSource, list[KnowledgeChunk]]:

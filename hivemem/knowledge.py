@@ -9,6 +9,7 @@ document is a :class:`KnowledgeSource` (one per scope and uri) with its :class:`
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -21,7 +22,10 @@ __all__ = [
     "KnowledgeChunk",
     "KnowledgeSource",
     "ParsedDocument",
+    "SectionStart",
     "chunk_id",
+    "chunk_section_starts",
+    "sections_between",
 ]
 
 BLOCK_SEPARATOR = "\n\n"
@@ -58,6 +62,15 @@ class Block:
 
 
 @dataclass(frozen=True, slots=True)
+class SectionStart:
+    """Where, in a document's text, a heading path (and for a PDF a page) comes into force."""
+
+    start: int
+    section: tuple[str, ...]
+    page: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ParsedDocument:
     """What a parser makes of a document: its title and its blocks in reading order."""
 
@@ -69,6 +82,16 @@ class ParsedDocument:
     def text(self) -> str:
         """The document's text: its blocks joined by blank lines (offsets point into this)."""
         return BLOCK_SEPARATOR.join(block.text for block in self.blocks)
+
+    def section_starts(self) -> list[SectionStart]:
+        """Where each run of blocks under one heading path and page begins in :attr:`text`."""
+        starts: list[SectionStart] = []
+        offset = 0
+        for block in self.blocks:
+            if not starts or (starts[-1].section, starts[-1].page) != (block.section, block.page):
+                starts.append(SectionStart(offset, block.section, block.page))
+            offset += len(block.text) + len(BLOCK_SEPARATOR)
+        return starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +141,30 @@ class KnowledgeChunk:
         """The chunk as the embedder reads it: the document title and section path before the text."""
         heading = " > ".join(part for part in (self.title, *self.section) if part)
         return f"{heading}\n{self.text}" if heading else self.text
+
+
+def chunk_section_starts(chunks: Sequence[KnowledgeChunk]) -> list[SectionStart]:
+    """The section starts of a stored document, from its chunks (a chunk never crosses a heading;
+    its page is the page it begins on)."""
+    starts: list[SectionStart] = []
+    for chunk in sorted(chunks, key=lambda c: c.start):
+        if not starts or (starts[-1].section, starts[-1].page) != (chunk.section, chunk.page):
+            starts.append(SectionStart(chunk.start, chunk.section, chunk.page))
+    return starts
+
+
+def sections_between(starts: list[SectionStart], offset: int, end: int) -> list[SectionStart]:
+    """The section starts a page of text ``[offset, end)`` shows: the one in force at ``offset``
+    (moved to it) and every one that begins inside the page. ``starts`` is in text order."""
+    shown: list[SectionStart] = []
+    for start in starts:
+        if start.start <= offset:
+            shown[:] = [SectionStart(offset, start.section, start.page)]
+        elif start.start < end:
+            shown.append(start)
+        else:
+            break
+    return shown
 
 
 def chunk_id(scope: str, uri: str, content_hash: str, ordinal: int) -> str:

@@ -30,6 +30,7 @@ __all__ = [
     "KnowledgeSearchResponse",
     "KnowledgeStoreRequest",
     "KnowledgeStored",
+    "ReadSection",
     "SourcePublic",
 ]
 
@@ -149,6 +150,14 @@ class KnowledgeSearchResponse(BaseModel):
     indexed: str | None = Field(default=None, description="What became of `source` when it was given.")
 
 
+class ReadSection(BaseModel):
+    """Where a heading path (and for a PDF a page) begins in the document's text."""
+
+    start: int
+    section: list[str]
+    page: int | None
+
+
 class KnowledgeReadResponse(BaseModel):
     source: str
     title: str
@@ -157,6 +166,11 @@ class KnowledgeReadResponse(BaseModel):
     offset: int
     next_offset: int | None
     total_chars: int
+    sections: list[ReadSection] = Field(
+        default_factory=list,
+        description="The headings of this page: the one in force at `offset`, then each that begins "
+        "before the page ends (`start` is an offset in the document's text, as chunks' are).",
+    )
 
 
 class KnowledgeMatch(BaseModel):

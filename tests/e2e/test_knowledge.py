@@ -158,6 +158,16 @@ def test_upload_store_read_match_and_delete(docs_server: HivememServer, library:
         assert again["status"] == "unchanged"
         page = _post(http, "/v1/knowledge/read", {"source": "key:oncall", "scope": SCOPE, "limit": 8})
         assert page["total_chars"] > 8 and page["next_offset"] == 8 and len(page["text"]) == 8
+        # A stored document is read with its headings and pages, at offsets into its text.
+        whole = _post(http, "/v1/knowledge/read", {"source": "upload:reactor.pdf", "scope": SCOPE})
+        shown = [(s["section"], s["page"]) for s in whole["sections"]]
+        assert shown == [(["Introduction"], 1), (["Cooling"], 2), (["Shutdown"], 3)]
+        cooling = whole["sections"][1]["start"]
+        assert whole["text"][cooling:].startswith("The coolant pump")
+        tail = _post(
+            http, "/v1/knowledge/read", {"source": "upload:reactor.pdf", "scope": SCOPE, "offset": cooling + 4}
+        )
+        assert [(s["start"], s["page"]) for s in tail["sections"]][:1] == [(cooling + 4, 2)]
 
         matched = _post(http, "/v1/knowledge/match", {"pattern": r"zorblax\w+", "scope": SCOPE})
         assert [m["match"] for m in matched["matches"]] == ["zorblaxite"] and matched["complete"]
@@ -258,12 +268,36 @@ def test_reingest_changes_and_a_kill_halfway(tmp_path: Path) -> None:
     assert {u: c for u, c in now.items() if u != uri} == {u: c for u, c in expected.items() if u != uri}
 
 
-def test_sources_lists_each_document_and_says_when_there_is_none(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def cli_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI in this process, on its own data folder, with no server to call."""
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
     monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
+
+
+def test_the_cli_reads_a_document_with_its_headings_on_lines_of_their_own(
+    cli_alone: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text(
+        "---\ntitle: Ops notes\n---\n# Deploying\n\nShip from the release branch.\n\n"
+        "## Rollback\n\nRun make rollback.\n\n# Databases\n\nPostgres 16 on db-1.\n"
+    )
+    assert cli_main(["knowledge", "read", str(notes), "--scope", SCOPE]) == 0
+    assert capsys.readouterr().out == (
+        "## Deploying\n\nShip from the release branch.\n\n## Deploying > Rollback\n\nRun make rollback.\n\n"
+        "## Databases\n\nPostgres 16 on db-1.\n"
+    )
+    assert cli_main(["knowledge", "read", str(notes), "--scope", SCOPE, "--json"]) == 0
+    page = json.loads(capsys.readouterr().out)
+    assert page["title"] == "Ops notes" and "Deploying" not in page["text"]  # headings are not in the text
+    assert [s["section"] for s in page["sections"]] == [["Deploying"], ["Deploying", "Rollback"], ["Databases"]]
+
+
+def test_sources_lists_each_document_and_says_when_there_is_none(
+    cli_alone: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli_main(["knowledge", "sources", "--scope", SCOPE]) == 0
     assert capsys.readouterr().out == "no documents indexed\n"
     assert cli_main(["knowledge", "sources", "--scope", SCOPE, "--json"]) == 0

@@ -8,7 +8,15 @@ import random
 import pytest
 
 from hivemem.chunking import chunk_document
-from hivemem.knowledge import Block, DocumentFormat, ParsedDocument
+from hivemem.knowledge import (
+    Block,
+    DocumentFormat,
+    KnowledgeChunk,
+    ParsedDocument,
+    SectionStart,
+    chunk_section_starts,
+    sections_between,
+)
 
 
 def _document(sections: int = 3, paragraphs: int = 6, seed: int = 7) -> ParsedDocument:
@@ -74,3 +82,43 @@ def test_a_short_document_is_one_chunk_and_bad_settings_are_refused() -> None:
     assert (only.text, only.start, only.end, only.section, only.page) == ("One short paragraph.", 0, 20, (), None)
     with pytest.raises(ValueError, match="overlap"):
         chunk_document(document, 100, 100)
+
+
+def test_a_documents_section_starts_are_where_its_headings_and_pages_change() -> None:
+    document = ParsedDocument(
+        "Ops",
+        DocumentFormat.PDF,
+        (Block("one", ("Deploy",), 1), Block("two", ("Deploy",), 1), Block("three", ("Deploy",), 2), Block("four")),
+    )
+    text = document.text
+    starts = document.section_starts()
+    assert starts == [
+        SectionStart(0, ("Deploy",), 1),
+        SectionStart(text.index("three"), ("Deploy",), 2),
+        SectionStart(text.index("four"), (), None),
+    ]
+    # A page of text shows the section in force where it begins, then each one that begins in it.
+    assert sections_between(starts, 2, 8) == [SectionStart(2, ("Deploy",), 1)]
+    assert sections_between(starts, 2, text.index("four") + 1) == [SectionStart(2, ("Deploy",), 1), *starts[1:]]
+    assert sections_between(starts, text.index("three"), len(text)) == starts[1:]
+
+
+def test_a_stored_documents_section_starts_from_its_chunks_are_the_parsed_ones() -> None:
+    document = _document()
+    chunks = [
+        KnowledgeChunk(f"c{i}", "s", "u", i, span.text, "Manual", span.section, span.page, span.start, span.end)
+        for i, span in enumerate(chunk_document(document, 400, 100))
+    ]
+    from_chunks = chunk_section_starts(list(reversed(chunks)))  # in any order
+    parsed = document.section_starts()
+
+    def first_of_each_path(starts: list[SectionStart]) -> dict[tuple[str, ...], int]:
+        first: dict[tuple[str, ...], int] = {}
+        for start in starts:
+            first.setdefault(start.section, start.start)
+        return first
+
+    # Each heading path begins where the parsed text says; a page is the one in force there.
+    assert first_of_each_path(from_chunks) == first_of_each_path(parsed)
+    for start in from_chunks:
+        assert start.page == sections_between(parsed, start.start, start.start + 1)[0].page

@@ -11,6 +11,7 @@ from hivemem.errors import DocumentError
 from hivemem.knowledge import DocumentFormat
 from tests.documents import BAD_DOCUMENTS, GOOD_DOCUMENTS, write_bad, write_good
 from workers.documents import GuardLimits, format_of, parse_document
+from workers.documents.markdown import parse_markdown_text
 
 pytest.importorskip("pypdfium2", reason="the ingest extra is not installed")
 pytest.importorskip("fpdf", reason="fpdf2 (dev extra) makes the PDF fixtures")
@@ -78,6 +79,20 @@ def test_markdown_front_matter_setext_headings_and_whole_code_fences(good: dict[
     fence = next(b for b in parsed.blocks if b.text.startswith("```"))
     assert fence.section == ("Operations notes", "Restore")
     assert "restore --verify" in fence.text and fence.text.endswith("```")
+
+
+@pytest.mark.parametrize(
+    ("front", "title"),
+    [
+        ("title: Ops handbook", "Ops handbook"),
+        ('title: "On-call: the first day"', "On-call: the first day"),
+        ("", "Runbook"),
+    ],
+)
+def test_a_markdown_front_matters_title_is_the_documents_title(front: str, title: str) -> None:
+    parsed = parse_markdown_text(f"---\n{front}\nowner: ops\n---\n# Runbook\n\nRestart the queue.\n", "runbook.md")
+    assert parsed.title == title
+    assert parsed.text == "Restart the queue." and parsed.blocks[0].section == ("Runbook",)
 
 
 def test_text_in_latin_1_is_decoded(good: dict[str, Path]) -> None:

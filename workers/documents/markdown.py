@@ -2,7 +2,8 @@
 
 Each top-level block (paragraph, list, table, quote, code fence) is cut from the source by the
 line range markdown-it reports, so a code fence stays whole and a list keeps its markers. ATX and
-setext headings both set the path; YAML front matter (``---`` … ``---`` first) is dropped.
+setext headings both set the path; YAML front matter (``---`` … ``---`` first) is dropped, its
+``title`` kept as the document's title.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from workers.documents.text import decode
 __all__ = ["parse_markdown", "parse_markdown_text"]
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+# A front matter's plain ``title: …`` line (quoted or not); other YAML forms leave the first heading.
+_FRONT_TITLE = re.compile(r"^title:[ \t]*(?P<q>[\"']?)(?P<title>[^\n]*?)(?P=q)[ \t]*$", re.M)
 _BLOCK_OPENERS = {
     "paragraph_open",
     "bullet_list_open",
@@ -29,16 +32,19 @@ _BLOCK_OPENERS = {
 
 
 def parse_markdown_text(source: str, name: str, fmt: DocumentFormat = DocumentFormat.MARKDOWN) -> ParsedDocument:
-    """Markdown text as blocks; the title is the first heading (else the first line)."""
+    """Markdown text as blocks; the title is the front matter's, else the first heading, else the first line."""
     from markdown_it import MarkdownIt
 
-    source = _FRONT_MATTER.sub("", source.replace("\r\n", "\n").replace("\r", "\n"), count=1)
+    source = source.replace("\r\n", "\n").replace("\r", "\n")
+    front = _FRONT_MATTER.match(source)
+    named = _FRONT_TITLE.search(front.group()) if front else None
+    source = source[front.end() :] if front else source
     lines = source.split("\n")
     tokens = MarkdownIt("commonmark").enable("table").parse(source)
     path: list[tuple[int, str]] = []
     blocks: list[Block] = []
     headings: list[str] = []
-    title = ""
+    title = named.group("title").strip()[:200] if named else ""
     for index, token in enumerate(tokens):
         if token.level != 0 or token.map is None:
             continue
