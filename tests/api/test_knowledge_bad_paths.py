@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,13 @@ from tests.api.conftest import LOCAL_URL
 from workers.documents.sources import FileAccess
 
 HEADERS = {"X-Hivemem-Scope": "github.com/acme/docs"}
+
+
+def _cli_in_this_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The CLI run here on its own data folder, with no server to call."""
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
 
 
 def _finished(client: TestClient, job_id: str) -> dict[str, Any]:
@@ -99,9 +107,7 @@ def test_files_of_formats_not_read_are_counted_in_the_summary_not_passed_over_in
     (folder / "roadmap.odt").write_bytes(b"PK\x03\x04 another")
     (folder / "Makefile").write_text("all:\n\ttrue\n")
     left_out = {".odt": 2, "(no extension)": 1}
-    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
-    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
+    _cli_in_this_process(monkeypatch, tmp_path)
     ingest = ["knowledge", "ingest", str(folder), "--scope", "github.com/acme/docs"]
 
     assert cli_main(ingest) == 0
@@ -123,3 +129,35 @@ def test_files_of_formats_not_read_are_counted_in_the_summary_not_passed_over_in
         assert accepted.json()["left_out"] == left_out
         (item,) = _finished(client, accepted.json()["id"])["result"]["items"]  # the one document, read before
         assert (Path(item["id"]).name, item["outcome"]) == ("onboarding.md", "unchanged")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="this system has no named pipes")
+def test_a_named_pipe_and_a_name_not_in_utf8_fail_as_their_documents_and_the_rest_is_indexed(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "deploy.md").write_text("# Deploy\n\nShip from the release branch on Tuesdays.\n")
+    # Opening a pipe for reading waits for a writer: the ingest hung here, forever.
+    os.mkfifo(folder / "pipe.txt")
+    # A name of Latin-1 bytes: the uri could not be stored, and the whole ingest died on it.
+    latin = os.fsdecode(bytes(folder) + b"/caf\xe9.txt")
+    Path(latin).write_text("Coffee notes.\n")
+    _cli_in_this_process(monkeypatch, tmp_path)
+
+    assert cli_main(["knowledge", "ingest", str(folder), "--scope", "github.com/acme/docs", "--json"]) == 3
+    report = json.loads(capsys.readouterr().out)
+    assert report["indexed"] == 1 and report["failed"] == 2
+    reasons = {Path(f["source"]).name: f["error"] for f in report["failures"]}
+    assert reasons == {
+        "pipe.txt": "not a regular file (a named pipe, socket or device): name a document file",
+        "caf?.txt": "the path is not valid UTF-8: rename the file to index it",
+    }
+    # Read or searched by name, the pipe is refused the same way, over HTTP too, at once.
+    allowed = settings.model_copy(update={"knowledge_allowed_paths": (str(tmp_path),)})
+    with TestClient(create_app(allowed), base_url=LOCAL_URL) as client:
+        for command, body in (("read", {}), ("search", {"query": "notes"})):
+            answer = client.post(
+                f"/v1/knowledge/{command}", json={"source": str(folder / "pipe.txt"), **body}, headers=HEADERS
+            )
+            assert answer.status_code == 422 and "not a regular file" in answer.json()["message"], answer.text

@@ -4,11 +4,14 @@ A source is a file path, an http(s) URL, ``key:NAME`` (text stored with ``store`
 ``upload:NAME`` (a document uploaded over HTTP); the last two live only in the store.
 Who may name a file is the caller's :class:`FileAccess`: over stdio and the CLI the agent reads
 its own files; over HTTP only files inside ``HIVEMEM_KNOWLEDGE_ALLOWED_PATHS`` (empty: none), so a
-team server reads no file its operator did not offer. A directory is refused as a source.
+team server reads no file its operator did not offer. A directory, or anything else that is not
+a regular file (a named pipe, a socket, a device), is refused as a source.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +25,7 @@ __all__ = ["KEY_PREFIX", "STORED_PREFIXES", "FileAccess", "fetch_limits", "is_ur
 KEY_PREFIX = "key:"
 # Sources that live only in the store: text stored under a key, and uploaded documents.
 STORED_PREFIXES = (KEY_PREFIX, "upload:")
+_NOT_REGULAR = "not a regular file (a named pipe, socket or device): name a document file"
 
 
 def is_url(source: str) -> bool:
@@ -48,6 +52,11 @@ class FileAccess:
 
     def resolve(self, source: str) -> Path:
         """The real path of a file source, checked. Raises ``DocumentError``."""
+        if not _is_utf8(source):
+            # A name of bytes that are not UTF-8 (read from the file system) cannot be a source's
+            # uri; it is shown with those bytes replaced, so that the error itself can be printed.
+            shown = source.encode("utf-8", "replace").decode("utf-8")
+            raise DocumentError("the path is not valid UTF-8: rename the file to index it", source=shown)
         try:
             return self._resolve(source)
         except (OSError, RuntimeError) as exc:
@@ -74,7 +83,18 @@ class FileAccess:
             )
         if not real.exists():
             raise DocumentNotFoundError("no such file", source=source)
+        if not real.is_file():
+            # Opening a named pipe waits for a writer that may never come: refused before any read.
+            raise DocumentError(_NOT_REGULAR, source=source)
         return real
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def fetch_limits(settings: Settings) -> FetchLimits:
@@ -89,16 +109,25 @@ def fetch_limits(settings: Settings) -> FetchLimits:
 def read_file(source: str, access: FileAccess, settings: Settings) -> Document:
     """A local file's bytes, after the access check and the size limit (read from its size first)."""
     path = access.resolve(source)
-    size = path.stat().st_size
-    if size > settings.knowledge_max_document_bytes:
-        raise DocumentError(
-            f"refused: {size:,} bytes is over the {settings.knowledge_max_document_bytes:,}-byte limit",
-            source=str(path),
-        )
     try:
-        data = path.read_bytes()
+        # Not blocking, and checked on the open file: a pipe put in the file's place after the check
+        # above neither hangs the read nor is read as a document.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise DocumentError(f"cannot read the file ({exc.strerror})", source=str(path)) from exc
+    with os.fdopen(descriptor, "rb") as handle:
+        facts = os.fstat(handle.fileno())
+        if not stat.S_ISREG(facts.st_mode):
+            raise DocumentError(_NOT_REGULAR, source=str(path))
+        if facts.st_size > settings.knowledge_max_document_bytes:
+            raise DocumentError(
+                f"refused: {facts.st_size:,} bytes is over the {settings.knowledge_max_document_bytes:,}-byte limit",
+                source=str(path),
+            )
+        try:
+            data = handle.read()
+        except OSError as exc:
+            raise DocumentError(f"cannot read the file ({exc.strerror})", source=str(path)) from exc
     return Document(uri=str(path), name=path.name, data=data)
 
 
