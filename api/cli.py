@@ -619,6 +619,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HivememError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except UnicodeEncodeError as exc:
+        # Bytes that are not UTF-8, in an argument or a file name, reach Python as lone surrogates;
+        # no store, query or output can take them. Shown with them replaced, so this line prints.
+        shown = exc.object.encode("utf-8", "replace").decode("utf-8") if isinstance(exc.object, str) else ""
+        print(f"error: not valid UTF-8 text: {shown!r} (an argument or a file name holds other bytes)", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader went away (`hivemem memories list | head`): what it wanted was written. Point
         # stdout at nothing so the interpreter's final flush does not fail again, and exit as a

@@ -4,6 +4,7 @@ again when its text changes, audited), and each readable scope's counts."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,8 @@ def test_the_cli_lists_shows_and_edits_memories(
     assert run(*recall, "--after", "2999-01-01")["results"] == []
     assert run("memories", "list", "--scope", SCOPE, "--before", "2000-01-01")["memories"] == []
     assert len(run("memories", "list", "--scope", SCOPE, "--after", "2000-01-01")["memories"]) == 2
+    # Bytes that are not UTF-8 in an argument (Python holds them as lone surrogates): a clear error.
+    not_utf8 = os.fsdecode(b"t/caf\xe9")
+    for argv in (["get", os.fsdecode(b"\xff")], ["memories", "list", "--scope", not_utf8]):
+        assert cli_main(argv) == 2
+        assert "error: not valid UTF-8 text" in capsys.readouterr().err
