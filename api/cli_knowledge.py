@@ -128,6 +128,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run one ``knowledge`` subcommand; the exit code."""
     from api.service import Caller, MemoryService
     from hivemem.knowledge_schemas import (
+        MAX_STORED_TEXT,
         KnowledgeDeleteRequest,
         KnowledgeMatchRequest,
         KnowledgeReadRequest,
@@ -182,7 +183,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 if not matched.complete:
                     print("(stopped early: the result cap or the time budget was reached)", file=sys.stderr)
         elif command == "store":
-            text = args.text if args.text is not None else sys.stdin.read()
+            # At most one character past the limit: enough for the limit's own error, and an
+            # endless stdin (`< /dev/zero`, a stream) is not read into memory whole.
+            text = args.text if args.text is not None else sys.stdin.read(MAX_STORED_TEXT + 1)
             stored = knowledge.store_text(
                 KnowledgeStoreRequest(key=args.key, text=text, title=args.title, scope=args.scope), caller
             )

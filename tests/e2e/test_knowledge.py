@@ -295,6 +295,22 @@ def test_the_cli_reads_a_document_with_its_headings_on_lines_of_their_own(
     assert [s["section"] for s in page["sections"]] == [["Deploying"], ["Deploying", "Rollback"], ["Databases"]]
 
 
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero here")
+def test_store_reads_no_more_of_an_endless_stdin_than_its_limit(tmp_path: Path) -> None:
+    # /dev/zero never ends: read whole, it filled the memory; now one character past the limit is read.
+    with Path("/dev/zero").open("rb") as endless:
+        done = subprocess.run(
+            [*hivemem_command(), "knowledge", "store", "runbook", "--scope", SCOPE],
+            stdin=endless,
+            env=hivemem_env(tmp_path / "data", HIVEMEM_SERVER_URL="off"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2 and "error: text: String should have at most 100000 characters" in done.stderr
+
+
 def test_sources_lists_each_document_and_says_when_there_is_none(
     cli_alone: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
