@@ -27,6 +27,7 @@ from hivemem.errors import (
     ConfigError,
     DocumentAccessDenied,
     DocumentError,
+    DocumentNotFoundError,
     SourceNotFoundError,
     ValidationError,
 )
@@ -163,15 +164,27 @@ class KnowledgeService:
         return KnowledgeSearchResponse(results=[_citation(h.chunk, h.score) for h in hits], indexed=indexed)
 
     def read(self, request: KnowledgeReadRequest, caller: Caller, access: FileAccess) -> KnowledgeReadResponse:
-        """A document's text from ``offset``, at most ``limit`` characters (default: the read page size)."""
+        """A document's text from ``offset``, at most ``limit`` characters (default: the read page size).
+
+        A file or URL is read as it is now. A file this caller may not read (over HTTP, outside the
+        allowed folders), or one that is gone, is read from its indexed copy when the scope set
+        holds one (``stored``): what was indexed is what search cites, so a team's dashboard can
+        open what an agent indexed over stdio."""
         limit = request.limit or self.settings.knowledge_read_chars
         source = request.source
-        if source.startswith(STORED_PREFIXES):
-            held, chunks = self._stored(source, caller, request.scope)
+        found = self._stored(source, caller, request.scope) if source.startswith(STORED_PREFIXES) else None
+        if found is None:
+            try:
+                document = self._document(source, access)
+            except (DocumentAccessDenied, DocumentNotFoundError):
+                found = self._find_stored(source, caller, request.scope)
+                if found is None:
+                    raise
+        if found is not None:
+            held, chunks = found
             text, title, fmt = _rebuild(chunks), held.title, held.format
             starts = chunk_section_starts(chunks)
         else:
-            document = self._document(source, access)
             fmt = document.format or format_of(document.name, document.content_type)
             parsed = parse_document(document.data, document.name, fmt, guard_limits(self.settings))
             text, title, starts = parsed.text, parsed.title, parsed.section_starts()
@@ -186,15 +199,25 @@ class KnowledgeService:
             next_offset=end if end < len(text) else None,
             total_chars=len(text),
             sections=[ReadSection(start=s.start, section=list(s.section), page=s.page) for s in shown],
+            stored=found is not None,
         )
 
-    def _stored(self, uri: str, caller: Caller, requested: str | None) -> tuple[KnowledgeSource, list[KnowledgeChunk]]:
+    def _find_stored(
+        self, uri: str, caller: Caller, requested: str | None
+    ) -> tuple[KnowledgeSource, list[KnowledgeChunk]] | None:
         """The stored document ``uri`` of the scope set (scope first, then global) and its chunks."""
         for scope in caller.readable(requested):
             held = self.store.get_source(scope, uri)
             if held is not None:
                 return held, self.store.source_chunks(scope, uri)
-        raise SourceNotFoundError(f"nothing is stored under {uri!r} in this scope or the global one")
+        return None
+
+    def _stored(self, uri: str, caller: Caller, requested: str | None) -> tuple[KnowledgeSource, list[KnowledgeChunk]]:
+        """As :meth:`_find_stored`; raises ``SourceNotFoundError`` when the scope set holds none."""
+        found = self._find_stored(uri, caller, requested)
+        if found is None:
+            raise SourceNotFoundError(f"nothing is stored under {uri!r} in this scope or the global one")
+        return found
 
     def match(self, request: KnowledgeMatchRequest, caller: Caller, access: FileAccess) -> KnowledgeMatchResponse:
         """Regex matches in the indexed chunks of the scope set, capped and within the time budget."""

@@ -171,6 +171,11 @@ class KnowledgeReadResponse(BaseModel):
         description="The headings of this page: the one in force at `offset`, then each that begins "
         "before the page ends (`start` is an offset in the document's text, as chunks' are).",
     )
+    stored: bool = Field(
+        default=False,
+        description="True when the text is the indexed copy (text stored under a key, an upload, or a "
+        "file this caller may not read or that is gone), not the file or URL read now.",
+    )
 
 
 class KnowledgeMatch(BaseModel):

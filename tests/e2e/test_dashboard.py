@@ -192,6 +192,25 @@ def test_an_ingest_is_watched_live_while_a_worker_runs_it(
         expect(page.get_by_role("table", name="Indexed documents").locator("tbody tr")).to_have_count(6)
         page.screenshot(path=shots / "ingest-done.png", full_page=True)
 
+        # The documents are searched, and a passage opens in its document, under its heading, marked.
+        page.get_by_label("Search the documents").fill("how often are the gizmo3 keys rotated")
+        page.get_by_label("Search the documents").press("Enter")
+        passages = page.locator("#passages article")
+        expect(passages.first).to_contain_text("gizmo3")
+        expect(passages.first.locator(".meta")).to_contain_text("Handbook page 3 › Rule")
+        page.screenshot(path=shots / "knowledge-search.png", full_page=True)
+        passages.first.get_by_role("link").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text("Handbook page 3")
+        expect(page.locator("mark").first).to_contain_text("gizmo3")
+        expect(page.get_by_role("heading", level=2).first).to_contain_text("Handbook page 3 › Rule 0")
+        expect(page.locator('nav a[data-view="knowledge"]')).to_have_attribute("aria-current", "page")
+        page.screenshot(path=shots / "document.png", full_page=True)
+        # A document of the list opens from its title, read from the start.
+        page.go_back()
+        page.go_back()
+        page.get_by_role("table", name="Indexed documents").get_by_role("link", name="Handbook page 5").click()
+        expect(page.locator("main pre").first).to_contain_text("Page 5 rule 0")
+
         page.keyboard.press("j")
         jobs = page.get_by_role("table", name="Jobs, newest first")
         expect(jobs.get_by_role("row").filter(has_text="ingest")).to_contain_text("6/6")

@@ -133,6 +133,36 @@ def test_http_clients_read_only_the_allowed_folders_and_never_a_folder(
     assert "`read` does not take query" in seen["wrong"]
 
 
+def test_a_file_indexed_over_stdio_is_read_over_http_from_its_indexed_copy(tmp_path: Path) -> None:
+    # An agent indexed its own file (CLI, stdio); the team server reads no local files over HTTP.
+    data_dir, logs = tmp_path / "data", tmp_path / "logs"
+    logs.mkdir()
+    notes = tmp_path / "own" / "notes.md"
+    notes.parent.mkdir()
+    notes.write_text("# Deploying\n\nShip from the release branch.\n\n## Rollback\n\nRun make rollback.\n")
+    indexed = run_cli("knowledge", "ingest", str(notes), "--scope", SCOPE, data_dir=data_dir, cwd=tmp_path)
+    assert indexed.returncode == 0, indexed.stderr
+    server = HivememServer(data_dir, logs)
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            page = _post(http, "/v1/knowledge/read", {"source": str(notes), "scope": SCOPE})
+            assert page["stored"] is True and page["title"] == "Deploying"
+            assert page["text"].startswith("Ship from the release branch.") and "Run make rollback." in page["text"]
+            assert [s["section"] for s in page["sections"]] == [["Deploying"], ["Deploying", "Rollback"]]
+            notes.unlink()  # gone from the disk: still read as it was indexed
+            assert _post(http, "/v1/knowledge/read", {"source": str(notes), "scope": SCOPE})["stored"] is True
+            # A file indexed in no scope of the caller's is refused as before: nothing of it is read.
+            other = tmp_path / "own" / "other.md"
+            other.write_text("# Other\n\nNot indexed.\n")
+            refused = http.post("/v1/knowledge/read", json={"source": str(other), "scope": SCOPE})
+            assert refused.status_code == 403, refused.text
+            elsewhere = http.post("/v1/knowledge/read", json={"source": str(notes), "scope": "github.com/acme/web"})
+            assert elsewhere.status_code == 403, elsewhere.text  # indexed, but not in the scopes asked for
+    finally:
+        server.stop()
+
+
 def test_upload_store_read_match_and_delete(docs_server: HivememServer, library: Path) -> None:
     with httpx.Client(base_url=docs_server.url, timeout=60) as http:
         pdf = (library / "reactor.pdf").read_bytes()

@@ -4,6 +4,7 @@
 import { ApiError, get, setToken, token } from "./api.js";
 import { clearNotice, failure, fill, h } from "./dom.js";
 import { renderAdmin } from "./views/admin.js";
+import { renderDocument } from "./views/document.js";
 import { renderJobs } from "./views/jobs.js";
 import { renderKnowledge } from "./views/knowledge.js";
 import { renderMemories } from "./views/memories.js";
@@ -17,6 +18,7 @@ const VIEWS = {
   memories: renderMemories,
   memory: renderMemory,
   knowledge: renderKnowledge,
+  document: renderDocument,
   jobs: renderJobs,
   admin: renderAdmin,
 };
@@ -38,7 +40,10 @@ async function show() {
   const main = document.getElementById("main");
   const { view, id, query } = route();
   for (const link of document.querySelectorAll("nav a")) {
-    const current = link.dataset.view === (view || "scopes") || (view === "memory" && link.dataset.view === "memories");
+    const current =
+      link.dataset.view === (view || "scopes") ||
+      (view === "memory" && link.dataset.view === "memories") ||
+      (view === "document" && link.dataset.view === "knowledge");
     if (current) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }

@@ -52,6 +52,27 @@ export function table(caption, headings, rows) {
   );
 }
 
+/**
+ * A search form whose submit moves to `#/view?q=…`: the query from `input`, and the pairs
+ * `parameters()` gives ([name, value], empty values left out), so every search has an address.
+ */
+export function searchForm(view, input, parameters, ...controls) {
+  return h(
+    "form",
+    {
+      class: "inline",
+      role: "search",
+      onsubmit: (event) => {
+        event.preventDefault();
+        const next = new URLSearchParams({ q: input.value.trim() });
+        for (const [name, value] of parameters()) if (value) next.set(name, value);
+        location.hash = `#/${view}?${next}`;
+      },
+    },
+    ...controls,
+  );
+}
+
 /** A key/value list. */
 export function facts(pairs) {
   return h("dl", { class: "facts" }, pairs.flatMap(([key, value]) => [h("dt", {}, key), h("dd", {}, value)]));

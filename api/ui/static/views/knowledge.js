@@ -1,16 +1,52 @@
-// Knowledge: the documents indexed in a scope (with their errors), an ingest of files, folders and
-// URLs watched live as it runs, and the upload of one document from this computer.
+// Knowledge: a search of the documents the agents read (each passage citing its place, opened in
+// the document), the documents indexed in a scope (with their errors), an ingest of files, folders
+// and URLs watched live as it runs, and the upload of one document from this computer.
 
 import { get, post, upload } from "../api.js";
-import { failure, fill, h, scopeName, table, when } from "../dom.js";
+import { failure, fill, h, number, scopeName, searchForm, table, when } from "../dom.js";
 import { scopePicker } from "../pickers.js";
+import { documentLink } from "./document.js";
 
 const POLL_MS = 500;
+// Characters of the document shown before a cited passage when it is opened.
+const LEAD_CHARS = 400;
+
+function citation(hit) {
+  const where = [hit.section.join(" › "), hit.page === null ? "" : `page ${hit.page}`].filter(Boolean).join(" · ");
+  const opened = documentLink(hit.source, hit.scope, Math.max(0, hit.start - LEAD_CHARS), [hit.start, hit.end]);
+  return h(
+    "article",
+    { class: "result" },
+    h("h3", {}, h("a", { href: opened }, hit.title || hit.source)),
+    h(
+      "p",
+      { class: "meta" },
+      `score ${number(hit.score, 4)} · ${where || "no heading"} · ${scopeName(hit.scope)} · ${hit.source}`,
+    ),
+    h("p", { class: "content" }, hit.text),
+  );
+}
+
+async function searchInto(results, asked, scope) {
+  fill(results, h("p", { class: "muted" }, "Searching…"));
+  try {
+    const answer = await post("/v1/knowledge/search", { query: asked, scope: scope || undefined, limit: 10 });
+    fill(
+      results,
+      h("h2", {}, `${answer.results.length} passages`),
+      answer.results.length ? answer.results.map(citation) : h("p", { class: "muted" }, "No passage found."),
+    );
+  } catch (error) {
+    fill(results, failure(error));
+  }
+}
 
 function sourcesTable(sources) {
   if (!sources.length) return h("p", { class: "muted" }, "No documents indexed here yet.");
   const rows = sources.map((source) => [
-    h("span", { title: source.uri }, source.title || source.uri),
+    source.chunk_count
+      ? h("a", { href: documentLink(source.uri, source.scope), title: source.uri }, source.title || source.uri)
+      : h("span", { title: source.uri }, source.title || source.uri),
     scopeName(source.scope),
     source.format,
     String(source.chunk_count),
@@ -57,7 +93,18 @@ async function watch(jobId, panel, alive, finished) {
 
 export async function renderKnowledge(main, { query }) {
   const scope = query.get("scope") || "";
+  const asked = query.get("q") || "";
   let alive = true;
+  const input = h("input", { id: "knowledge-query", type: "search", value: asked, required: true, size: 50 });
+  const results = h("section", { id: "passages", "aria-live": "polite" });
+  const search = searchForm(
+    "knowledge",
+    input,
+    () => [["scope", scope]],
+    h("label", { for: "knowledge-query" }, "Search the documents"),
+    input,
+    h("button", { type: "submit" }, "Search"),
+  );
   const listing = h("section", { id: "sources", "aria-live": "polite" });
   const progress = h("section", { id: "ingest-progress", "aria-live": "polite" });
   async function list() {
@@ -121,6 +168,9 @@ export async function renderKnowledge(main, { query }) {
     main,
     h("h1", {}, "Knowledge"),
     h("p", {}, scope ? `Documents of ${scopeName(scope)} and global.` : "Documents of your default scope and global."),
+    search,
+    results,
+    h("h2", {}, "Documents"),
     listing,
     h("h2", {}, "Ingest"),
     ingest,
@@ -128,6 +178,7 @@ export async function renderKnowledge(main, { query }) {
     send,
     uploaded,
   );
+  if (asked) await searchInto(results, asked, scope);
   await list();
   return () => {
     alive = false;

@@ -2,7 +2,7 @@
 // (`explain`): which legs found it, at which rank, and what decay, trust and supersession did.
 
 import { post } from "../api.js";
-import { facts, failure, fill, h, number, scopeName } from "../dom.js";
+import { facts, failure, fill, h, number, scopeName, searchForm } from "../dom.js";
 import { choicePicker, scopePicker } from "../pickers.js";
 
 function explanation(explain) {
@@ -62,19 +62,13 @@ export async function renderSearch(main, { query }) {
   const typeSelect = await choicePicker("type", "MemoryType", type, "any type");
   const scopeSelect = await scopePicker("scope", scope);
   const results = h("section", { id: "results", "aria-live": "polite" });
-  const form = h(
-    "form",
-    {
-      class: "inline",
-      role: "search",
-      onsubmit: (event) => {
-        event.preventDefault();
-        const next = new URLSearchParams({ q: input.value.trim() });
-        if (scopeSelect.value) next.set("scope", scopeSelect.value);
-        if (typeSelect.value) next.set("type", typeSelect.value);
-        location.hash = `#/search?${next}`;
-      },
-    },
+  const form = searchForm(
+    "search",
+    input,
+    () => [
+      ["scope", scopeSelect.value],
+      ["type", typeSelect.value],
+    ],
     h("label", { for: "query" }, "Ask"),
     input,
     h("label", { for: "scope" }, "in"),
