@@ -20,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from api.service import Caller
+from hivemem.access import Role
 from hivemem.admission import FairGate, search_gate_for
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
@@ -65,7 +66,10 @@ from workers.ingest_jobs import document_item
 from workers.knowledge_jobs import IndexOutcome, PhaseTimes, guard_limits, index_documents, text_document
 from workers.runner import Runner
 
-__all__ = ["Expansion", "FileAccess", "KnowledgeService", "left_out_words"]
+__all__ = ["STORED", "Expansion", "FileAccess", "KnowledgeService", "left_out_words"]
+
+# What became of a searched `source` that was not indexed now: its indexed copy was searched.
+STORED = "stored"
 
 _CONTEXT_CHARS = 80
 _NOT_MATCHING = "(not matching the glob)"
@@ -150,18 +154,41 @@ class KnowledgeService:
     def search(self, request: KnowledgeSearchRequest, caller: Caller, access: FileAccess) -> KnowledgeSearchResponse:
         """Chunks of the scope set (scope + global) for the query; with ``source``, of that document only."""
         scopes = caller.readable(request.scope)
-        indexed = None
-        uri = None
-        if request.source is not None:
-            scope = caller.scope_for(request.scope, write=True)
-            outcome = self._fresh(scope, request.source, access)
-            if outcome is not None and outcome.status == "failed":
-                raise DocumentError(outcome.error or "could not be indexed", source=request.source)
-            uri = self._uri(request.source, access)
-            indexed = None if outcome is None else outcome.status
+        uri, indexed = (
+            (None, None) if request.source is None else self._searched(request.source, caller, request.scope, access)
+        )
         with self.model_gate.reading():  # the query's model and the chunks' stay the same (a re-embed)
             hits = self.searcher.search(request.query, ChunkFilter(scopes=scopes, uri=uri), request.limit)
         return KnowledgeSearchResponse(results=[_citation(h.chunk, h.score) for h in hits], indexed=indexed)
+
+    def _searched(
+        self, source: str, caller: Caller, requested: str | None, access: FileAccess
+    ) -> tuple[str, str | None]:
+        """The uri a search naming ``source`` reads, and what became of the source.
+
+        It is indexed first when new or changed, where this caller may write and read the file. A
+        caller that may not (a reader of a team scope; over HTTP, a file outside the allowed
+        folders) or a file that is gone searches the indexed copy one of its scopes holds
+        (``"stored"``); with none, the refusal stands."""
+        if source.startswith(STORED_PREFIXES):
+            return source, None  # text stored under a key, an upload: nothing to index again
+        wanted = caller.default_scope if requested is None else requested
+        if wanted is not None and not caller.may(wanted, Role.WRITE) and self._held(source, caller, requested):
+            return source, STORED  # checked first: a reader's search is no refusal to record
+        scope = caller.scope_for(requested, write=True)
+        try:
+            outcome = self._fresh(scope, source, access)
+        except (DocumentAccessDenied, DocumentNotFoundError):
+            if not self._held(source, caller, requested):
+                raise
+            return source, STORED
+        if outcome is not None and outcome.status == "failed":
+            raise DocumentError(outcome.error or "could not be indexed", source=source)
+        return self._uri(source, access), None if outcome is None else outcome.status
+
+    def _held(self, uri: str, caller: Caller, requested: str | None) -> bool:
+        """Whether a scope of the set a read in ``requested`` searches holds ``uri`` indexed."""
+        return any(self.store.get_source(scope, uri) is not None for scope in caller.readable(requested))
 
     def read(self, request: KnowledgeReadRequest, caller: Caller, access: FileAccess) -> KnowledgeReadResponse:
         """A document's text from ``offset``, at most ``limit`` characters (default: the read page size).

@@ -147,7 +147,11 @@ class ChunkCitation(BaseModel):
 
 class KnowledgeSearchResponse(BaseModel):
     results: list[ChunkCitation]
-    indexed: str | None = Field(default=None, description="What became of `source` when it was given.")
+    indexed: str | None = Field(
+        default=None,
+        description="What became of `source` when it was given: `indexed`, `unchanged`, or `stored` (its indexed "
+        "copy was searched: this caller may not index it, or read the file, or it is gone).",
+    )
 
 
 class ReadSection(BaseModel):

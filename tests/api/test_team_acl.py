@@ -35,10 +35,11 @@ from hivemem.access import Grant, Role
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.hashing import content_hash
-from hivemem.knowledge_schemas import KnowledgeStoreRequest
+from hivemem.knowledge_schemas import IngestRequest, KnowledgeStoreRequest
 from hivemem.schemas import MemoryCreate
 from hivemem.token_schemas import TokenCreate
 from tests.opensearch_backend import OpenSearchBackend
+from workers.documents.sources import FileAccess
 
 SCOPES = {"personal": "user/alice", "acme": "github.com/acme/api", "beta": "github.com/beta/web", "global": ""}
 GRANTS = {
@@ -59,6 +60,7 @@ NEEDS = {
     "get": "read",
     "forget": "admin",
     "knowledge_search": "read",
+    "knowledge_search_in": "read",  # within one indexed document: a reader searches it, nothing is indexed
     "knowledge_read": "read",
     "knowledge_match": "read",
     "knowledge_store": "write",
@@ -71,7 +73,8 @@ NEEDS = {
     "import": "admin",
 }
 NEW_NOTE = {"title": "New finding", "content": "A new finding about the build."}
-MCP_VERBS = ("memorize", "remember", "forget", "knowledge_search", "knowledge_read", "knowledge_match")
+MCP_VERBS = ("memorize", "remember", "forget", "knowledge_search", "knowledge_search_in", "knowledge_read")
+MCP_VERBS += ("knowledge_match",)
 MCP_VERBS += ("knowledge_store", "status", "handoff_save", "handoff_load", "get", "audit", "undo", "export")
 
 
@@ -168,6 +171,9 @@ def rest_call(http: httpx.Client, verb: str, tag: str, seeded: Seeded, service: 
         return http.delete(f"/v1/memories/{memory_id}", params={"confirm": "true", "scope": scope})
     if verb == "knowledge_search":
         return http.post("/v1/knowledge/search", json={"query": "design doc rule", "scope": scope})
+    if verb == "knowledge_search_in":
+        within = {"query": "design doc rule", "source": f"key:doc-{tag}", "scope": scope}
+        return http.post("/v1/knowledge/search", json=within)
     if verb == "knowledge_read":
         return http.post("/v1/knowledge/read", json={"source": f"key:doc-{tag}", "scope": scope})
     if verb == "knowledge_match":
@@ -264,6 +270,9 @@ async def _mcp_call(client: Client, verb: str, tag: str, seeded: Seeded, service
         return await client.call_tool("forget", {"id": memory_id, "confirm": True, **base})
     if verb == "knowledge_search":
         return await client.call_tool("knowledge", {"command": "search", "query": "design doc rule", **base})
+    if verb == "knowledge_search_in":
+        within = {"command": "search", "query": "design doc rule", "source": f"key:doc-{tag}", **base}
+        return await client.call_tool("knowledge", within)
     if verb == "knowledge_read":
         return await client.call_tool("knowledge", {"command": "read", "source": f"key:doc-{tag}", **base})
     if verb == "knowledge_match":
@@ -347,3 +356,31 @@ def test_the_acl_matrix_over_mcp_http(team_service: MemoryService) -> None:
             assert failed and ("forbidden: " in text or "not_found: " in text), where
         leaks += sum(mark in text for mark in unreadable_marks(principal, seeded))
     assert leaks == 0
+
+
+def test_a_reader_searches_within_an_indexed_file_without_indexing_it(
+    team_service: MemoryService, tmp_path: Path
+) -> None:
+    seeded = seed(team_service)
+    runbook = tmp_path / "runbook.md"
+    runbook.write_text("# Runbook\n\nRestart the zq queue with the drain flag first.\n")
+    acme = SCOPES["acme"]
+    admin = Caller(principal="admin")
+    team_service.knowledge.ingest(IngestRequest(paths=[str(runbook)], scope=acme), admin, FileAccess())
+    before = len(team_service.store.audit_log())
+    with ServerThread(team_service) as server:
+        bob = {"Authorization": f"Bearer {seeded.tokens['bob']}"}  # read on acme: may not index there
+        with httpx.Client(base_url=server.url, headers=bob, timeout=30) as http:
+            body = {"query": "restart the queue", "source": str(runbook), "scope": acme}
+            found = http.post("/v1/knowledge/search", json=body)
+            assert found.status_code == 200, found.text
+            assert found.json()["indexed"] == "stored"
+            assert {r["source"] for r in found.json()["results"]} == {str(runbook)}
+            # Not indexed in a scope of his: refused as before, for want of write.
+            other = tmp_path / "other.md"
+            other.write_text("# Other\n\nNothing indexed.\n")
+            refused = http.post("/v1/knowledge/search", json={**body, "source": str(other)})
+            assert refused.status_code == 403, refused.text
+    # The search within the indexed file recorded no refusal; the refused one did.
+    since = team_service.store.audit_log()[before:]
+    assert [e.detail.get("request") for e in since if e.action == "denied"] == ["POST /v1/knowledge/search"]
