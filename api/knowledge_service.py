@@ -135,6 +135,16 @@ class KnowledgeService:
             return source
         return str(access.resolve(source))
 
+    def _indexed_uri(self, source: str, caller: Caller, requested: str | None, access: FileAccess) -> str:
+        """The uri of ``source`` among the indexed documents: a file's real path, or, for a file this
+        caller may not read (or that is gone) but one of its scopes holds indexed, the name given."""
+        try:
+            return self._uri(source, access)
+        except (DocumentAccessDenied, DocumentNotFoundError):
+            if not self._held(source, caller, requested):
+                raise
+            return source
+
     def _fresh(self, scope: str, source: str, access: FileAccess) -> IndexOutcome | None:
         """Index ``source`` into ``scope`` when it is new or changed (a URL: when older than the max age)."""
         if source.startswith(STORED_PREFIXES):
@@ -256,7 +266,7 @@ class KnowledgeService:
         except regex.error as exc:
             raise ValidationError(f"pattern: not a valid regular expression ({exc})", field="pattern") from exc
         scopes = caller.readable(request.scope)
-        uri = None if request.source is None else self._uri(request.source, access)
+        uri = None if request.source is None else self._indexed_uri(request.source, caller, request.scope, access)
         cap = min(request.limit, self.settings.knowledge_match_max_results)
         deadline = time.monotonic() + self.settings.knowledge_match_budget_s
         found: list[KnowledgeMatch] = []

@@ -153,6 +153,8 @@ def test_a_file_indexed_over_stdio_is_read_over_http_from_its_indexed_copy(tmp_p
             # Searched by name, the indexed copy answers (the server may not read the file to refresh it).
             found = _post(http, "/v1/knowledge/search", {"query": "rollback", "source": str(notes), "scope": SCOPE})
             assert found["indexed"] == "stored" and found["results"][0]["section"] == ["Deploying", "Rollback"]
+            matched = _post(http, "/v1/knowledge/match", {"pattern": r"make \w+", "source": str(notes), "scope": SCOPE})
+            assert [m["match"] for m in matched["matches"]] == ["make rollback"]
             notes.unlink()  # gone from the disk: still read as it was indexed
             assert _post(http, "/v1/knowledge/read", {"source": str(notes), "scope": SCOPE})["stored"] is True
             # A file indexed in no scope of the caller's is refused as before: nothing of it is read.
