@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -176,8 +177,12 @@ def run_rerank_pool(
                 "pool_added_p50_ms": round(statistics.median(r - lo for r, lo in zip(remote, local, strict=True)), 2),
             }
             progress(f"  {name}: in process {_summary(local)}, through the pool {_summary(remote)}")
-        return report
+    except BaseException:
+        progress(f"rerank pool: the worker's log and Redis's files are kept in {folder}")
+        raise
     finally:
         if worker is not None:
             worker.stop()
         redis_server.stop()
+    shutil.rmtree(folder, ignore_errors=True)  # a run that succeeded leaves nothing behind
+    return report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -383,8 +384,12 @@ def test_rerank_pool_bench_scores_in_process_and_through_a_worker(
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
     out = tmp_path / "rerank.json"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the bench's Redis and worker live
     args = ["bench", "rerank-pool", "--data", str(data), "--model", f"cross:{cross_folder}", "--top-n", "4"]
     assert main([*args, "--requests", "3", "--json", str(out)]) == 0
+    assert list(scratch.iterdir()) == []  # a run that succeeded leaves no folder behind
     report = json.loads(out.read_text())
     assert (report["model"], report["device"], report["top_n"]) == (f"cross:{cross_folder}", "cpu", 4)
     assert set(report["sets"]) == {"locomo", "scifact"}
