@@ -476,10 +476,12 @@ def _match(chunk: KnowledgeChunk, start: int, end: int) -> KnowledgeMatch:
 
 
 def _rebuild(chunks: Sequence[KnowledgeChunk]) -> str:
-    """A stored document's text from its chunks: each chunk sits at its offsets (they overlap)."""
+    """A stored document's text from its chunks: each chunk sits at its offsets (they overlap).
+    What no chunk covers is the whitespace between blocks, which parsers make of line breaks: it
+    is filled with them, so the text is the parsed one (as ``read`` of the file gives it)."""
     if not chunks:
         return ""
-    text = [" "] * max(c.end for c in chunks)
+    text = ["\n"] * max(c.end for c in chunks)
     for chunk in chunks:
         text[chunk.start : chunk.end] = chunk.text
     return "".join(text)

@@ -142,12 +142,15 @@ def test_a_file_indexed_over_stdio_is_read_over_http_from_its_indexed_copy(tmp_p
     notes.write_text("# Deploying\n\nShip from the release branch.\n\n## Rollback\n\nRun make rollback.\n")
     indexed = run_cli("knowledge", "ingest", str(notes), "--scope", SCOPE, data_dir=data_dir, cwd=tmp_path)
     assert indexed.returncode == 0, indexed.stderr
+    live = run_cli("knowledge", "read", str(notes), "--json", data_dir=data_dir, cwd=tmp_path)
+    assert live.returncode == 0, live.stderr
     server = HivememServer(data_dir, logs)
     server.start()
     try:
         with httpx.Client(base_url=server.url, timeout=60) as http:
             page = _post(http, "/v1/knowledge/read", {"source": str(notes), "scope": SCOPE})
             assert page["stored"] is True and page["title"] == "Deploying"
+            assert page["text"] == json.loads(live.stdout)["text"]  # the indexed copy is the text read live
             assert page["text"].startswith("Ship from the release branch.") and "Run make rollback." in page["text"]
             assert [s["section"] for s in page["sections"]] == [["Deploying"], ["Deploying", "Rollback"]]
             # Searched by name, the indexed copy answers (the server may not read the file to refresh it).
