@@ -16,13 +16,13 @@ from hivemem.hashing import content_hash
 from hivemem.listing_schemas import MAX_PAGE, MemoryPage, MemoryUpdate, ScopeStats, decode_cursor, encode_cursor
 from hivemem.model import AuditEvent, DuplicatePolicy, MemoryState, MemoryType, utcnow
 from hivemem.schemas import MemoryPublic
-from search.base import MemoryStore, PageMark, RelationStore, SearchFilter
+from search.base import KnowledgeStore, MemoryStore, PageMark, RelationStore, SearchFilter
 
 __all__ = ["Operators"]
 
 
-class _Stores(MemoryStore, RelationStore, Protocol):
-    """The aggregates these read and write: memories, and the audit log."""
+class _Stores(MemoryStore, RelationStore, KnowledgeStore, Protocol):
+    """The aggregates these read and write: memories, the audit log, and (counted) documents."""
 
 
 class Operators:
@@ -92,15 +92,31 @@ class Operators:
         return MemoryPublic.of(edited)
 
     def scope_stats(self, caller: Caller) -> list[ScopeStats]:
-        """Every scope holding memories that the caller may read, with its counts (one store read)."""
+        """Every scope holding memories or documents that the caller may read, with its memories'
+        counts (one store read) and its documents and their chunks (one read of the sources)."""
+        tallies = {scope: t for scope, t in self.store.tally_by_scope().items() if caller.may(scope, Role.READ)}
+        documents: dict[str, list[int]] = {}
+        for source in self.store.sources([s for s in self.store.source_scopes() if caller.may(s, Role.READ)]):
+            held = documents.setdefault(source.scope, [0, 0])
+            held[0] += 1
+            held[1] += source.chunk_count
         stats = []
-        for scope, tally in sorted(self.store.tally_by_scope().items()):
-            if not caller.may(scope, Role.READ):
-                continue
+        for scope in sorted({*tallies, *documents}):
+            tally = tallies.get(scope, {})
             by_type: dict[str, int] = {}
             by_state: dict[str, int] = {}
             for (memory_type, state), count in tally.items():
                 by_type[memory_type.value] = by_type.get(memory_type.value, 0) + count
                 by_state[state.value] = by_state.get(state.value, 0) + count
-            stats.append(ScopeStats(scope=scope, memories=sum(tally.values()), by_type=by_type, by_state=by_state))
+            docs, chunks = documents.get(scope, (0, 0))
+            stats.append(
+                ScopeStats(
+                    scope=scope,
+                    memories=sum(tally.values()),
+                    by_type=by_type,
+                    by_state=by_state,
+                    documents=docs,
+                    chunks=chunks,
+                )
+            )
         return stats

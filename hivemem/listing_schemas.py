@@ -70,9 +70,11 @@ class MemoryUpdate(BaseModel):
 
 
 class ScopeStats(BaseModel):
-    """How many memories a scope holds, by type and by state."""
+    """How many memories a scope holds, by type and by state, and how many indexed documents."""
 
     scope: str
     memories: int
     by_type: dict[str, int]
     by_state: dict[str, int]
+    documents: int = Field(default=0, description="Indexed documents (knowledge sources) of the scope.")
+    chunks: int = Field(default=0, description="Their searchable chunks.")

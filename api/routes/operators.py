@@ -64,5 +64,6 @@ def update_memory(
 
 @router.get("/scopes", response_model=list[ScopeStats])
 def scope_stats(service: ServiceDep, caller: CallerDep) -> list[ScopeStats]:
-    """Every scope holding memories that the caller may read, with its counts by type and by state."""
+    """Every scope holding memories or documents that the caller may read, with its memories'
+    counts by type and by state, and its indexed documents and their chunks."""
     return service.operators.scope_stats(caller)

@@ -134,6 +134,15 @@ def test_scope_counts_show_only_readable_scopes(team: Team) -> None:
     )
     assert seen[SCOPE]["by_type"] == {"decision": 1}
     assert [s["scope"] for s in client.get("/v1/scopes", headers=headers["alice"]).json()] == [SCOPE]
+    # A scope holding documents only is a scope too, with its documents and their chunks counted.
+    docs = f"{OTHER}-docs"
+    for key in ("runbook", "oncall"):
+        body = {"key": key, "text": f"The {key} text.", "scope": docs}
+        assert client.post("/v1/knowledge/store", json=body, headers=headers["root"]).status_code == 201
+    seen = {s["scope"]: s for s in client.get("/v1/scopes", headers=headers["root"]).json()}
+    assert (seen[docs]["memories"], seen[docs]["documents"], seen[docs]["chunks"]) == (0, 2, 2)
+    assert (seen[OTHER]["documents"], seen[OTHER]["chunks"]) == (0, 0)
+    assert docs not in {s["scope"] for s in client.get("/v1/scopes", headers=headers["bob"]).json()}
 
 
 def test_the_cli_lists_shows_and_edits_memories(

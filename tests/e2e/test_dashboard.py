@@ -214,6 +214,11 @@ def test_an_ingest_is_watched_live_while_a_worker_runs_it(
         page.keyboard.press("j")
         jobs = page.get_by_role("table", name="Jobs, newest first")
         expect(jobs.get_by_role("row").filter(has_text="ingest")).to_contain_text("6/6")
+        # The scopes page counts the documents too, and links them to the Knowledge page.
+        page.keyboard.press("s")
+        expect(page.locator("main p").first).to_contain_text("0 memories and 6 documents in 1 scopes")
+        page.get_by_role("table", name="Scopes and their sizes").get_by_role("link", name="6").click()
+        expect(page.get_by_role("table", name="Indexed documents").locator("tbody tr")).to_have_count(6)
     finally:
         gateway.stop()
         worker.stop()

@@ -1,4 +1,5 @@
-// The scopes the caller can read, with how many memories each holds, by type and by state.
+// The scopes the caller can read, with how many memories each holds, by type and by state, and
+// how many documents are indexed there.
 
 import { get } from "../api.js";
 import { fill, h, scopeName, table } from "../dom.js";
@@ -14,6 +15,7 @@ export async function renderScopes(main) {
   fill(main, h("h1", {}, "Scopes"), h("p", { class: "muted" }, "Loading…"));
   const scopes = await get("/v1/scopes");
   const total = scopes.reduce((sum, scope) => sum + scope.memories, 0);
+  const documents = scopes.reduce((sum, scope) => sum + scope.documents, 0);
   const rows = scopes.map((scope) => {
     const query = new URLSearchParams({ scope: scope.scope }).toString();
     return [
@@ -21,15 +23,18 @@ export async function renderScopes(main) {
       String(scope.memories),
       counts(scope.by_type),
       counts(scope.by_state),
+      scope.documents
+        ? h("a", { href: `#/knowledge?${query}`, title: `${scope.chunks} chunks` }, String(scope.documents))
+        : "0",
       h("a", { href: `#/search?${query}`, "aria-label": `search ${scopeName(scope.scope)}` }, "search"),
     ];
   });
   fill(
     main,
     h("h1", {}, "Scopes"),
-    h("p", {}, `${total} memories in ${scopes.length} scopes you can read.`),
+    h("p", {}, `${total} memories and ${documents} documents in ${scopes.length} scopes you can read.`),
     scopes.length
-      ? table("Scopes and their sizes", ["Scope", "Memories", "By type", "By state", ""], rows)
-      : h("p", { class: "muted" }, "No memories yet."),
+      ? table("Scopes and their sizes", ["Scope", "Memories", "By type", "By state", "Documents", ""], rows)
+      : h("p", { class: "muted" }, "No memories or documents yet."),
   );
 }
