@@ -191,9 +191,9 @@ HANDOFF = """Session handoff. `action: save` at the end of a session (or before 
 `summary` of where the work stands, and the lists `completed`, `in_progress`, `blocked`, `next_steps`. \
 `action: load` at the start of a session: the latest handoff of the project, or null. {works_in}"""
 
-MEMORY_STATUS = """Where the project's memory stands: counts by type and state, open failures by component and \
-severity, features not done with their status and completion, when memories were last consolidated, and \
-jobs waiting. {works_in}"""
+MEMORY_STATUS = """Where the project's memory stands: counts by type and state, documents indexed (search them \
+with `knowledge`), open failures by component and severity, features not done with their status and completion, \
+when memories were last consolidated, and jobs waiting. {works_in}"""
 
 MEMORY = """One memory up close, and taking back what the memory system did to it. `action: get` with `id`: \
 the memory whole, with its relations (edges to other memories). `action: history` with `id`: its audit \

@@ -675,8 +675,9 @@ class MemoryService:
         return HandoffPublic.of(latest[0]) if latest else None
 
     def status(self, caller: Caller = Caller(), *, scope: str | None = None) -> MemoryStatus:
-        """Where the caller's scope (or ``scope``) stands: counts by type and state, working failures by
-        component and severity, features not done (latest progress note each), last sleep, queues."""
+        """Where the caller's scope (or ``scope``) stands: counts by type and state, indexed documents,
+        working failures by component and severity, features not done (latest progress note each),
+        last sleep, queues."""
         name = caller.scope_for(scope, write=False)
         by_type: dict[str, dict[str, int]] = {}
         for (kind, state), count in sorted(self.store.tally([name]).items()):
@@ -702,10 +703,13 @@ class MemoryService:
                 memory_id=note.id,
                 updated_at=note.updated_at,
             )
+        sources = self.store.sources([name])
         return MemoryStatus(
             scope=name,
             total=sum(sum(states.values()) for states in by_type.values()),
             by_type=by_type,
+            documents=sum(1 for source in sources if source.chunk_count),
+            documents_failed=sum(1 for source in sources if source.last_error),
             failures_by_component=failures,
             active_features=[f for f in features.values() if f.status != "done"],
             last_consolidation=last_sleep(self.store, name),

@@ -609,11 +609,15 @@ class FeatureStatus(BaseModel):
 
 
 class MemoryStatus(BaseModel):
-    """Where a scope's memory stands: counts, open failures, features, consolidation, queues."""
+    """Where a scope's memory stands: counts, documents, open failures, features, consolidation, queues."""
 
     scope: str
     total: int
     by_type: dict[str, dict[str, int]] = Field(description="memory_type -> state -> count")
+    documents: int = Field(default=0, description="Documents indexed in the scope (searchable with `knowledge`).")
+    documents_failed: int = Field(
+        default=0, description="Documents whose latest indexing failed (`hivemem knowledge sources` says why)."
+    )
     failures_by_component: dict[str, dict[str, int]] = Field(
         description="Working failures: component -> severity -> count."
     )

@@ -118,5 +118,13 @@ def test_status_counts_types_states_and_open_failures(client: TestClient) -> Non
     assert status["failures_by_component"] == {"billing": {"high": 2}, "search": {"low": 1}}
     assert status["last_consolidation"] is None
     assert status["queue_depth"] == {"ingest": 0}
+    assert (status["documents"], status["documents_failed"]) == (0, 0)
+    stored = {"key": "runbook", "text": "Restart the queue first.", "scope": SCOPE}
+    assert client.post("/v1/knowledge/store", json=stored, headers=HEADERS).status_code == 201
+    bad = client.put("/v1/knowledge/documents", params={"name": "fake.pdf", "scope": SCOPE}, content=b"not a pdf")
+    assert bad.status_code == 422, bad.text
+    status = client.get("/v1/status", headers=HEADERS).json()
+    # The refused upload is recorded with its reason (no chunks): counted as failed, not as a document.
+    assert (status["documents"], status["documents_failed"], status["total"]) == (1, 1, 4)
     client.post("/v1/sleep", json={"scope": SCOPE})
     assert client.get("/v1/status", headers=HEADERS).json()["last_consolidation"] is not None
