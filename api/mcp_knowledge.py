@@ -1,4 +1,4 @@
-"""The MCP ``knowledge`` tool: one tool, five commands, over :class:`api.knowledge_service.KnowledgeService`.
+"""The MCP ``knowledge`` tool: one tool, six commands, over :class:`api.knowledge_service.KnowledgeService`.
 
 Each command takes its own arguments; an argument another command takes is refused with a
 message that says which ones this command uses, so an agent learns the interface from one error.
@@ -41,6 +41,8 @@ read, or that is gone, is read from its indexed copy (`stored`).
 indexed chunks.
 - `store` (`key`, `text`, optional `title`): index text under a key in this project's scope.
 - `delete` (`source`: `key:NAME`, a file or a URL): remove an indexed document.
+- `sources`: the documents indexed in this project's scope and global, each with its title, format and \
+chunks, or why its last indexing failed.
 {files}"""
 
 _USES: dict[str, set[str]] = {
@@ -49,6 +51,7 @@ _USES: dict[str, set[str]] = {
     "match": {"pattern", "source", "ignore_case", "limit", "scope"},
     "store": {"key", "text", "title", "scope"},
     "delete": {"source", "scope"},
+    "sources": {"scope"},
 }
 _NEEDS: dict[str, set[str]] = {
     "search": {"query"},
@@ -56,6 +59,7 @@ _NEEDS: dict[str, set[str]] = {
     "match": {"pattern"},
     "store": {"key", "text"},
     "delete": {"source"},
+    "sources": set(),
 }
 
 
@@ -80,7 +84,8 @@ def knowledge_tool(
     def knowledge(
         ctx: Context[Any, Any],
         command: Annotated[
-            Literal["search", "read", "match", "store", "delete"], Field(description="What to do (see above).")
+            Literal["search", "read", "match", "store", "delete", "sources"],
+            Field(description="What to do (see above)."),
         ],
         query: Annotated[QueryText | None, Field(description="search: what to look for.")] = None,
         source: Annotated[
@@ -146,6 +151,8 @@ def knowledge_tool(
         if command == "store":
             stored = KnowledgeStoreRequest(key=key, text=text, title=title or "", **options)
             return knowledge.store_text(stored, who).model_dump(mode="json")
+        if command == "sources":
+            return {"sources": [held.model_dump(mode="json") for held in knowledge.sources(who, scope)]}
         return knowledge.delete(KnowledgeDeleteRequest(**options), who, files).model_dump(mode="json")
 
     return Tool.from_function(

@@ -544,3 +544,21 @@ def test_handoff_saves_and_loads_and_memory_status_reports(service: MemoryServic
     assert out["loaded"]["handoff"]["next_steps"] == ["port the writer"]
     assert "needs a `summary`" in out["no_summary"] and "takes no summary" in out["load_with_fields"]
     assert out["status"]["scope"] == SCOPE and out["status"]["by_type"] == {"handoff": {"working": 1}}
+
+
+def test_the_knowledge_tool_lists_the_documents_of_the_scope_and_global(service: MemoryService) -> None:
+    seen: list[Any] = []
+
+    async def body(client: Client) -> None:
+        seen.append(structured(await client.call_tool("knowledge", {"command": "sources"})))
+        for key, where in (("runbook", {}), ("glossary", {"scope": ""}), ("elsewhere", {"scope": "other/project"})):
+            stored = {"command": "store", "key": key, "text": f"The {key} of the team.", **where}
+            structured(await client.call_tool("knowledge", stored))
+        seen.append(structured(await client.call_tool("knowledge", {"command": "sources"})))
+        seen.append(error_text(await client.call_tool("knowledge", {"command": "sources", "query": "x"})))
+
+    run_with_client(service, body)
+    assert seen[0] == {"sources": []}
+    listed = {(s["scope"], s["uri"], s["chunk_count"]) for s in seen[1]["sources"]}
+    assert listed == {(SCOPE, "key:runbook", 1), ("", "key:glossary", 1)}  # not another project's
+    assert "`sources` does not take query" in seen[2]

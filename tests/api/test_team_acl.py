@@ -60,7 +60,8 @@ NEEDS = {
     "get": "read",
     "forget": "admin",
     "knowledge_search": "read",
-    "knowledge_search_in": "read",  # within one indexed document: a reader searches it, nothing is indexed
+    "knowledge_search_in": "read",
+    "knowledge_sources": "read",  # within one indexed document: a reader searches it, nothing is indexed
     "knowledge_read": "read",
     "knowledge_match": "read",
     "knowledge_store": "write",
@@ -74,7 +75,7 @@ NEEDS = {
 }
 NEW_NOTE = {"title": "New finding", "content": "A new finding about the build."}
 MCP_VERBS = ("memorize", "remember", "forget", "knowledge_search", "knowledge_search_in", "knowledge_read")
-MCP_VERBS += ("knowledge_match",)
+MCP_VERBS += ("knowledge_match", "knowledge_sources")
 MCP_VERBS += ("knowledge_store", "status", "handoff_save", "handoff_load", "get", "audit", "undo", "export")
 
 
@@ -174,6 +175,8 @@ def rest_call(http: httpx.Client, verb: str, tag: str, seeded: Seeded, service: 
     if verb == "knowledge_search_in":
         within = {"query": "design doc rule", "source": f"key:doc-{tag}", "scope": scope}
         return http.post("/v1/knowledge/search", json=within)
+    if verb == "knowledge_sources":
+        return http.get("/v1/knowledge/sources", params={"scope": scope})
     if verb == "knowledge_read":
         return http.post("/v1/knowledge/read", json={"source": f"key:doc-{tag}", "scope": scope})
     if verb == "knowledge_match":
@@ -273,6 +276,8 @@ async def _mcp_call(client: Client, verb: str, tag: str, seeded: Seeded, service
     if verb == "knowledge_search_in":
         within = {"command": "search", "query": "design doc rule", "source": f"key:doc-{tag}", **base}
         return await client.call_tool("knowledge", within)
+    if verb == "knowledge_sources":
+        return await client.call_tool("knowledge", {"command": "sources", **base})
     if verb == "knowledge_read":
         return await client.call_tool("knowledge", {"command": "read", "source": f"key:doc-{tag}", **base})
     if verb == "knowledge_match":
