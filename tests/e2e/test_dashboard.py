@@ -219,6 +219,17 @@ def test_an_ingest_is_watched_live_while_a_worker_runs_it(
         expect(page.locator("main p").first).to_contain_text("0 memories and 6 documents in 1 scopes")
         page.get_by_role("table", name="Scopes and their sizes").get_by_role("link", name="6").click()
         expect(page.get_by_role("table", name="Indexed documents").locator("tbody tr")).to_have_count(6)
+        # A document leaves the index once the dialog is confirmed; cancelled, it stays.
+        listed = page.get_by_role("table", name="Indexed documents")
+        listed.get_by_role("button", name="delete Handbook page 0").click()
+        page.get_by_role("dialog").get_by_role("button", name="Cancel").click()
+        expect(listed.locator("tbody tr")).to_have_count(6)
+        listed.get_by_role("button", name="delete Handbook page 0").click()
+        dialog = page.get_by_role("dialog")
+        expect(dialog).to_contain_text("and its 4 chunks leave global")
+        dialog.get_by_role("button", name="Delete").click()
+        expect(listed.locator("tbody tr")).to_have_count(5)
+        expect(listed).not_to_contain_text("Handbook page 0")
     finally:
         gateway.stop()
         worker.stop()

@@ -3,7 +3,7 @@
 // and URLs watched live as it runs, and the upload of one document from this computer.
 
 import { get, post, upload } from "../api.js";
-import { failure, fill, h, number, scopeName, searchForm, table, when } from "../dom.js";
+import { confirmAction, failure, fill, h, notify, number, scopeName, searchForm, table, when } from "../dom.js";
 import { scopePicker } from "../pickers.js";
 import { documentLink } from "./document.js";
 
@@ -41,7 +41,37 @@ async function searchInto(results, asked, scope) {
   }
 }
 
-function sourcesTable(sources) {
+/** A button that takes `source` out of the index (asking first), then calls `removed()`. */
+function deleteButton(source, removed) {
+  const name = source.title || source.uri;
+  return h(
+    "button",
+    {
+      type: "button",
+      class: "danger",
+      "aria-label": `delete ${name}`,
+      onclick: async () => {
+        const sure = await confirmAction(
+          "Delete this document from the index?",
+          `"${name}" and its ${source.chunk_count} chunks leave ${scopeName(source.scope)}; the document itself ` +
+            "is not touched, and indexing it again brings it back.",
+          "Delete",
+        );
+        if (!sure) return;
+        try {
+          await post("/v1/knowledge/delete", { source: source.uri, scope: source.scope });
+          notify(`Deleted "${name}" from the index.`);
+          await removed();
+        } catch (error) {
+          notify(`Could not delete "${name}": ${error.message}`, "error");
+        }
+      },
+    },
+    "Delete…",
+  );
+}
+
+function sourcesTable(sources, removed) {
   if (!sources.length) return h("p", { class: "muted" }, "No documents indexed here yet.");
   const rows = sources.map((source) => [
     source.chunk_count
@@ -52,8 +82,9 @@ function sourcesTable(sources) {
     String(source.chunk_count),
     when(source.indexed_at),
     source.last_error ? h("span", { class: "error" }, source.last_error) : "ok",
+    deleteButton(source, removed),
   ]);
-  return table("Indexed documents", ["Document", "Scope", "Format", "Chunks", "Indexed", "Status"], rows);
+  return table("Indexed documents", ["Document", "Scope", "Format", "Chunks", "Indexed", "Status", ""], rows);
 }
 
 /** Follow job `jobId` until it ends, drawing its progress into `panel`; `alive()` false stops it. */
@@ -109,7 +140,7 @@ export async function renderKnowledge(main, { query }) {
   const progress = h("section", { id: "ingest-progress", "aria-live": "polite" });
   async function list() {
     try {
-      fill(listing, sourcesTable(await get("/v1/knowledge/sources", { scope })));
+      fill(listing, sourcesTable(await get("/v1/knowledge/sources", { scope }), list));
     } catch (error) {
       fill(listing, failure(error));
     }
