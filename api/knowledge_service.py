@@ -28,7 +28,6 @@ from hivemem.errors import (
     ConfigError,
     DocumentAccessDenied,
     DocumentError,
-    DocumentNotFoundError,
     SourceNotFoundError,
     ValidationError,
 )
@@ -137,10 +136,10 @@ class KnowledgeService:
 
     def _indexed_uri(self, source: str, caller: Caller, requested: str | None, access: FileAccess) -> str:
         """The uri of ``source`` among the indexed documents: a file's real path, or, for a file this
-        caller may not read (or that is gone) but one of its scopes holds indexed, the name given."""
+        caller cannot read now (not allowed, gone) that one of its scopes holds indexed, the name given."""
         try:
             return self._uri(source, access)
-        except (DocumentAccessDenied, DocumentNotFoundError):
+        except DocumentError:  # not readable now (refused, gone, unreachable): the indexed copy, if any
             if not self._held(source, caller, requested):
                 raise
             return source
@@ -176,10 +175,10 @@ class KnowledgeService:
     ) -> tuple[str, str | None]:
         """The uri a search naming ``source`` reads, and what became of the source.
 
-        It is indexed first when new or changed, where this caller may write and read the file. A
+        It is indexed first when new or changed, where this caller may write and read the document. A
         caller that may not (a reader of a team scope; over HTTP, a file outside the allowed
-        folders) or a file that is gone searches the indexed copy one of its scopes holds
-        (``"stored"``); with none, the refusal stands."""
+        folders), or a document that cannot be read now (a file gone, a site down), searches the
+        indexed copy one of its scopes holds (``"stored"``); with none, the refusal stands."""
         if source.startswith(STORED_PREFIXES):
             return source, None  # text stored under a key, an upload: nothing to index again
         wanted = caller.default_scope if requested is None else requested
@@ -188,7 +187,7 @@ class KnowledgeService:
         scope = caller.scope_for(requested, write=True)
         try:
             outcome = self._fresh(scope, source, access)
-        except (DocumentAccessDenied, DocumentNotFoundError):
+        except DocumentError:  # not readable now (refused, gone, unreachable): the indexed copy, if any
             if not self._held(source, caller, requested):
                 raise
             return source, STORED
@@ -197,23 +196,24 @@ class KnowledgeService:
         return self._uri(source, access), None if outcome is None else outcome.status
 
     def _held(self, uri: str, caller: Caller, requested: str | None) -> bool:
-        """Whether a scope of the set a read in ``requested`` searches holds ``uri`` indexed."""
-        return any(self.store.get_source(scope, uri) is not None for scope in caller.readable(requested))
+        """Whether a scope of the set a read in ``requested`` searches holds ``uri`` indexed (with
+        chunks: a document whose every indexing failed is on record, but there is no copy of it)."""
+        return any(_has_chunks(self.store.get_source(scope, uri)) for scope in caller.readable(requested))
 
     def read(self, request: KnowledgeReadRequest, caller: Caller, access: FileAccess) -> KnowledgeReadResponse:
         """A document's text from ``offset``, at most ``limit`` characters (default: the read page size).
 
-        A file or URL is read as it is now. A file this caller may not read (over HTTP, outside the
-        allowed folders), or one that is gone, is read from its indexed copy when the scope set
-        holds one (``stored``): what was indexed is what search cites, so a team's dashboard can
-        open what an agent indexed over stdio."""
+        A file or URL is read as it is now. One that cannot be read now (over HTTP, a file outside
+        the allowed folders; a file gone; a site down) is read from its indexed copy when the scope
+        set holds one (``stored``): what was indexed is what search cites, so a team's dashboard
+        can open what an agent indexed over stdio."""
         limit = request.limit or self.settings.knowledge_read_chars
         source = request.source
         found = self._stored(source, caller, request.scope) if source.startswith(STORED_PREFIXES) else None
         if found is None:
             try:
                 document = self._document(source, access)
-            except (DocumentAccessDenied, DocumentNotFoundError):
+            except DocumentError:  # not readable now (refused, gone, unreachable): the indexed copy, if any
                 found = self._find_stored(source, caller, request.scope)
                 if found is None:
                     raise
@@ -245,7 +245,7 @@ class KnowledgeService:
         """The stored document ``uri`` of the scope set (scope first, then global) and its chunks."""
         for scope in caller.readable(requested):
             held = self.store.get_source(scope, uri)
-            if held is not None:
+            if held is not None and _has_chunks(held):
                 return held, self.store.source_chunks(scope, uri)
         return None
 
@@ -473,6 +473,10 @@ def _match(chunk: KnowledgeChunk, start: int, end: int) -> KnowledgeMatch:
         match=chunk.text[start:end],
         context=chunk.text[max(0, start - _CONTEXT_CHARS) : end + _CONTEXT_CHARS],
     )
+
+
+def _has_chunks(held: KnowledgeSource | None) -> bool:
+    return held is not None and held.chunk_count > 0
 
 
 def _rebuild(chunks: Sequence[KnowledgeChunk]) -> str:

@@ -35,8 +35,8 @@ knowledge holds what was read. Commands:
 - `search` (`query`; optional `source`, one file or URL, indexed first when new or changed; `limit`): \
 chunks best first, each citing its source, title, section path, page and offsets.
 - `read` (`source`: a file, URL or `key:NAME`; `offset`, `limit` in characters): the full text, a page at a time, \
-with the headings (and PDF pages) in force in it as `sections`; a file this server may not \
-read, or that is gone, is read from its indexed copy (`stored`).
+with the headings (and PDF pages) in force in it as `sections`; a document that cannot be \
+read now (not allowed here, gone, a site down) is read from its indexed copy (`stored`).
 - `match` (`pattern`, a regular expression; optional `source`, `ignore_case`, `limit`): exact matches in \
 indexed chunks.
 - `store` (`key`, `text`, optional `title`): index text under a key in this project's scope.

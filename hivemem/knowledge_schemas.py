@@ -150,7 +150,7 @@ class KnowledgeSearchResponse(BaseModel):
     indexed: str | None = Field(
         default=None,
         description="What became of `source` when it was given: `indexed`, `unchanged`, or `stored` (its indexed "
-        "copy was searched: this caller may not index it, or read the file, or it is gone).",
+        "copy was searched: this caller may not index it, or it cannot be read now).",
     )
 
 
@@ -178,7 +178,7 @@ class KnowledgeReadResponse(BaseModel):
     stored: bool = Field(
         default=False,
         description="True when the text is the indexed copy (text stored under a key, an upload, or a "
-        "file this caller may not read or that is gone), not the file or URL read now.",
+        "document that cannot be read now: not allowed, gone, unreachable), not the file or URL read now.",
     )
 
 
