@@ -195,10 +195,19 @@ class KnowledgeService:
             raise DocumentError(outcome.error or "could not be indexed", source=source)
         return self._uri(source, access), None if outcome is None else outcome.status
 
+    def _holding(self, uri: str, caller: Caller, requested: str | None) -> KnowledgeSource | None:
+        """The indexed ``uri`` of the scope set a read in ``requested`` searches (scope first, then
+        global), with chunks: a document whose every indexing failed is on record, but there is no
+        copy of it."""
+        for scope in caller.readable(requested):
+            held = self.store.get_source(scope, uri)
+            if held is not None and held.chunk_count > 0:
+                return held
+        return None
+
     def _held(self, uri: str, caller: Caller, requested: str | None) -> bool:
-        """Whether a scope of the set a read in ``requested`` searches holds ``uri`` indexed (with
-        chunks: a document whose every indexing failed is on record, but there is no copy of it)."""
-        return any(_has_chunks(self.store.get_source(scope, uri)) for scope in caller.readable(requested))
+        """Whether the scope set holds an indexed copy of ``uri`` (see :meth:`_holding`)."""
+        return self._holding(uri, caller, requested) is not None
 
     def read(self, request: KnowledgeReadRequest, caller: Caller, access: FileAccess) -> KnowledgeReadResponse:
         """A document's text from ``offset``, at most ``limit`` characters (default: the read page size).
@@ -242,12 +251,9 @@ class KnowledgeService:
     def _find_stored(
         self, uri: str, caller: Caller, requested: str | None
     ) -> tuple[KnowledgeSource, list[KnowledgeChunk]] | None:
-        """The stored document ``uri`` of the scope set (scope first, then global) and its chunks."""
-        for scope in caller.readable(requested):
-            held = self.store.get_source(scope, uri)
-            if held is not None and _has_chunks(held):
-                return held, self.store.source_chunks(scope, uri)
-        return None
+        """The stored document ``uri`` of the scope set (see :meth:`_holding`) and its chunks."""
+        held = self._holding(uri, caller, requested)
+        return None if held is None else (held, self.store.source_chunks(held.scope, uri))
 
     def _stored(self, uri: str, caller: Caller, requested: str | None) -> tuple[KnowledgeSource, list[KnowledgeChunk]]:
         """As :meth:`_find_stored`; raises ``SourceNotFoundError`` when the scope set holds none."""
@@ -473,10 +479,6 @@ def _match(chunk: KnowledgeChunk, start: int, end: int) -> KnowledgeMatch:
         match=chunk.text[start:end],
         context=chunk.text[max(0, start - _CONTEXT_CHARS) : end + _CONTEXT_CHARS],
     )
-
-
-def _has_chunks(held: KnowledgeSource | None) -> bool:
-    return held is not None and held.chunk_count > 0
 
 
 def _rebuild(chunks: Sequence[KnowledgeChunk]) -> str:

@@ -70,6 +70,15 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
+def cli_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI run in this process on its own data folder (tmp_path/data), with the hash embedder
+    and no server to call."""
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
+
+
+@pytest.fixture
 def dirs(tmp_path: Path) -> tuple[Path, Path]:
     """A data folder and a log folder for the processes a test starts."""
     data_dir, logs = tmp_path / "data", tmp_path / "logs"

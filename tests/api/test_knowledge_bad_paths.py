@@ -23,13 +23,6 @@ from workers.documents.sources import FileAccess
 HEADERS = {"X-Hivemem-Scope": "github.com/acme/docs"}
 
 
-def _cli_in_this_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The CLI run here on its own data folder, with no server to call."""
-    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
-    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
-
-
 def _finished(client: TestClient, job_id: str) -> dict[str, Any]:
     while (job := client.get(f"/v1/jobs/{job_id}").json())["state"] not in ("done", "failed"):
         time.sleep(0.02)
@@ -98,7 +91,7 @@ def test_a_folder_with_no_document_is_a_clear_refusal_naming_what_was_left_out(
 
 
 def test_files_of_formats_not_read_are_counted_in_the_summary_not_passed_over_in_silence(
-    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    settings: Settings, tmp_path: Path, cli_alone: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "handbook"
     folder.mkdir()
@@ -107,7 +100,6 @@ def test_files_of_formats_not_read_are_counted_in_the_summary_not_passed_over_in
     (folder / "roadmap.odt").write_bytes(b"PK\x03\x04 another")
     (folder / "Makefile").write_text("all:\n\ttrue\n")
     left_out = {".odt": 2, "(no extension)": 1}
-    _cli_in_this_process(monkeypatch, tmp_path)
     ingest = ["knowledge", "ingest", str(folder), "--scope", "github.com/acme/docs"]
 
     assert cli_main(ingest) == 0
@@ -133,7 +125,7 @@ def test_files_of_formats_not_read_are_counted_in_the_summary_not_passed_over_in
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="this system has no named pipes")
 def test_a_named_pipe_and_a_name_not_in_utf8_fail_as_their_documents_and_the_rest_is_indexed(
-    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    settings: Settings, tmp_path: Path, cli_alone: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
@@ -143,7 +135,6 @@ def test_a_named_pipe_and_a_name_not_in_utf8_fail_as_their_documents_and_the_res
     # A name of Latin-1 bytes: the uri could not be stored, and the whole ingest died on it.
     latin = os.fsdecode(bytes(folder) + b"/caf\xe9.txt")
     Path(latin).write_text("Coffee notes.\n")
-    _cli_in_this_process(monkeypatch, tmp_path)
 
     assert cli_main(["knowledge", "ingest", str(folder), "--scope", "github.com/acme/docs", "--json"]) == 3
     report = json.loads(capsys.readouterr().out)

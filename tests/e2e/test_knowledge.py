@@ -306,14 +306,6 @@ def test_reingest_changes_and_a_kill_halfway(tmp_path: Path) -> None:
     assert {u: c for u, c in now.items() if u != uri} == {u: c for u, c in expected.items() if u != uri}
 
 
-@pytest.fixture
-def cli_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI in this process, on its own data folder, with no server to call."""
-    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
-    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
-
-
 def test_the_cli_reads_a_document_with_its_headings_on_lines_of_their_own(
     cli_alone: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
