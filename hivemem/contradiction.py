@@ -13,6 +13,7 @@ weekends" against it is not), so the rules work on propositions:
 - Words are stemmed (Snowball), so "prefers", "preferred" and "preferring" are one word.
 - **Negation has a scope.** A negator ("not", "no longer", "never", "stopped", "dropped", ...)
   reaches to the end of its clause, or to a word that opens a new one ("but", "because", "and we").
+  "No more than 5" and "no later than Friday" bound a value; they deny nothing.
 - **Transitions** name an old and a new side: "switched from A to B", "replaced A with B",
   "dropped A for B", "A instead of B", "prefer A over B". The old side counts as negated.
 - A pair **contradicts** when one side denies what the other affirms and the denied words are
@@ -87,6 +88,10 @@ _NEGATORS = frozenset(
 # Words that end a negation's reach: what follows is a proposition of its own.
 _SCOPE_BREAKERS = _words("but because since although though whereas however yet instead unless except")
 _SUBJECTS = _words("we i they you he she it everyone people teams")
+# The second word of a two-word negator ("no longer", "no more"): part of the negation, not of what it denies.
+_NEGATION_TAILS = _words("longer more")
+# "no more than", "no later than": a bound on a value, not a negation.
+_BOUNDS = tuple([word, "than"] for word in _words("more longer fewer less later earlier"))
 
 # Opposites, by stem: each side of a pair is a set of stems that mean one pole.
 _ANTONYMS: tuple[tuple[frozenset[str], frozenset[str]], ...] = tuple(
@@ -218,9 +223,13 @@ def _read_plain(clause: str, polarity: dict[str, int], denials: list[frozenset[s
                 denials.append(frozenset(denied))
             negated, denied = False, []
             continue
+        if word == "no" and words[i + 1 : i + 3] in _BOUNDS:
+            continue  # "no more than 5 retries" bounds a number, it denies nothing
         if word in _NEGATORS:
             negated = not negated if word in ("not", "no", "never") and negated else True
             continue
+        if word in _NEGATION_TAILS and i > 0 and words[i - 1] == "no":
+            continue  # "no longer", "no more": one negator, the second word says nothing of the subject
         if word in _STOP or word in _FILLER:
             continue
         stem = _stem(word)

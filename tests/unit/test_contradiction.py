@@ -41,6 +41,18 @@ def test_the_labelled_set_is_judged_with_at_least_90_percent_accuracy(capsys: py
         ("Deploys run on Fridays.", "Never deploy on Fridays.", Relation.CONTRADICTS),
         ("Deploys run on Fridays.", "Deploys never run on weekends.", Relation.COMPATIBLE),
         ("We use X for builds.", "We don't use X for builds, but we use it for tests.", Relation.CONTRADICTS),
+        # "no longer" and "no more" are one negator; "no more than" bounds a number.
+        (
+            "We deploy the API to Fly.io in the ams region.",
+            "We now deploy the API to AWS ECS in eu-west-1, no longer Fly.io.",
+            Relation.CONTRADICTS,
+        ),
+        (
+            "We use Redis for the session cache.",
+            "Sessions are cached in Memcached now, no more Redis.",
+            Relation.CONTRADICTS,
+        ),
+        ("We allow 5 retries per job.", "Jobs get no more than 5 retries.", Relation.COMPATIBLE),
         # Word forms: one stem.
         (
             "The user prefers spaces.",
