@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import snowballstemmer  # type: ignore[import-untyped]
 
-__all__ = ["Relation", "Verdict", "judge"]
+__all__ = ["Relation", "Verdict", "distinct_subjects", "judge"]
 
 
 class Relation(StrEnum):
@@ -315,6 +315,47 @@ def _value_swap(first: _Reading, second: _Reading) -> str | None:
     numbers_a, numbers_b = {w for w in only_a if _NUMBER.match(w)}, {w for w in only_b if _NUMBER.match(w)}
     if numbers_a and numbers_b and len(only_a - numbers_a) + len(only_b - numbers_b) <= 1:
         return f"the same statement with another number: {min(numbers_a)} / {min(numbers_b)}"
+    return None
+
+
+# Title words that say a memory is an update of another, not what it is about.
+_UPDATE_MARKERS = _words("chang revis correct fix latest switch move migrat replac decis")
+_MONTHS = _words("""jan feb mar apr may jun jul aug sep oct nov dec
+    januari februari march april june juli august septemb octob novemb decemb""")
+
+
+def _named(title: str) -> frozenset[str]:
+    """The stems of substance a title names: no generic words, numbers, dates or update markers."""
+    return frozenset(
+        stem
+        for stem in _paragraph_stems(title)
+        if stem not in _GENERIC
+        and stem not in _FILLER
+        and stem not in _NEGATORS
+        and stem not in _UPDATE_MARKERS
+        and stem not in _MONTHS
+        and not _NUMBER.match(stem)
+        and stem not in ("am", "pm")
+    )
+
+
+def distinct_subjects(older: tuple[str, str], newer: tuple[str, str]) -> str | None:
+    """Why two memories, each a (title, content), are about different subjects; None when they may be one.
+
+    They are when each names in its title, and speaks of in its text, something the other never
+    mentions: "Billing owner" and "Search owner" ("Alice owns the billing service" / "… the search
+    service") are two facts, not one value changed; "Deploy target" and "Deploy target changed"
+    may be one, and so may "CI provider" and "CI moved to Buildkite". The title is where a caller
+    says what a memory is about, so it tells a subject from a value that the text alone cannot.
+    """
+    older_text, newer_text = _plain_stems(older[1]), _plain_stems(newer[1])
+    older_said, newer_said = _paragraph_stems(older[0]) | older_text, _paragraph_stems(newer[0]) | newer_text
+    # A subject is named in its title and spoken of in its text; a title word its text lacks
+    # ("CI provider" over "CI runs on GitHub Actions") is a label, and labels vary between wordings.
+    only_older = (_named(older[0]) & older_text) - newer_said
+    only_newer = (_named(newer[0]) & newer_text) - older_said
+    if only_older and only_newer:
+        return f"different subjects: {min(only_older)} / {min(only_newer)}"
     return None
 
 

@@ -21,7 +21,8 @@ A memory stored new (or superseding) is linked ``similar`` to up to ``auto_links
 neighbours at cosine ≥ ``auto_link_at`` (0.40), the strength being the cosine: the graph recall
 walks.
 
-Only memories of the same type are candidates; a merge that would grow a memory past
+Only memories of the same type and subject are candidates (titles tell subjects apart, see
+:func:`hivemem.contradiction.distinct_subjects`); a merge that would grow a memory past
 ``merge_max_chars`` stores instead; events (conversation turns, handoffs, progress notes) and
 imported records are resolved by their exact content only (see :func:`resolves_by_meaning`).
 
@@ -36,7 +37,7 @@ from datetime import datetime
 from typing import Any
 
 from hivemem.contradiction import Relation as Judged
-from hivemem.contradiction import judge
+from hivemem.contradiction import distinct_subjects, judge
 from hivemem.hashing import content_hash
 from hivemem.limits import DEFAULT_LIMITS, details_problem
 from hivemem.model import AuditEvent, Memory, MemoryState, MemoryType, Relation, RelationType, Source, WriteOutcome
@@ -311,6 +312,7 @@ def resolve(
         and n.memory.state is not MemoryState.ARCHIVED
         and n.memory.memory_type is incoming.memory_type
         and not n.memory.superseded_at(now)
+        and distinct_subjects((n.memory.title, n.memory.content), (incoming.title, incoming.content)) is None
     ]
     if policy.neighbours == 0 or not candidates or not resolves_by_meaning(incoming):
         return _stored(incoming, neighbours, policy, now)

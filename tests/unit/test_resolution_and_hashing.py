@@ -124,6 +124,43 @@ def test_a_repeat_adds_its_details_and_a_users_confirmation_wins_on_a_key_both_g
     assert restored(kept, snapshot(old), utcnow()).details == old.details
 
 
+def test_two_subjects_of_one_template_are_two_memories_and_an_update_finds_its_own() -> None:
+    # "Alice owns the billing service" / "… the search service" reads as one value swapped; the
+    # titles say they are two subjects. Neither supersedes, merges into or reinforces the other.
+    billing = _said("billing", "Alice owns the billing service and its alerts.", title="Billing owner")
+    search = _said("search", "Alice owns the search service and its alerts.", title="Search owner")
+    for cosine in (0.72, 0.95):
+        assert resolve(search, None, utcnow(), [Neighbour(billing, cosine)], POLICY).outcome is WriteOutcome.STORED
+    # An update is resolved against the memory of its own subject, though another is nearer.
+    auth = _said("auth", "The auth service's HTTP client timeout is 5 seconds.", title="Auth timeout")
+    other = _said("other", "The billing service's HTTP client timeout is 30 seconds.", title="Billing timeout")
+    raised = _said("raised", "The auth service's HTTP client timeout is 10 seconds.", title="Auth timeout raised")
+    resolution = resolve(raised, None, utcnow(), [Neighbour(other, 0.93), Neighbour(auth, 0.9)], POLICY)
+    assert (resolution.outcome, resolution.target_id) == (WriteOutcome.SUPERSEDED, "auth")
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        (
+            ("Deploy target", "We deploy the API to Fly.io."),
+            ("Deploy target changed", "We deploy to AWS ECS, no longer Fly.io."),
+        ),
+        (
+            ("CI provider", "CI runs on GitHub Actions."),
+            ("CI moved to Buildkite", "CI runs on Buildkite, not GitHub Actions."),
+        ),
+        (("Package manager", "Use npm in the web app."), ("Use pnpm", "Use pnpm, not npm, in the web app.")),
+    ],
+)
+def test_a_title_that_names_the_new_value_or_rewords_the_label_is_still_one_subject(
+    older: tuple[str, str], newer: tuple[str, str]
+) -> None:
+    old = _said("old", older[1], title=older[0])
+    incoming = _said("new", newer[1], title=newer[0])
+    assert resolve(incoming, None, utcnow(), [Neighbour(old, 0.8)], POLICY).outcome is WriteOutcome.SUPERSEDED
+
+
 def test_a_memory_no_longer_valid_is_history_not_a_candidate() -> None:
     now = utcnow()
     replaced = _said("old", "The API's Postgres pool is 20 connections.", valid_to=now)
