@@ -361,7 +361,7 @@ def build_mcp(
 
     def memorize(
         ctx: Context[Any, Any],
-        title: Annotated[Title, Field(description="Short, specific title.")],
+        title: Annotated[Title, Field(description='Short title naming the subject, e.g. "Billing service owner".')],
         content: Annotated[Content, Field(description="Self-contained content.")],
         memory_type: Annotated[MemoryType, Field(description="Kind of memory.")] = MemoryType.FACT,
         importance: Annotated[StrictFloat, Field(ge=0, le=1, description="0-1, see the guide above.")] = 0.5,
