@@ -4,7 +4,8 @@ Backends return candidates with their raw leg scores (BM25 on its scale, cosine 
 fusion happens here, once. ``minmax_fuse`` does the arithmetic of OpenSearch's
 normalization-processor (``min_max`` + ``arithmetic_mean``): each leg is min-max normalised over
 its own candidates (a lone or all-equal leg scores 1.0, the minimum scores 0.001 so it is not
-lost), then a weighted mean where a candidate missing from a leg counts 0 for that leg.
+lost; a leg that ran out of documents may be normalised from a floor instead), then a weighted
+mean where a candidate missing from a leg counts 0 for that leg.
 ``rrf_fuse`` is reciprocal-rank fusion, ``sum(w / (k + rank))``, rank starting at 1.
 Ties are broken by id so rankings are stable across backends.
 """
@@ -39,12 +40,21 @@ class Fused:
     leg_scores: Mapping[str, float] = field(default_factory=dict)
 
 
-def minmax_normalise(candidates: Sequence[Candidate]) -> dict[str, float]:
-    """Min-max normalise one leg's scores into (0, 1], as OpenSearch's ``min_max`` technique does."""
+def minmax_normalise(candidates: Sequence[Candidate], floor: float | None = None) -> dict[str, float]:
+    """Min-max normalise one leg's scores into (0, 1], as OpenSearch's ``min_max`` technique does.
+
+    ``floor``: a score that every document the leg did not return is known to have at most (a
+    leg that ran out of documents: BM25 scores the others 0). The minimum is then taken as at most
+    the floor (like OpenSearch's ``lower_bounds`` at ``min_score`` 0), so the weakest candidate
+    keeps its share of the best score instead of falling to 0.001 beside documents that do not
+    match at all.
+    """
     if not candidates:
         return {}
     scores = [c.score for c in candidates]
     low, high = min(scores), max(scores)
+    if floor is not None and floor < low:
+        low = floor
     if high == low:
         return {c.id: _SINGLE_RESULT for c in candidates}
     normalised: dict[str, float] = {}
@@ -86,17 +96,20 @@ def _check_weights(legs: Mapping[str, Sequence[Candidate]], weights: Mapping[str
         raise ValueError("weights must be non-negative and not all zero")
 
 
-def minmax_fuse(legs: Mapping[str, Sequence[Candidate]], weights: Mapping[str, float]) -> list[Fused]:
+def minmax_fuse(
+    legs: Mapping[str, Sequence[Candidate]], weights: Mapping[str, float], floors: Mapping[str, float] | None = None
+) -> list[Fused]:
     """Normalise each leg over its own candidates, then take the weighted mean (missing = 0).
 
-    Each leg must be ordered best first (its ranks are reported in ``Fused.ranks``). Returns
+    Each leg must be ordered best first (its ranks are reported in ``Fused.ranks``). ``floors``:
+    per leg, the floor of :func:`minmax_normalise` (legs that ran out of documents). Returns
     every candidate of every leg, best first.
     """
     _check_weights(legs, weights)
     total_weight = sum(weights[leg] for leg in legs)
     scores: dict[str, float] = {}
     for leg, candidates in legs.items():
-        for doc_id, value in minmax_normalise(candidates).items():
+        for doc_id, value in minmax_normalise(candidates, (floors or {}).get(leg)).items():
             scores[doc_id] = scores.get(doc_id, 0.0) + weights[leg] * value
     return _ordered({k: v / total_weight for k, v in scores.items()}, _ranks(legs), legs)
 

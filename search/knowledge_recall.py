@@ -14,7 +14,7 @@ from hivemem.fusion import minmax_fuse, rrf_fuse
 from hivemem.knowledge import KnowledgeChunk
 from hivemem.model import FusionMethod, RetrievalMode
 from search.base import ChunkFilter, Store
-from search.recall import RecallParams, leg_weights
+from search.recall import RecallParams, exhausted_floors, leg_weights
 
 __all__ = ["ChunkHit", "KnowledgeSearcher"]
 
@@ -52,7 +52,9 @@ class KnowledgeSearcher:
             legs["dense"] = self._store.chunk_vector_search(vector, where, n)
         weights = leg_weights(params, legs)
         fused = (
-            rrf_fuse(legs, weights, params.rrf_k) if params.fusion is FusionMethod.RRF else minmax_fuse(legs, weights)
+            rrf_fuse(legs, weights, params.rrf_k)
+            if params.fusion is FusionMethod.RRF
+            else minmax_fuse(legs, weights, exhausted_floors(legs, n))
         )[:limit]
         chunks = {chunk.id: chunk for chunk in self._store.get_chunks([f.id for f in fused])}
         return [ChunkHit(chunks[f.id], f.score) for f in fused if f.id in chunks]

@@ -168,6 +168,15 @@ def leg_weights(params: RecallParams, legs: Mapping[str, Sequence[Candidate]]) -
     return weights
 
 
+def exhausted_floors(legs: Mapping[str, Sequence[Candidate]], asked: int) -> dict[str, float]:
+    """The min-max floor (:func:`hivemem.fusion.minmax_normalise`) of each first-stage leg that
+    returned fewer candidates than ``asked``: it ran out of documents, so every other document
+    scores at most 0 there (BM25 matched none of its words; a cosine of 0 shares nothing). In a
+    small scope this keeps a relevant second memory from scoring 0.001 because it is the weakest
+    of two."""
+    return {leg: 0.0 for leg in (_BM25, _DENSE) if leg in legs and 0 < len(legs[leg]) < asked}
+
+
 class Recaller:
     """Runs recall against one store with one embedder."""
 
@@ -222,7 +231,7 @@ class Recaller:
             # Scale RRF into (0, 1] by its best possible score, so min_relevance means the same.
             ceiling = sum(weights[leg] for leg in legs) / (self.params.rrf_k + 1)
             return [Fused(f.id, f.score / ceiling, f.ranks, f.leg_scores) for f in fused]
-        return minmax_fuse(legs, weights)
+        return minmax_fuse(legs, weights, exhausted_floors(legs, self.params.candidates_per_leg))
 
     def _weights(self, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
         return leg_weights(self.params, legs)

@@ -16,6 +16,21 @@ def test_minmax_normalise_single_or_equal_scores_are_one() -> None:
     assert minmax_normalise([]) == {}
 
 
+def test_a_leg_that_ran_out_of_documents_keeps_its_weakest_candidates_share_of_the_best() -> None:
+    # Two memories in a scope: without a floor the second is the minimum and scores 0.001, the
+    # same as a memory that shares nothing with the query.
+    two = [Candidate("a", 0.62), Candidate("b", 0.31)]
+    assert minmax_normalise(two) == {"a": 1.0, "b": 0.001}
+    assert minmax_normalise(two, floor=0.0) == {"a": 1.0, "b": 0.5}
+    assert minmax_normalise([Candidate("a", 0.5), Candidate("b", 0.5)], floor=0.0) == {"a": 1.0, "b": 1.0}
+    # A floor above the minimum changes nothing (a negative cosine stays the minimum).
+    assert minmax_normalise([Candidate("a", 0.4), Candidate("b", -0.2)], floor=0.0)["b"] == 0.001
+    fused = {
+        f.id: f.score for f in minmax_fuse({"bm25": two, "dense": two}, {"bm25": 0.5, "dense": 0.5}, {"bm25": 0.0})
+    }
+    assert fused == pytest.approx({"a": 1.0, "b": 0.2505})
+
+
 def test_minmax_fuse_is_weighted_mean_with_missing_leg_counted_as_zero() -> None:
     legs = {
         "bm25": [Candidate("a", 8.0), Candidate("b", 4.0), Candidate("c", 0.0)],
