@@ -14,6 +14,8 @@ weekends" against it is not), so the rules work on propositions:
 - **Negation has a scope.** A negator ("not", "no longer", "never", "stopped", "dropped", ...)
   reaches to the end of its clause, or to a word that opens a new one ("but", "because", "and we").
   "No more than 5" and "no later than Friday" bound a value; they deny nothing.
+  A clause that ends by saying its subject is gone ("Jest is gone", "the backup job has been
+  retired", "… is now deprecated") denies that subject.
 - **Transitions** name an old and a new side: "switched from A to B", "replaced A with B",
   "dropped A for B", "A instead of B", "prefer A over B". The old side counts as negated.
 - A pair **contradicts** when one side denies what the other affirms and the denied words are
@@ -90,6 +92,11 @@ _SCOPE_BREAKERS = _words("but because since although though whereas however yet 
 _SUBJECTS = _words("we i they you he she it everyone people teams")
 # The second word of a two-word negator ("no longer", "no more"): part of the negation, not of what it denies.
 _NEGATION_TAILS = _words("longer more")
+# A clause that ends "X is gone" / "X has been retired" denies X.
+_RETIRED = _words("""gone dead deprecated retired removed dropped disabled abandoned discontinued decommissioned
+    sunset sunsetted obsolete deleted""")
+_COPULAS = _words("is are was were been be got gets become became")
+_ADVERBS = _words("completely entirely fully officially finally permanently")
 # "no more than", "no later than": a bound on a value, not a negation.
 _BOUNDS = tuple([word, "than"] for word in _words("more longer fewer less later earlier"))
 
@@ -213,8 +220,37 @@ def _read_clause(clause: str, polarity: dict[str, int], denials: list[frozenset[
     _read_plain(clause, polarity, denials)
 
 
+def _retired_subject(words: list[str]) -> tuple[int, int] | None:
+    """Where the subject of a clause that ends by saying it is gone ("Jest is gone", "the nightly
+    backup job has been retired", "… is now deprecated") starts and ends: the words between the
+    last break and the verb. None for any other clause, and for one that negates ("is not gone")."""
+    end = len(words)
+    while end and (words[end - 1] in _STOP or words[end - 1] in _FILLER or words[end - 1] in _ADVERBS):
+        end -= 1
+    if end < 3 or words[end - 1] not in _RETIRED:
+        return None
+    verb = end - 2
+    while verb > 0 and (words[verb] in _ADVERBS or words[verb] in ("now", "already", "just")):
+        verb -= 1
+    if words[verb] not in _COPULAS or any(w in _NEGATORS for w in words[:verb]):
+        return None
+    start = max((i + 1 for i, w in enumerate(words[:verb]) if w in _SCOPE_BREAKERS or w == "and"), default=0)
+    return (start, verb) if start < verb else None
+
+
 def _read_plain(clause: str, polarity: dict[str, int], denials: list[frozenset[str]]) -> None:
     words = [_normal(w) for w in _WORD.findall(clause)]
+    retired = _retired_subject(words)
+    if retired is not None:
+        start, verb = retired
+        if start:
+            _read_plain(" ".join(words[:start]), polarity, denials)  # what the clause said before the break
+        gone = [_stem(w) for w in words[start:verb] if w not in _STOP and w not in _FILLER]
+        for stem in gone:
+            polarity[stem] = -1
+        if gone:
+            denials.append(frozenset(gone))
+        return
     negated = False
     denied: list[str] = []
     for i, word in enumerate(words):

@@ -53,6 +53,16 @@ def test_the_labelled_set_is_judged_with_at_least_90_percent_accuracy(capsys: py
             Relation.CONTRADICTS,
         ),
         ("We allow 5 retries per job.", "Jobs get no more than 5 retries.", Relation.COMPATIBLE),
+        # A clause that ends "X is gone" denies X, and only X.
+        ("The team uses Jest for frontend tests.", "Frontend tests run on Vitest; Jest is gone.", Relation.CONTRADICTS),
+        ("The nightly backup job runs at 02:00.", "The nightly backup job has been retired.", Relation.CONTRADICTS),
+        ("The legacy export endpoint is /v1/export-old.", "/v1/export-old is now deprecated.", Relation.CONTRADICTS),
+        (
+            "The nightly backup job runs at 02:00.",
+            "Backups run nightly and the weekly job is gone.",
+            Relation.COMPATIBLE,
+        ),
+        ("The billing cron runs every hour.", "The billing cron is not gone.", Relation.COMPATIBLE),
         # Word forms: one stem.
         (
             "The user prefers spaces.",
