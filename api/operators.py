@@ -95,11 +95,14 @@ class Operators:
         """Every scope holding memories or documents that the caller may read, with its memories'
         counts (one store read) and its documents and their chunks (one read of the sources)."""
         tallies = {scope: t for scope, t in self.store.tally_by_scope().items() if caller.may(scope, Role.READ)}
+        # Counted as the status counts them: a document is a source with chunks; a source whose
+        # indexing failed is counted apart.
         documents: dict[str, list[int]] = {}
         for source in self.store.sources([s for s in self.store.source_scopes() if caller.may(s, Role.READ)]):
-            held = documents.setdefault(source.scope, [0, 0])
-            held[0] += 1
+            held = documents.setdefault(source.scope, [0, 0, 0])
+            held[0] += 1 if source.chunk_count else 0
             held[1] += source.chunk_count
+            held[2] += 1 if source.last_error else 0
         stats = []
         for scope in sorted({*tallies, *documents}):
             tally = tallies.get(scope, {})
@@ -108,7 +111,7 @@ class Operators:
             for (memory_type, state), count in tally.items():
                 by_type[memory_type.value] = by_type.get(memory_type.value, 0) + count
                 by_state[state.value] = by_state.get(state.value, 0) + count
-            docs, chunks = documents.get(scope, (0, 0))
+            docs, chunks, failed = documents.get(scope, (0, 0, 0))
             stats.append(
                 ScopeStats(
                     scope=scope,
@@ -117,6 +120,7 @@ class Operators:
                     by_state=by_state,
                     documents=docs,
                     chunks=chunks,
+                    documents_failed=failed,
                 )
             )
         return stats

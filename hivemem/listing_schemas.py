@@ -76,5 +76,8 @@ class ScopeStats(BaseModel):
     memories: int
     by_type: dict[str, int]
     by_state: dict[str, int]
-    documents: int = Field(default=0, description="Indexed documents (knowledge sources) of the scope.")
+    documents: int = Field(default=0, description="Indexed documents (knowledge sources with chunks) of the scope.")
     chunks: int = Field(default=0, description="Their searchable chunks.")
+    documents_failed: int = Field(
+        default=0, description="Documents on record whose last indexing failed (`hivemem knowledge sources` says why)."
+    )

@@ -139,9 +139,18 @@ def test_scope_counts_show_only_readable_scopes(team: Team) -> None:
     for key in ("runbook", "oncall"):
         body = {"key": key, "text": f"The {key} text.", "scope": docs}
         assert client.post("/v1/knowledge/store", json=body, headers=headers["root"]).status_code == 201
+    # A refused upload is on record with its reason and no chunks: counted as failed, as the status counts it.
+    bad = client.put(
+        "/v1/knowledge/documents",
+        params={"name": "fake.pdf", "scope": docs},
+        content=b"not a pdf",
+        headers=headers["root"],
+    )
+    assert bad.status_code == 422, bad.text
     seen = {s["scope"]: s for s in client.get("/v1/scopes", headers=headers["root"]).json()}
-    assert (seen[docs]["memories"], seen[docs]["documents"], seen[docs]["chunks"]) == (0, 2, 2)
-    assert (seen[OTHER]["documents"], seen[OTHER]["chunks"]) == (0, 0)
+    counts = ("memories", "documents", "chunks", "documents_failed")
+    assert tuple(seen[docs][k] for k in counts) == (0, 2, 2, 1)
+    assert tuple(seen[OTHER][k] for k in counts) == (2, 0, 0, 0)
     assert docs not in {s["scope"] for s in client.get("/v1/scopes", headers=headers["bob"]).json()}
 
 

@@ -1,5 +1,5 @@
 // The scopes the caller can read, with how many memories each holds, by type and by state, and
-// how many documents are indexed there.
+// how many documents are indexed there (and how many failed to be).
 
 import { get } from "../api.js";
 import { fill, h, scopeName, table } from "../dom.js";
@@ -23,8 +23,12 @@ export async function renderScopes(main) {
       String(scope.memories),
       counts(scope.by_type),
       counts(scope.by_state),
-      scope.documents
-        ? h("a", { href: `#/knowledge?${query}`, title: `${scope.chunks} chunks` }, String(scope.documents))
+      scope.documents || scope.documents_failed
+        ? h(
+            "a",
+            { href: `#/knowledge?${query}`, title: `${scope.chunks} chunks` },
+            scope.documents_failed ? `${scope.documents} (${scope.documents_failed} failed)` : String(scope.documents),
+          )
         : "0",
       h("a", { href: `#/search?${query}`, "aria-label": `search ${scopeName(scope.scope)}` }, "search"),
     ];
