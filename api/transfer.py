@@ -23,14 +23,14 @@ from hivemem.errors import ValidationError
 from hivemem.knowledge import KnowledgeChunk
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, DuplicatePolicy, Memory, MemoryState, Relation
 from hivemem.transfer import ExportContents, export_lines, parse_export
-from search.base import KnowledgeStore, MemoryStore, RelationStore, SearchFilter
+from search.base import KnowledgeStore, MemoryStore, PageMark, RelationStore, SearchFilter
 
 __all__ = ["ImportResult", "Transfer"]
 
 # Memories embedded per model call on import.
 _BATCH = 64
-# No scope holds more memories than this (a list's upper bound, not a page size).
-_EVERY = 2**31 - 1
+# Memories read per store call on export.
+_PAGE = 500
 
 
 class _Stores(MemoryStore, RelationStore, KnowledgeStore, Protocol):
@@ -69,13 +69,45 @@ class Transfer:
         return self._lines(chosen)
 
     def _lines(self, scopes: list[str]) -> Iterator[str]:
-        memories: list[Memory] = []
-        for scope in scopes:
-            every = SearchFilter(scopes=[scope], states=tuple(MemoryState))
-            memories += [replace(m, embedding=None) for m in self.store.list_memories(every, _EVERY)]
-        relations: list[Relation] = [r for m in memories for r in self.store.relations(m.id) if r.source_id == m.id]
-        sources = [(s, self.store.source_chunks(s.scope, s.uri)) for s in self.store.sources(scopes)] if scopes else []
-        yield from export_lines(memories, relations, sources)
+        # Read a page at a time, in the file's order: what is held at once is the exported ids,
+        # not the memories (a store of a million held whole, vectors and all, took tens of GB).
+        exported: set[str] = set()
+        sources = (
+            ((s, self.store.source_chunks(s.scope, s.uri)) for s in self.store.sources(scopes)) if scopes else iter(())
+        )
+        yield from export_lines(self._memories(scopes, exported), self._relations(exported), sources)
+
+    def _ids(self, scope: str) -> list[str]:
+        """Every memory id of ``scope``, in every state, sorted."""
+        every = SearchFilter(scopes=[scope], states=tuple(MemoryState))
+        ids: list[str] = []
+        after: PageMark | None = None
+        while True:
+            page = self.store.list_memories(every, _PAGE, after=after)
+            ids += [m.id for m in page]
+            if len(page) < _PAGE:
+                return sorted(ids)
+            after = PageMark(page[-1].created_at, page[-1].id)
+
+    def _memories(self, scopes: list[str], exported: set[str]) -> Iterator[Memory]:
+        """The memories of ``scopes`` by scope and id, without vectors; their ids go into ``exported``."""
+        for scope in sorted(scopes):
+            ids = self._ids(scope)
+            exported.update(ids)
+            for start in range(0, len(ids), _PAGE):
+                yield from self.store.get_many(ids[start : start + _PAGE], vectors=False)
+
+    def _relations(self, exported: set[str]) -> Iterator[Relation]:
+        """The edges between exported memories by source, target and type; read once every
+        memory has been (``exported`` is complete by then)."""
+        for memory_id in sorted(exported):
+            edges = {
+                (r.target_id, r.type.value): r
+                for r in self.store.relations(memory_id)
+                if r.source_id == memory_id and r.target_id in exported
+            }
+            for key in sorted(edges):
+                yield edges[key]
 
     def import_lines(self, lines: Iterable[str], caller: Caller) -> ImportResult:
         """Import an export file. Raises ``ValidationError`` (nothing written) for a bad file or a

@@ -15,10 +15,10 @@ names the line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
@@ -43,6 +43,7 @@ EXPORT_VERSION = 1
 # One line of an export holds at most this much (a source's line holds its chunks).
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
+_T = TypeVar("_T")
 _RECORD = ConfigDict(extra="forbid", frozen=True)
 # A memory's fields that its store makes (the vector and its model): not in the file.
 _STORE_OWN = frozenset({"embedding", "embedding_model"})
@@ -198,23 +199,35 @@ def _dumped(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+def _in_order(items: Iterable[_T], key: Callable[[_T], tuple[str, ...]], what: str) -> Iterator[_T]:
+    """``items`` as they come, checked to be in strictly increasing ``key`` order."""
+    last: tuple[str, ...] | None = None
+    for item in items:
+        mark = key(item)
+        if last is not None and mark <= last:
+            raise ValueError(f"{what} out of the export's order: {mark} after {last}")
+        last = mark
+        yield item
+
+
 def export_lines(
     memories: Iterable[Memory],
     relations: Iterable[Relation],
-    sources: Iterable[tuple[KnowledgeSource, list[KnowledgeChunk]]],
+    sources: Iterable[tuple[KnowledgeSource, Iterable[KnowledgeChunk]]],
 ) -> Iterator[str]:
-    """The export file, line by line (each without its newline), in its fixed order. Only the
-    relations whose two ends are among ``memories`` are written."""
+    """The export file, line by line (each without its newline), in its fixed order.
+
+    Each input is read once, item by item, as the lines are written, so a store of any size is
+    exported holding one item at a time: ``memories`` by (scope, id), ``relations`` (each between
+    two exported memories; read after the last memory) by (source, target, type), ``sources`` by
+    (scope, uri). Raises ``ValueError`` for an item out of that order.
+    """
     yield _dumped({"kind": "header", "format": EXPORT_FORMAT, "version": EXPORT_VERSION})
-    ordered = sorted(memories, key=lambda m: (m.scope, m.id))
-    ids = {m.id for m in ordered}
-    for memory in ordered:
+    for memory in _in_order(memories, lambda m: (m.scope, m.id), "memory"):
         yield _dumped(_memory_line(memory))
-    edges = {(r.source_id, r.target_id, r.type.value): r for r in relations}
-    for key in sorted(edges):
-        if key[0] in ids and key[1] in ids:
-            yield _dumped(_relation_line(edges[key]))
-    for source, chunks in sorted(sources, key=lambda pair: (pair[0].scope, pair[0].uri)):
+    for relation in _in_order(relations, lambda r: (r.source_id, r.target_id, r.type.value), "relation"):
+        yield _dumped(_relation_line(relation))
+    for source, chunks in _in_order(sources, lambda pair: (pair[0].scope, pair[0].uri), "source"):
         yield _dumped(_source_line(source, chunks))
 
 

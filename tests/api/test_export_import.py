@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+import api.transfer as api_transfer
 from api.bench.local_cluster import hivemem_command
 from api.cli import main as cli_main
 from api.main import create_app
@@ -20,9 +21,11 @@ from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import ValidationError
+from hivemem.hashing import content_hash
 from hivemem.knowledge_schemas import KnowledgeSearchRequest, KnowledgeStoreRequest
-from hivemem.model import DuplicatePolicy, MemoryState
+from hivemem.model import DuplicatePolicy, Memory, MemoryState
 from hivemem.schemas import LinkCreate, MemoryCreate, RecallRequest
+from hivemem.transfer import export_lines
 from tests.api.conftest import LOCAL_URL
 from tests.e2e.helpers import hivemem_env
 from tests.opensearch_backend import OpenSearchBackend
@@ -148,6 +151,30 @@ def test_sqlite_to_opensearch_to_sqlite_gives_the_same_file(tmp_path: Path, open
         assert export(last, [OTHER]).count('"kind":"memory"') == 1
     finally:
         last.close()
+
+
+def test_an_export_read_a_page_at_a_time_is_the_same_file_on_both_stores(
+    tmp_path: Path, opensearch_service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pages of two memories: every scope and the edges between them cross page boundaries.
+    first = _sqlite(tmp_path / "a")
+    try:
+        fill(first)
+        whole = export(first)
+        opensearch_service.transfer.import_lines(whole.splitlines(), LOCAL)
+        monkeypatch.setattr(api_transfer, "_PAGE", 2)
+        assert export(first) == whole
+        assert export(opensearch_service) == whole
+    finally:
+        first.close()
+
+
+def test_the_export_file_is_written_in_its_order_or_not_at_all() -> None:
+    memory = Memory(
+        id="b", scope=SCOPE, title="A note", content="A note's text.", content_hash=content_hash("A note's text.")
+    )
+    with pytest.raises(ValueError, match="out of the export's order"):
+        list(export_lines([memory, replace(memory, id="a")], [], []))
 
 
 def test_a_bad_file_is_refused_whole_and_changes_nothing(tmp_path: Path) -> None:
