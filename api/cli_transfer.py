@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from hivemem.config import Settings
@@ -30,18 +32,35 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     imported.add_argument("file", help="the export file ('-' for stdin)")
 
 
-def _lines(name: str) -> list[str]:
+def _export_file(name: str, spool: Path) -> Path:
+    """The export file to read, checked before the store is opened; standard input (``-``) is
+    copied into ``spool`` first, as the import reads the file twice."""
     if name == "-":
-        return sys.stdin.read().splitlines()
+        with spool.open("wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out)
+        return spool
     path = Path(name)
     if path.is_dir():
         raise ValidationError(f"{name} is a folder; give the export file", field="file")
-    try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise ValidationError(f"{name}: no such file", field="file") from None
-    except UnicodeDecodeError:
-        raise ValidationError(f"{name} is not UTF-8 text: not an export file", field="file") from None
+    if not path.is_file():
+        raise ValidationError(f"{name}: no such file", field="file")
+    return path
+
+
+def _reader(path: Path, name: str) -> Callable[[], Iterator[str]]:
+    """Read ``path`` line by line from the start, each time it is called."""
+
+    def lines() -> Iterator[str]:
+        try:
+            # Split at line feeds only: JSON escapes every other line break in a string, but
+            # writes U+2028 and U+2029 as they are, and they are no end of a line here.
+            with path.open(encoding="utf-8", newline="\n") as text:
+                for line in text:
+                    yield line.rstrip("\r\n")
+        except UnicodeDecodeError:
+            raise ValidationError(f"{name} is not UTF-8 text: not an export file", field="file") from None
+
+    return lines
 
 
 def _output(name: str) -> Path:
@@ -80,20 +99,21 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from api.service import Caller, MemoryService
 
     caller = Caller(principal="cli")
-    lines = _lines(args.file) if args.command == "import" else []
-    output = _output(args.output) if args.command == "export" and args.output is not None else None
-    service = MemoryService.from_settings(settings, lazy_model=True)
-    try:
-        if args.command == "export":
-            exported = service.transfer.export(caller, args.scopes)
-            if output is None:
-                for line in exported:
-                    sys.stdout.write(line + "\n")
+    with tempfile.TemporaryDirectory(prefix="hivemem-import-") as spool:
+        source = _export_file(args.file, Path(spool) / "stdin.jsonl") if args.command == "import" else None
+        output = _output(args.output) if args.command == "export" and args.output is not None else None
+        service = MemoryService.from_settings(settings, lazy_model=True)
+        try:
+            if source is None:
+                exported = service.transfer.export(caller, args.scopes)
+                if output is None:
+                    for line in exported:
+                        sys.stdout.write(line + "\n")
+                else:
+                    _write_whole(output, exported)
             else:
-                _write_whole(output, exported)
-        else:
-            result = service.transfer.import_lines(lines, caller)
-            print(json.dumps(result.model_dump(), indent=2))
-    finally:
-        service.close()
+                result = service.transfer.import_lines(_reader(source, args.file), caller)
+                print(json.dumps(result.model_dump(), indent=2))
+        finally:
+            service.close()
     return 0

@@ -10,7 +10,7 @@ writes them by id: importing the same file twice gives the same store. It is aud
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -22,7 +22,7 @@ from hivemem.embedding import Embedder
 from hivemem.errors import ValidationError
 from hivemem.knowledge import KnowledgeChunk
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, DuplicatePolicy, Memory, MemoryState, Relation
-from hivemem.transfer import ExportContents, export_lines, parse_export
+from hivemem.transfer import export_lines, read_export
 from search.base import KnowledgeStore, MemoryStore, PageMark, RelationStore, SearchFilter
 
 __all__ = ["ImportResult", "Transfer"]
@@ -109,50 +109,79 @@ class Transfer:
             for key in sorted(edges):
                 yield edges[key]
 
-    def import_lines(self, lines: Iterable[str], caller: Caller) -> ImportResult:
-        """Import an export file. Raises ``ValidationError`` (nothing written) for a bad file or a
-        content conflict, ``PermissionDeniedError`` without admin on one of its scopes."""
-        contents = parse_export(lines)
-        for scope in sorted(contents.scopes):
+    def import_lines(self, lines: Sequence[str] | Callable[[], Iterable[str]], caller: Caller) -> ImportResult:
+        """Import an export file: its lines, or a way to read them from the start again (a file on
+        disk is read twice and never held whole). Raises ``ValidationError`` (nothing written) for
+        a bad file or a content conflict, ``PermissionDeniedError`` without admin on one of its scopes."""
+        read: Callable[[], Iterable[str]] = (lambda: lines) if isinstance(lines, Sequence) else lines
+        counts, scopes, conflict = self._checked(read())
+        for scope in sorted(scopes):
             caller.require(scope, Role.ADMIN)
-        self._check_conflicts(contents)
-        for start in range(0, len(contents.memories), _BATCH):
-            batch = contents.memories[start : start + _BATCH]
-            model = self.embedder.model_id  # read first: see workers.jobs.embedded
-            vectors = self.embedder.embed_passages([m.embedding_text() for m in batch])
-            for memory, vector in zip(batch, vectors, strict=True):
-                embedded = replace(memory, embedding=vector, embedding_model=model)
-                self.store.put(embedded, DuplicatePolicy.OVERWRITE)
-        for relation in contents.relations:
-            self.store.add_relation(relation)
+        if conflict is not None:  # said after the permission check: it names a memory of the scope
+            raise conflict
         chunks = 0
-        for source, pieces in contents.sources:
-            self.store.replace_source(source, self._embedded(pieces))
-            chunks += len(pieces)
+        batch: list[Memory] = []
+        for record in read_export(read()):
+            if isinstance(record, Memory):
+                batch.append(record)
+                if len(batch) == _BATCH:
+                    self._put(batch)
+                    batch = []
+                continue
+            self._put(batch)  # the file lists memories first: a relation's ends are written before it
+            batch = []
+            if isinstance(record, Relation):
+                self.store.add_relation(record)
+            else:
+                source, pieces = record
+                self.store.replace_source(source, self._embedded(pieces))
+                chunks += len(pieces)
+        self._put(batch)
         result = ImportResult(
-            memories=len(contents.memories),
-            relations=len(contents.relations),
-            sources=len(contents.sources),
+            memories=counts["memory"],
+            relations=counts["relation"],
+            sources=counts["source"],
             chunks=chunks,
-            scopes=sorted(contents.scopes),
+            scopes=sorted(scopes),
         )
         self.store.audit(AuditEvent("import", "", GLOBAL_SCOPE, caller.principal, result.model_dump()))
         return result
+
+    def _checked(self, lines: Iterable[str]) -> tuple[dict[str, int], set[str], ValidationError | None]:
+        """The file read through once, validated: its records counted by kind, its scopes, and the
+        first memory whose content its scope already holds under another id (the store keeps one
+        memory per content and scope), as the error to raise."""
+        counts = dict.fromkeys(("memory", "relation", "source"), 0)
+        scopes: set[str] = set()
+        conflict: ValidationError | None = None
+        for record in read_export(lines):
+            if isinstance(record, Memory):
+                counts["memory"] += 1
+                scopes.add(record.scope)
+                held = self.store.find_by_hash(record.scope, record.content_hash)
+                if conflict is None and held is not None and held.id != record.id:
+                    conflict = ValidationError(
+                        f"memory {record.id}: scope {record.scope!r} already holds its content as memory {held.id}; "
+                        "nothing was imported",
+                        field="memories",
+                    )
+            elif isinstance(record, Relation):
+                counts["relation"] += 1
+            else:
+                counts["source"] += 1
+                scopes.add(record[0].scope)
+        return counts, scopes, conflict
+
+    def _put(self, memories: list[Memory]) -> None:
+        if not memories:
+            return
+        model = self.embedder.model_id  # read first: see workers.jobs.embedded
+        vectors = self.embedder.embed_passages([m.embedding_text() for m in memories])
+        for memory, vector in zip(memories, vectors, strict=True):
+            self.store.put(replace(memory, embedding=vector, embedding_model=model), DuplicatePolicy.OVERWRITE)
 
     def _embedded(self, chunks: list[KnowledgeChunk]) -> list[KnowledgeChunk]:
         if not chunks:
             return []
         vectors = self.embedder.embed_documents([c.context for c in chunks])
         return [replace(c, embedding=tuple(v)) for c, v in zip(chunks, vectors, strict=True)]
-
-    def _check_conflicts(self, contents: ExportContents) -> None:
-        """Refuse the file when a memory's content is already held in its scope under another id
-        (the store keeps one memory per content and scope), naming the first such memory."""
-        for memory in contents.memories:
-            held = self.store.find_by_hash(memory.scope, memory.content_hash)
-            if held is not None and held.id != memory.id:
-                raise ValidationError(
-                    f"memory {memory.id}: scope {memory.scope!r} already holds its content as memory {held.id}; "
-                    "nothing was imported",
-                    field="memories",
-                )

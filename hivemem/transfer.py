@@ -8,15 +8,15 @@ the file, which embeds every memory and chunk again. Lines are written in a fixe
 by scope and id, then relations, then sources), so exporting the same memories from either store
 gives the same bytes.
 
-Reading a file validates every line before anything is written (:func:`parse_export`); an error
-names the line.
+Reading a file validates each line (:func:`read_export`); an error names the line, and an
+importer reads the whole file through before it writes anything.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -33,9 +33,10 @@ from hivemem.scope import validate_scope
 __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
-    "ExportContents",
+    "Record",
+    "export_file_lines",
     "export_lines",
-    "parse_export",
+    "read_export",
 ]
 
 EXPORT_FORMAT = "hivemem-export"
@@ -127,20 +128,6 @@ class _SourceLine(BaseModel):
 
 _Line = Annotated[_MemoryLine | _RelationLine | _SourceLine, Field(discriminator="kind")]
 _LINE = TypeAdapter(_Line)
-
-
-@dataclass(frozen=True, slots=True)
-class ExportContents:
-    """What a file holds: memories (without vectors), relations, and sources with their chunks."""
-
-    memories: list[Memory]
-    relations: list[Relation]
-    sources: list[tuple[KnowledgeSource, list[KnowledgeChunk]]]
-
-    @property
-    def scopes(self) -> set[str]:
-        """Every scope the file writes to."""
-        return {m.scope for m in self.memories} | {s.scope for s, _ in self.sources}
 
 
 def _stamp(value: datetime | None) -> str | None:
@@ -282,16 +269,31 @@ def _timezones(line: _MemoryLine | _RelationLine | _SourceLine) -> bool:
     return all(v.tzinfo is not None for v in stamps)
 
 
-def parse_export(lines: Iterable[str]) -> ExportContents:
-    """Every record of an export file, each line validated; nothing is returned unless all are.
+Record = Memory | Relation | tuple[KnowledgeSource, list[KnowledgeChunk]]
+"""One record of an export file: a memory (without its vector), a relation, a source with its chunks."""
 
-    Raises ``ValidationError`` naming the first bad line: not JSON, an unknown kind or field, a
-    value out of range, a content hash that is not the content's, a scope that is no scope, a
-    memory id given twice, or a relation whose ends are not memories of the file.
+
+def export_file_lines(text: str) -> list[str]:
+    """The lines of an export file held as text. Split at line feeds only: JSON escapes every other
+    line break in a string but writes U+2028 and U+2029 as they are, where ``str.splitlines``
+    would cut a record in two."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the line feed that ends the last line starts no other
+    return [line.removesuffix("\r") for line in lines]
+
+
+def read_export(lines: Iterable[str]) -> Iterator[Record]:
+    """The records of an export file as its lines are read, each validated first; what it keeps
+    between lines is the ids of the memories read so far.
+
+    Raises ``ValidationError`` at the first bad line, naming it: not JSON, an unknown kind or
+    field, a value out of range, a content hash that is not the content's, a scope that is no
+    scope, a memory id given twice, or a relation whose ends are not memories of the file (above
+    it); and at the end for a file with no header. Records before a bad line have been yielded:
+    a caller that must change nothing for a bad file reads it through once before writing.
     """
-    memories: dict[str, Memory] = {}
-    relations: list[Relation] = []
-    sources: list[tuple[KnowledgeSource, list[KnowledgeChunk]]] = []
+    memory_ids: set[str] = set()
     header_seen = False
     for number, text in enumerate(lines, start=1):
         if not text.strip():
@@ -325,18 +327,18 @@ def parse_export(lines: Iterable[str]) -> ExportContents:
             except ValidationError as exc:
                 raise _problem(number, str(exc)) from None
         if isinstance(line, _MemoryLine):
-            if line.id in memories:
+            if line.id in memory_ids:
                 raise _problem(number, f"memory {line.id} is given twice")
             if content_hash(line.content) != line.content_hash:
                 raise _problem(number, f"memory {line.id}: content_hash is not the hash of its content")
-            memories[line.id] = _memory(raw)
+            memory_ids.add(line.id)
+            yield _memory(raw)
         elif isinstance(line, _RelationLine):
-            missing = [end for end in (line.source_id, line.target_id) if end not in memories]
+            missing = [end for end in (line.source_id, line.target_id) if end not in memory_ids]
             if missing:
                 raise _problem(number, f"relation end {missing[0]} is not a memory of the file (above this line)")
-            relations.append(_relation(line))
+            yield _relation(line)
         else:
-            sources.append(_source(line))
+            yield _source(line)
     if not header_seen:
         raise ValidationError(f"the file is empty: an export starts with its {EXPORT_FORMAT} header", field="line 1")
-    return ExportContents(list(memories.values()), relations, sources)

@@ -88,7 +88,7 @@ def exact_knn_connection(validator: SpecValidator | None) -> type[Any]:
 
         def _msearch(self, body: Any, *a: Any, **kw: Any) -> tuple[int, Any, str]:
             text = body.decode("utf-8") if isinstance(body, bytes) else str(body)
-            lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+            lines = [json.loads(line) for line in text.split("\n") if line.strip()]  # NDJSON: line feeds only
             responses, headers = [], None
             for header, search in zip(lines[::2], lines[1::2], strict=True):
                 index = "/" + str(header["index"])

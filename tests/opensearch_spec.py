@@ -394,7 +394,7 @@ class SpecValidator:
         ndjson = bool(parts) and parts[-1] in ("_bulk", "_msearch")
         if isinstance(text, str):
             parsed: Any = (
-                [json.loads(line) for line in text.splitlines() if line.strip()] if ndjson else json.loads(text)
+                [json.loads(line) for line in text.split("\n") if line.strip()] if ndjson else json.loads(text)
             )
         else:
             parsed = text

@@ -8,6 +8,7 @@ from api.deps import CallerDep, ServiceDep
 from api.routes.memories import ScopeQuery
 from api.transfer import ImportResult
 from hivemem.errors import ValidationError
+from hivemem.transfer import export_file_lines
 
 __all__ = ["router"]
 
@@ -53,4 +54,4 @@ async def import_file(request: Request, service: ServiceDep, caller: CallerDep) 
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise ValidationError("the body is not UTF-8 text", field="body") from None
-    return await run_in_threadpool(service.transfer.import_lines, text.splitlines(), caller)
+    return await run_in_threadpool(service.transfer.import_lines, export_file_lines(text), caller)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import resource
 import signal
@@ -25,7 +26,7 @@ from hivemem.hashing import content_hash
 from hivemem.knowledge_schemas import KnowledgeSearchRequest, KnowledgeStoreRequest
 from hivemem.model import DuplicatePolicy, Memory, MemoryState
 from hivemem.schemas import LinkCreate, MemoryCreate, RecallRequest
-from hivemem.transfer import export_lines
+from hivemem.transfer import export_file_lines, export_lines
 from tests.api.conftest import LOCAL_URL
 from tests.e2e.helpers import hivemem_env
 from tests.opensearch_backend import OpenSearchBackend
@@ -97,7 +98,9 @@ def fill(service: MemoryService) -> None:
         details={"component": "ci", "severity": "high", "error": "ENOSPC"},
         thread="ci-triage",
     )
-    service.memorize_many([failure, _note("Everyone uses UTC in logs.", scope="")], alice)
+    # Line and paragraph separators: JSON writes them unescaped, and they end no line of the file.
+    pasted = _note("Pasted from a chat:\u2028use UTC in logs\u2029and ISO dates.", memory_type="preference")
+    service.memorize_many([failure, pasted, _note("Everyone uses UTC in logs.", scope="")], alice)
     faded = service.memorize_many([_note("The old wiki lives on the intranet.", scope=OTHER)], bob)[0].id
     store = service.store
     store.put(replace(store.get(faded), state=MemoryState.ARCHIVED), DuplicatePolicy.OVERWRITE)
@@ -119,16 +122,16 @@ def test_sqlite_to_opensearch_to_sqlite_gives_the_same_file(tmp_path: Path, open
         exported = export(first)
     finally:
         first.close()
-    records = [json.loads(line) for line in exported.splitlines()]
+    records = [json.loads(line) for line in export_file_lines(exported)]
     kinds = [r["kind"] for r in records]
-    assert kinds.count("memory") == 9 and kinds.count("source") == 2 and kinds.count("relation") >= 5
+    assert kinds.count("memory") == 10 and kinds.count("source") == 2 and kinds.count("relation") >= 5
     memories = [r for r in records if r["kind"] == "memory"]
     assert {r["state"] for r in memories} == {"working", "consolidated", "archived"}
     assert any(r["valid_to"] for r in memories) and any(r["access_count"] for r in memories)
     assert {r["author"] for r in memories} == {"alice", "bob"}
 
-    result = opensearch_service.transfer.import_lines(exported.splitlines(), LOCAL)
-    assert (result.memories, result.sources) == (9, 2) and result.scopes == ["", SCOPE, OTHER]
+    result = opensearch_service.transfer.import_lines(export_file_lines(exported), LOCAL)
+    assert (result.memories, result.sources) == (10, 2) and result.scopes == ["", SCOPE, OTHER]
     from_opensearch = export(opensearch_service)
     assert from_opensearch == exported
     # The vectors were made again: the imported store recalls and searches its knowledge.
@@ -142,10 +145,10 @@ def test_sqlite_to_opensearch_to_sqlite_gives_the_same_file(tmp_path: Path, open
 
     last = _sqlite(tmp_path / "c")
     try:
-        last.transfer.import_lines(from_opensearch.splitlines(), LOCAL)
+        last.transfer.import_lines(export_file_lines(from_opensearch), LOCAL)
         assert export(last) == exported
         # Importing the same file again changes nothing.
-        last.transfer.import_lines(from_opensearch.splitlines(), LOCAL)
+        last.transfer.import_lines(export_file_lines(from_opensearch), LOCAL)
         assert export(last) == exported
         assert [e.action for e in last.store.audit_log()].count("import") == 2
         assert export(last, [OTHER]).count('"kind":"memory"') == 1
@@ -161,7 +164,7 @@ def test_an_export_read_a_page_at_a_time_is_the_same_file_on_both_stores(
     try:
         fill(first)
         whole = export(first)
-        opensearch_service.transfer.import_lines(whole.splitlines(), LOCAL)
+        opensearch_service.transfer.import_lines(export_file_lines(whole), LOCAL)
         monkeypatch.setattr(api_transfer, "_PAGE", 2)
         assert export(first) == whole
         assert export(opensearch_service) == whole
@@ -181,7 +184,7 @@ def test_a_bad_file_is_refused_whole_and_changes_nothing(tmp_path: Path) -> None
     source = _sqlite(tmp_path / "a")
     try:
         fill(source)
-        lines = export(source).splitlines()
+        lines = export_file_lines(export(source))
     finally:
         source.close()
     target = _sqlite(tmp_path / "b")
@@ -233,6 +236,13 @@ def test_the_cli_exports_and_imports_files(
     capsys.readouterr()
     assert cli_main(["import", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["scopes"] == [SCOPE]
+    assert cli_main(["export", "--scope", SCOPE]) == 0
+    assert capsys.readouterr().out == expected
+    # From standard input (read twice, so copied aside first), into another store.
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "c"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(expected.encode("utf-8")), encoding="utf-8"))
+    assert cli_main(["import", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["memories"] == expected.count('"kind":"memory"')
     assert cli_main(["export", "--scope", SCOPE]) == 0
     assert capsys.readouterr().out == expected
 
