@@ -333,6 +333,11 @@ def _refusing_unknown_arguments(tool: Tool) -> Tool:
     return _ClearArgumentErrors.model_construct(**dict(tool.__dict__))
 
 
+MAX_TOOL_EXPORT_CHARS = 100_000
+"""The longest export the ``memory`` tool answers with (about 25,000 tokens, what agents' MCP
+clients show of a tool's answer by default); a longer one is for the CLI or REST."""
+
+
 def build_mcp(
     service: Callable[[], MemoryService],
     *,
@@ -486,7 +491,18 @@ def build_mcp(
             who = caller(ctx)
             # A session locked to a project exports that project; otherwise `scope`, or all it may read.
             named = scope if scope is not None else (who.default_scope if who.locked else None)
-            lines = list(service().transfer.export(who, None if named is None else [named]))
+            lines: list[str] = []
+            size = 0
+            for line in service().transfer.export(who, None if named is None else [named]):
+                size += len(line) + 1
+                if size > MAX_TOOL_EXPORT_CHARS:
+                    # A tool's answer lands in the agent's context: the rest is read no further.
+                    raise ValidationError(
+                        f"the export is longer than {MAX_TOOL_EXPORT_CHARS:,} characters, too long for a tool's "
+                        "answer: name one `scope`, or use `hivemem export` or GET /v1/export",
+                        field="action",
+                    )
+                lines.append(line)
             return {"lines": len(lines), "export": "\n".join(lines) + "\n"}
         if action == "undo":
             _action_arguments(action, given, takes=("audit_id",), needs="audit_id")

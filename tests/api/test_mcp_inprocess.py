@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 
 import hivemem
+from api import mcp_server
 from api.mcp_server import SessionScope, build_mcp
 from api.service import MemoryService
 from hivemem.config import Settings
@@ -488,13 +489,19 @@ def test_the_memory_tool_gets_a_memory_reads_its_history_and_undoes_a_supersede(
     assert "not_found" in unknown and "action" in bad_action
 
 
-def test_the_memory_tool_exports_the_scope_and_the_admin_tool_is_for_administrators(service: MemoryService) -> None:
+def test_the_memory_tool_exports_the_scope_and_the_admin_tool_is_for_administrators(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out: dict[str, Any] = {}
 
     async def body(client: Client) -> None:
         structured(await client.call_tool("memorize", {"title": "Deploy day", "content": "Deploys go on Tuesdays."}))
         out["export"] = structured(await client.call_tool("memory", {"action": "export"}))
         out["extra"] = error_text(await client.call_tool("memory", {"action": "export", "id": "x"}))
+        # An export longer than a tool's answer should be is refused, pointing to the CLI and REST.
+        monkeypatch.setattr(mcp_server, "MAX_TOOL_EXPORT_CHARS", len(out["export"]["export"]) - 1)
+        out["too_long"] = error_text(await client.call_tool("memory", {"action": "export"}))
+        monkeypatch.undo()
         out["listed"] = {tool.name for tool in (await client.list_tools()).tools}
         # Not listed to a session without an administrator's token; the local caller may still call it.
         out["tokens"] = structured(await client.call_tool("admin", {"action": "tokens"}))
@@ -513,6 +520,7 @@ def test_the_memory_tool_exports_the_scope_and_the_admin_tool_is_for_administrat
     assert out["export"]["lines"] == len(lines) == 2
     assert [line["kind"] for line in lines] == ["header", "memory"] and lines[1]["scope"] == SCOPE
     assert "`export` takes no id" in out["extra"]
+    assert "too long for a tool's answer" in out["too_long"] and "GET /v1/export" in out["too_long"]
     assert "admin" not in out["listed"] and out["tokens"] == {"tokens": []}
     needs_name, extra, needs_id, bad_id = out["admin_errors"]
     assert "`create_token` needs a `name`" in needs_name and "`tokens` takes no name" in extra
