@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import StreamingResponse
 
 from api.deps import CallerDep, ServiceDep
 from api.routes.memories import ScopeQuery
@@ -23,9 +24,11 @@ def export(service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> 
     """The export file of `scope` (default: every scope the caller may read): a header line, then
     every memory (all states, with validity and provenance), the relations between them, and the
     knowledge sources with their chunks, one JSON record a line, in a fixed order. No vectors: the
-    importing store embeds again. 403 for a scope the caller may not read."""
-    lines = list(service.transfer.export(caller, None if scope is None else [scope]))
-    return Response("\n".join(lines) + "\n", media_type=NDJSON)
+    importing store embeds again. 403 for a scope the caller may not read. Sent as it is read from
+    the store (chunked): a failure halfway ends the connection before the end of the body, so a
+    client never takes half a file for a whole one."""
+    lines = service.transfer.export(caller, None if scope is None else [scope])  # 403 before any line
+    return StreamingResponse((line + "\n" for line in lines), media_type=NDJSON)
 
 
 @router.post(

@@ -7,10 +7,11 @@ import json
 import resource
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -28,6 +29,7 @@ from hivemem.model import DuplicatePolicy, Memory, MemoryState
 from hivemem.schemas import LinkCreate, MemoryCreate, RecallRequest
 from hivemem.transfer import export_file_lines, export_lines
 from tests.api.conftest import LOCAL_URL
+from tests.api.test_team_acl import ServerThread
 from tests.e2e.helpers import hivemem_env
 from tests.opensearch_backend import OpenSearchBackend
 from workers.documents.sources import FileAccess
@@ -322,5 +324,30 @@ def test_rest_import_takes_admin_on_every_scope_of_the_file(tmp_path: Path) -> N
             again = client.get("/v1/export", params={"scope": SCOPE}, headers={"Authorization": f"Bearer {writer}"})
             assert again.status_code == 200 and again.text == body
             assert again.headers["content-type"].startswith("application/x-ndjson")
+    finally:
+        service.close()
+
+
+def test_a_rest_export_that_fails_halfway_is_never_taken_for_a_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The body is sent as it is read: a store that fails after the first pages ends the connection
+    # before the body's end, so the client gets an error, not a shorter file that would import.
+    service = _sqlite(tmp_path / "a")
+    try:
+        service.memorize_many([_note(f"Release note number {n} says little.") for n in range(10)], LOCAL)
+        monkeypatch.setattr(api_transfer, "_PAGE", 2)
+        read = service.store.get_many
+        calls: list[int] = []
+
+        def failing(ids: Sequence[str], *, vectors: bool = True) -> list[Memory]:
+            calls.append(len(ids))
+            if len(calls) > 2:
+                raise RuntimeError("the store went away")
+            return read(ids, vectors=vectors)
+
+        monkeypatch.setattr(service.store, "get_many", failing)
+        with ServerThread(service) as server, pytest.raises(httpx.RemoteProtocolError, match="incomplete"):
+            httpx.get(f"{server.url}/v1/export", params={"scope": SCOPE}, timeout=30)
     finally:
         service.close()
