@@ -52,8 +52,7 @@ def _reader(path: Path, name: str) -> Callable[[], Iterator[str]]:
 
     def lines() -> Iterator[str]:
         try:
-            # Split at line feeds only: JSON escapes every other line break in a string, but
-            # writes U+2028 and U+2029 as they are, and they are no end of a line here.
+            # Line feeds only, as hivemem.transfer.export_file_lines splits a file held as text.
             with path.open(encoding="utf-8", newline="\n") as text:
                 for line in text:
                     yield line.rstrip("\r\n")

@@ -201,7 +201,7 @@ class KnowledgeService:
         copy of it."""
         for scope in caller.readable(requested):
             held = self.store.get_source(scope, uri)
-            if held is not None and held.chunk_count > 0:
+            if held is not None and held.searchable:
                 return held
         return None
 

@@ -95,14 +95,13 @@ class Operators:
         """Every scope holding memories or documents that the caller may read, with its memories'
         counts (one store read) and its documents and their chunks (one read of the sources)."""
         tallies = {scope: t for scope, t in self.store.tally_by_scope().items() if caller.may(scope, Role.READ)}
-        # Counted as the status counts them: a document is a source with chunks; a source whose
-        # indexing failed is counted apart.
+        # Counted as the status counts them (KnowledgeSource.searchable, .failed).
         documents: dict[str, list[int]] = {}
         for source in self.store.sources([s for s in self.store.source_scopes() if caller.may(s, Role.READ)]):
             held = documents.setdefault(source.scope, [0, 0, 0])
-            held[0] += 1 if source.chunk_count else 0
+            held[0] += source.searchable
             held[1] += source.chunk_count
-            held[2] += 1 if source.last_error else 0
+            held[2] += source.failed
         stats = []
         for scope in sorted({*tallies, *documents}):
             tally = tallies.get(scope, {})

@@ -158,8 +158,10 @@ class Transfer:
             if isinstance(record, Memory):
                 counts["memory"] += 1
                 scopes.add(record.scope)
+                if conflict is not None:
+                    continue  # the first conflict is the one said: no more store lookups
                 held = self.store.find_by_hash(record.scope, record.content_hash)
-                if conflict is None and held is not None and held.id != record.id:
+                if held is not None and held.id != record.id:
                     conflict = ValidationError(
                         f"memory {record.id}: scope {record.scope!r} already holds its content as memory {held.id}; "
                         "nothing was imported",

@@ -115,6 +115,16 @@ class KnowledgeSource:
     chunk_count: int
     last_error: str | None = None
 
+    @property
+    def searchable(self) -> bool:
+        """Whether it has chunks to search: what the status and the scope list count as a document."""
+        return self.chunk_count > 0
+
+    @property
+    def failed(self) -> bool:
+        """Whether the latest attempt to index it failed (``last_error`` says why)."""
+        return bool(self.last_error)
+
 
 @dataclass(frozen=True, slots=True)
 class KnowledgeChunk:
