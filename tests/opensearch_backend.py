@@ -92,6 +92,7 @@ def start_osmem(port: int = 0) -> tuple[subprocess.Popen[str], str]:
         url = json.loads(line)["url"]
     except (ValueError, KeyError) as exc:
         process.kill()
+        process.communicate()  # reaps it and closes its pipe
         raise RuntimeError(f"osmem-server did not start: {line!r}") from exc
     return process, url
 

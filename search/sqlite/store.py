@@ -87,6 +87,28 @@ _BUSY_TIMEOUT_S = 30.0
 # The vector change log keeps this many entries; a process further behind reloads every vector.
 _CHANGES_KEPT = 200_000
 _PRUNE_EVERY = 5_000
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Put the database in WAL mode, waiting for another process that is doing the same.
+
+    Switching a fresh file's journal mode needs its exclusive lock, and SQLite answers "database is
+    locked" at once instead of calling the busy handler: two processes opening one new database
+    together had one of them fail to start.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
 _RESCORE_CHUNK = 2_000  # rows per IN list when rescoring, well under SQLite's limit on variables
 # SQLite's codes for a damaged file, as opposed to a busy or missing one.
 _CORRUPT_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
@@ -172,7 +194,7 @@ class SQLiteStore(DelegatesKnowledge):
             conn = sqlite3.connect(self._path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
             conn.row_factory = sqlite3.Row
             if not self._in_memory:
-                conn.execute("PRAGMA journal_mode=WAL")
+                _use_wal(conn)
                 conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA busy_timeout={int(_BUSY_TIMEOUT_S * 1000)}")
             return conn

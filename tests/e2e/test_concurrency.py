@@ -13,6 +13,8 @@ from collections import Counter
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.schemas import MemoryCreate
@@ -85,7 +87,9 @@ def test_two_processes_write_one_database(tmp_path: Path) -> None:
         deadline = time.monotonic() + 30
         while not all((barrier / f"ready-{n}").exists() for n in workers):
             assert time.monotonic() < deadline, "workers did not start"
-            assert all(p.poll() is None for p in workers.values()), "a worker died before the start"
+            for name, process in workers.items():
+                if process.poll() is not None:
+                    pytest.fail(f"{name} died before the start:\n{process.communicate()[1]}")
             time.sleep(0.01)
         (barrier / "go").touch()
         for name, process in workers.items():
@@ -96,7 +100,7 @@ def test_two_processes_write_one_database(tmp_path: Path) -> None:
         for process in workers.values():
             if process.poll() is None:
                 process.kill()
-                process.communicate()
+            process.communicate()  # closes the pipes of a worker that died, too
 
     distinct_ids = [row[1] for out in outputs.values() for row in out if row[0] == "distinct"]
     shared = [(row[1], row[2]) for out in outputs.values() for row in out if row[0] == "shared"]
