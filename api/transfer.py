@@ -100,11 +100,12 @@ class Transfer:
     def _relations(self, exported: set[str]) -> Iterator[Relation]:
         """The edges between exported memories by source, target and type; read once every
         memory has been (``exported`` is complete by then)."""
-        for memory_id in sorted(exported):
+        ids = sorted(exported)
+        for start in range(0, len(ids), _PAGE):
+            page = ids[start : start + _PAGE]
+            sources = set(page)
             edges = {
-                (r.target_id, r.type.value): r
-                for r in self.store.relations(memory_id)
-                if r.source_id == memory_id and r.target_id in exported
+                r.key: r for r in self.store.relations_of(page) if r.source_id in sources and r.target_id in exported
             }
             for key in sorted(edges):
                 yield edges[key]

@@ -216,6 +216,15 @@ class Relation:
         """The memory at the far end of this edge from ``memory_id``."""
         return self.target_id if self.source_id == memory_id else self.source_id
 
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What makes the edge one: at most one of each type from a source to a target."""
+        return (self.source_id, self.target_id, self.type.value)
+
+    def oldest_first(self) -> tuple[datetime, str, str, str]:
+        """The order stores list edges in: by creation, ties by :attr:`key`."""
+        return (self.created_at, *self.key)
+
 
 @dataclass(frozen=True, slots=True)
 class AuditEvent:

@@ -202,7 +202,13 @@ class RelationStore(Protocol):
         ...
 
     def relations(self, memory_id: str) -> list[Relation]:
-        """Every edge that starts or ends at ``memory_id``."""
+        """Every edge that starts or ends at ``memory_id``, oldest first."""
+        ...
+
+    def relations_of(self, memory_ids: Sequence[str]) -> list[Relation]:
+        """Every edge that starts or ends at one of ``memory_ids``, each once, oldest first: one
+        read for many memories (a recall's results, a page of an export), where a remote store
+        would otherwise answer one request per memory."""
         ...
 
     def audit(self, event: AuditEvent) -> None:

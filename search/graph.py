@@ -51,8 +51,9 @@ def graph_neighbours(
     memories: dict[str, Memory] = {}
     for hop in range(1, hops + 1):
         step: dict[str, tuple[float, str, RelationType]] = {}
-        for memory_id, (score, origin) in frontier.items():
-            for edge in store.relations(memory_id):
+        for edge in store.relations_of(list(frontier)):  # one read a hop, not one a memory
+            for memory_id in [end for end in (edge.source_id, edge.target_id) if end in frontier]:
+                score, origin = frontier[memory_id]
                 other = edge.other_end(memory_id)
                 value = score * edge.strength
                 if other in seen or (other in step and step[other][0] >= value):

@@ -471,19 +471,19 @@ class Recaller:
         """A superseded memory found with what replaced it scores no higher than that: x0.1 alone
         cannot promise it, as min-max fusion gives the weakest candidate relevance 0 (a scope of
         two memories: the replacement at 0, the old one first). Read only for superseded hits."""
+        superseded = {h.memory.id for h in hits if h.memory.superseded_at(now)}
+        if not superseded:
+            return hits
         scores = {h.memory.id: h.score for h in hits}
+        replaced_by: dict[str, list[float]] = {}
+        for edge in self._store.relations_of(sorted(superseded)):
+            if edge.type is RelationType.SUPERSEDES and edge.source_id in scores:
+                replaced_by.setdefault(edge.target_id, []).append(scores[edge.source_id])
         capped = []
         for hit in hits:
-            if hit.memory.superseded_at(now):
-                replacements = [
-                    scores[edge.source_id]
-                    for edge in self._store.relations(hit.memory.id)
-                    if edge.type is RelationType.SUPERSEDES
-                    and edge.target_id == hit.memory.id
-                    and edge.source_id in scores
-                ]
-                if replacements and hit.score > min(replacements):
-                    hit = replace(hit, score=min(replacements))
+            replacements = replaced_by.get(hit.memory.id) if hit.memory.id in superseded else None
+            if replacements and hit.score > min(replacements):
+                hit = replace(hit, score=min(replacements))
             capped.append(hit)
         return capped
 

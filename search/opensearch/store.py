@@ -84,6 +84,10 @@ __all__ = ["OpenSearchStore"]
 Json = dict[str, Any]
 
 _PREFIX = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,150}$")
+# Ids per ``terms`` query of the relations: far under index.max_terms_count (65,536 by default).
+_TERMS_CHUNK = 1_000
+# Unique, so search_after pages never skip an edge that ties with the page's last one.
+_RELATION_ORDER: list[Any] = [{"created_at": "asc"}, {"source_id": "asc"}, {"target_id": "asc"}, {"type": "asc"}]
 
 
 class OpenSearchStore(DelegatesKnowledge):
@@ -221,7 +225,7 @@ class OpenSearchStore(DelegatesKnowledge):
         self._cluster.call(
             "deleting relations",
             lambda: self._client.delete_by_query(
-                index=self._names.relations, body={"query": _touching(memory_id)}, refresh=True, conflicts="proceed"
+                index=self._names.relations, body={"query": _touching([memory_id])}, refresh=True, conflicts="proceed"
             ),
         )
         self._second.forget(memory_id)
@@ -472,8 +476,17 @@ class OpenSearchStore(DelegatesKnowledge):
         return [Candidate(hit["_id"], float(hit["_score"])) for hit in response["hits"]["hits"]]
 
     def relations(self, memory_id: str) -> list[Relation]:
-        docs = self._cluster.scan(self._names.relations, _touching(memory_id), [{"created_at": "asc"}, {"type": "asc"}])
-        return [relation_from_doc(doc) for doc in docs]
+        return self.relations_of([memory_id])
+
+    def relations_of(self, memory_ids: Sequence[str]) -> list[Relation]:
+        ids = list(dict.fromkeys(memory_ids))
+        found: dict[tuple[str, str, str], Relation] = {}
+        for start in range(0, len(ids), _TERMS_CHUNK):
+            query = _touching(ids[start : start + _TERMS_CHUNK])
+            for doc in self._cluster.scan(self._names.relations, query, _RELATION_ORDER):
+                relation = relation_from_doc(doc)
+                found[relation.key] = relation
+        return sorted(found.values(), key=Relation.oldest_first)
 
     def audit_event(self, event_id: str) -> AuditEvent:
         docs = list(self._cluster.scan(self._names.audit, {"term": {"event_id": event_id}}, [{"seq": "asc"}]))
@@ -602,10 +615,10 @@ class OpenSearchStore(DelegatesKnowledge):
         self.close()
 
 
-def _touching(memory_id: str) -> Json:
+def _touching(memory_ids: list[str]) -> Json:
     return {
         "bool": {
-            "should": [{"term": {"source_id": memory_id}}, {"term": {"target_id": memory_id}}],
+            "should": [{"terms": {"source_id": memory_ids}}, {"terms": {"target_id": memory_ids}}],
             "minimum_should_match": 1,
         }
     }

@@ -109,7 +109,7 @@ def _use_wal(conn: sqlite3.Connection) -> None:
         pause = min(pause * 2, 0.2)
 
 
-_RESCORE_CHUNK = 2_000  # rows per IN list when rescoring, well under SQLite's limit on variables
+_IN_CHUNK = 2_000  # values per IN list (rescoring, relations), well under SQLite's limit on variables
 # SQLite's codes for a damaged file, as opposed to a busy or missing one.
 _CORRUPT_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 # VM instructions between two looks at the integrity check's deadline.
@@ -718,8 +718,8 @@ class SQLiteStore(DelegatesKnowledge):
         """The float32 vectors of the vector leg's candidates, for the index to rescore them exactly."""
         found: dict[int, tuple[str, bytes]] = {}
         with self._read() as conn:
-            for start in range(0, len(rowids), _RESCORE_CHUNK):
-                chunk = rowids[start : start + _RESCORE_CHUNK]
+            for start in range(0, len(rowids), _IN_CHUNK):
+                chunk = rowids[start : start + _IN_CHUNK]
                 sql = f"SELECT rowid, id, embedding FROM memories WHERE rowid IN ({marks(chunk)})"
                 found.update((row[0], (row[1], row[2])) for row in conn.execute(sql, chunk))
         return found
@@ -740,12 +740,20 @@ class SQLiteStore(DelegatesKnowledge):
             self._local.synced_version = version
 
     def relations(self, memory_id: str) -> list[Relation]:
+        return self.relations_of([memory_id])
+
+    def relations_of(self, memory_ids: Sequence[str]) -> list[Relation]:
+        ids = list(dict.fromkeys(memory_ids))
+        found: dict[tuple[str, str, str], Relation] = {}
         with self._read() as conn:
-            rows = conn.execute(
-                "SELECT * FROM relations WHERE source_id = ? OR target_id = ? ORDER BY created_at",
-                (memory_id, memory_id),
-            ).fetchall()
-        return [relation_from_row(r) for r in rows]
+            for start in range(0, len(ids), _IN_CHUNK):
+                chunk = ids[start : start + _IN_CHUNK]
+                where = marks(chunk)
+                sql = f"SELECT * FROM relations WHERE source_id IN ({where}) OR target_id IN ({where})"
+                for row in conn.execute(sql, [*chunk, *chunk]):
+                    relation = relation_from_row(row)
+                    found[relation.key] = relation
+        return sorted(found.values(), key=Relation.oldest_first)
 
     def audit_event(self, event_id: str) -> AuditEvent:
         if not event_id.isdigit():

@@ -96,3 +96,30 @@ def test_a_relation_keeps_its_description(store: Store, embedder: HashEmbedder) 
     by_type = {r.type: r for r in store.relations(a.id)}
     assert by_type[RelationType.IMPLEMENTS].description == "step 3 of it"
     assert by_type[RelationType.RELATED_TO].description == ""
+
+
+def test_the_relations_of_many_memories_are_read_at_once(store: Store, embedder: HashEmbedder) -> None:
+    a, b, c, d = (make(embedder, f"memory {name} of the relations batch") for name in "abcd")
+    for memory in (a, b, c, d):
+        store.put(memory)
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    edges = [
+        Relation(a.id, b.id, RelationType.RELATED_TO, created_at=start + timedelta(minutes=3)),
+        Relation(b.id, c.id, RelationType.IMPLEMENTS, created_at=start + timedelta(minutes=1)),
+        Relation(c.id, d.id, RelationType.RELATED_TO, created_at=start + timedelta(minutes=2)),
+        Relation(a.id, c.id, RelationType.SUPERSEDES, created_at=start),  # touches both asked ends: listed once
+        Relation(b.id, d.id, RelationType.RELATED_TO, created_at=start),  # touches neither
+    ]
+    for edge in edges:
+        store.add_relation(edge)
+    # Unknown ids on both sides of the real ones: the list is read in parts, and the parts make one answer.
+    asked = [f"unknown-{i}" for i in range(1500)] + [a.id, c.id, a.id] + [f"unknown-{i}" for i in range(1500, 3000)]
+    found = store.relations_of(asked)
+    assert [(r.source_id, r.target_id, r.type) for r in found] == [
+        (a.id, c.id, RelationType.SUPERSEDES),
+        (b.id, c.id, RelationType.IMPLEMENTS),
+        (c.id, d.id, RelationType.RELATED_TO),
+        (a.id, b.id, RelationType.RELATED_TO),
+    ]
+    assert store.relations_of([]) == [] and store.relations_of(["unknown"]) == []
+    assert store.relations(a.id) == [r for r in found if a.id in (r.source_id, r.target_id)]
