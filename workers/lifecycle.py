@@ -9,7 +9,7 @@ only ``working`` memories are consolidated, so running a pass again finds nothin
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -167,6 +167,11 @@ class SleepPolicy:
     access_boost: float = 0.1
     protect_at: float = 0.3  # a neighbour this strong keeps a faded memory out of the archive
 
+    @property
+    def decay(self) -> dict[str, float]:
+        """The keyword arguments of :mod:`hivemem.decay`'s strength functions."""
+        return {"base_half_life_days": self.base_half_life_days, "access_boost": self.access_boost}
+
 
 @dataclass(frozen=True, slots=True)
 class SleepReport:
@@ -267,6 +272,7 @@ def sleep_consolidate(
 
 
 _ARCHIVE_SCAN = 20_000  # the memories of a scope one archiving pass looks at (newest first)
+_ARCHIVE_PAGE = 500  # faded memories whose edges and their far ends are read at once
 
 
 def archive_faded(store: Store, scope: str, now: datetime, policy: SleepPolicy = SleepPolicy()) -> list[str]:
@@ -281,28 +287,56 @@ def archive_faded(store: Store, scope: str, now: datetime, policy: SleepPolicy =
         states=(MemoryState.WORKING, MemoryState.CONSOLIDATED),
         created_before=now - timedelta(days=ARCHIVE_IDLE_DAYS),
     )
-    decay = {"base_half_life_days": policy.base_half_life_days, "access_boost": policy.access_boost}
-    archived = []
-    for memory in store.list_memories(where, _ARCHIVE_SCAN):
-        if not archivable(memory, now, **decay):
-            continue
-        ends = store.get_many([r.other_end(memory.id) for r in store.relations(memory.id)])
-        if any(e.state is not MemoryState.ARCHIVED and strength(e, now, **decay) >= policy.protect_at for e in ends):
-            continue
-        store.put(replace(memory, state=MemoryState.ARCHIVED, updated_at=now), DuplicatePolicy.OVERWRITE)
-        faded = raw_strength(memory, now, **decay)
-        store.audit(
-            AuditEvent(
-                "archive",
-                memory.id,
-                memory.scope,
-                SLEEP_AUTHOR,
-                {"reason": f"faded to strength {faded:.4f}", "before": snapshot(memory)},
-                now,
-            )
-        )
-        archived.append(memory.id)
+    faded = [m for m in store.list_memories(where, _ARCHIVE_SCAN) if archivable(m, now, **policy.decay)]
+    archived: list[str] = []
+    for start in range(0, len(faded), _ARCHIVE_PAGE):
+        page = faded[start : start + _ARCHIVE_PAGE]
+        for memory in _unprotected(store, page, set(archived), now, policy):
+            _archive(store, memory, now, policy)
+            archived.append(memory.id)
     return archived
+
+
+def _unprotected(
+    store: Store, faded: list[Memory], archived: set[str], now: datetime, policy: SleepPolicy
+) -> Iterator[Memory]:
+    """The memories of ``faded`` that no edge ties to a memory still strong, as each is archived:
+    one that was (``archived``, or earlier in ``faded``) protects nothing. The edges and their far
+    ends are read once for all of ``faded``."""
+    ids = {m.id for m in faded}
+    others: dict[str, set[str]] = {}
+    for edge in store.relations_of(sorted(ids)):
+        for end in (edge.source_id, edge.target_id):
+            if end in ids:
+                others.setdefault(end, set()).add(edge.other_end(end))
+    ends = {m.id: m for m in store.get_many(sorted(set().union(*others.values())), vectors=False)}
+    for memory in faded:
+        tied = [ends[i] for i in sorted(others.get(memory.id, ())) if i in ends]
+        if any(
+            e.id not in archived
+            and e.state is not MemoryState.ARCHIVED
+            and strength(e, now, **policy.decay) >= policy.protect_at
+            for e in tied
+        ):
+            continue
+        archived.add(memory.id)
+        yield memory
+
+
+def _archive(store: Store, memory: Memory, now: datetime, policy: SleepPolicy) -> None:
+    """Move ``memory`` to the archive, audited with the strength it had faded to."""
+    store.put(replace(memory, state=MemoryState.ARCHIVED, updated_at=now), DuplicatePolicy.OVERWRITE)
+    faded = raw_strength(memory, now, **policy.decay)
+    store.audit(
+        AuditEvent(
+            "archive",
+            memory.id,
+            memory.scope,
+            SLEEP_AUTHOR,
+            {"reason": f"faded to strength {faded:.4f}", "before": snapshot(memory)},
+            now,
+        )
+    )
 
 
 def sleep_due(

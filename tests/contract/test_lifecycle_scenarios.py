@@ -212,11 +212,18 @@ def test_a_faded_memory_is_archived_unless_tied_to_a_strong_one_and_found_on_req
     tied = memorize(store, embedder, note("The old build agent ran on hamster too.", importance=0.2))
     keeper = memorize(store, embedder, note("Builds run on the shared CI runners.", importance=0.9))
     store.add_relation(Relation(tied, keeper, RelationType.RELATED_TO))
+    # Two faded memories tied to each other keep each other from nothing.
+    pair = [
+        memorize(store, embedder, note(f"The {name} lint rule was dropped.", importance=0.2))
+        for name in ("tab", "semi")
+    ]
+    store.add_relation(Relation(pair[0], pair[1], RelationType.RELATED_TO))
     year_later = START + timedelta(days=365)
     store.record_access([keeper], year_later - timedelta(days=1))  # the keeper is in use
 
     archived = archive_faded(store, "team/api", year_later)
     assert faded in archived and tied not in archived and keeper not in archived
+    assert set(pair) <= set(archived)
     assert store.get(faded).state is MemoryState.ARCHIVED
     assert faded not in [m.id for m in recall(store, embedder, "old build server hamster", year_later)]
     recaller = Recaller(store, embedder, RecallParams(mode=RetrievalMode.BM25))
@@ -229,4 +236,4 @@ def test_a_faded_memory_is_archived_unless_tied_to_a_strong_one_and_found_on_req
     record = next(e for e in store.audit_log(faded) if e.action == "archive")
     undo(store, embedder, record, "alice")
     assert store.get(faded).state is MemoryState.WORKING
-    assert len(everything(store)) == 9  # archived or not, nothing was deleted
+    assert len(everything(store)) == 11  # archived or not, nothing was deleted
