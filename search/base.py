@@ -131,6 +131,11 @@ class MemoryStore(Protocol):
         """The memory in ``scope`` (any state) whose content hash is ``content_hash``, if any."""
         ...
 
+    def held_contents(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of ``keys`` (scope, content hash) a stored memory holds, in any state: what a
+        batch need not embed, asked in one read where a remote store would answer one per key."""
+        ...
+
     def thread_neighbours(self, memory_ids: Sequence[str], window: int) -> dict[str, list[tuple[str, int]]]:
         """For each of ``memory_ids`` in a thread, the memories up to ``window`` places before and
         after it in that thread of its scope, each with its distance (1: adjacent), nearest first

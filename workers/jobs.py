@@ -78,7 +78,8 @@ def embed_new(store: Store, embedder: Embedder, incoming: Sequence[Memory]) -> l
     first_of_content: dict[tuple[str, str], int] = {}
     for i, memory in enumerate(incoming):
         first_of_content.setdefault((memory.scope, memory.content_hash), i)
-    new = [i for (scope, digest), i in first_of_content.items() if store.find_by_hash(scope, digest) is None]
+    held = store.held_contents(list(first_of_content))
+    new = [i for key, i in first_of_content.items() if key not in held]
     ready = dict(zip(new, embedded(embedder, [incoming[i] for i in new]), strict=True))
     return [ready.get(i, memory) for i, memory in enumerate(incoming)]
 

@@ -273,6 +273,9 @@ class OpenSearchStore(DelegatesKnowledge):
         current = self._writer.holder(scope, content_hash)
         return None if current is None else current.memory
 
+    def held_contents(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        return {(v.memory.scope, v.memory.content_hash) for v in self._writer.holders(keys)}
+
     def thread_neighbours(self, memory_ids: Sequence[str], window: int) -> dict[str, list[tuple[str, int]]]:
         if window < 1:
             return {}

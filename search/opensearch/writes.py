@@ -118,6 +118,22 @@ class MemoryWriter:
             return None
         return current
 
+    def holders(self, keys: Sequence[tuple[str, str]]) -> list[Versioned]:
+        """:meth:`holder` of many (scope, content hash) keys, in two ``_mget``: the claims, then
+        the memories they name (without vectors); those still holding their key."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return []
+        client = self._cluster.client
+        ids = [claim_id(scope, digest) for scope, digest in wanted]
+        claims = self._cluster.call(
+            "reading claims",
+            lambda: client.mget(index=self._names.claims, body={"ids": ids}, _source_includes=["memory_id"]),
+        )
+        named = [str(doc["_source"]["memory_id"]) for doc in claims["docs"] if doc.get("found")]
+        asked = set(wanted)
+        return [v for v in self.read_many(named, vectors=False) if (v.memory.scope, v.memory.content_hash) in asked]
+
     # -- claims: one memory per (scope, content hash) --------------------------------------------
 
     def claim(self, memory: Memory) -> bool:

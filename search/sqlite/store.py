@@ -563,6 +563,14 @@ class SQLiteStore(DelegatesKnowledge):
             ).fetchone()
         return None if row is None else memory_from_row(row)
 
+    def held_contents(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        held: set[tuple[str, str]] = set()
+        with self._read() as conn:
+            for key in dict.fromkeys(keys):  # each an index lookup (memories_scope_hash)
+                if conn.execute("SELECT 1 FROM memories WHERE scope = ? AND content_hash = ?", key).fetchone():
+                    held.add(key)
+        return held
+
     def thread_neighbours(self, memory_ids: Sequence[str], window: int) -> dict[str, list[tuple[str, int]]]:
         if not memory_ids or window < 1:
             return {}

@@ -122,6 +122,29 @@ def test_find_by_hash_is_per_scope(store: Store, embedder: HashEmbedder) -> None
     assert store.find_by_hash("other", memory.content_hash) is None
 
 
+def test_held_contents_answers_for_many_keys_at_once(store: Store, embedder: HashEmbedder) -> None:
+    first, second = make(embedder, "A first held content."), make(embedder, "A second held content.", scope="q")
+    archived = make(embedder, "An archived content is held too.", state=MemoryState.ARCHIVED)
+    for memory in (first, second, archived):
+        store.put(memory)
+    asked = [
+        ("p", first.content_hash),
+        ("p", first.content_hash),  # asked twice
+        ("q", first.content_hash),  # held in another scope only
+        ("q", second.content_hash),
+        ("p", archived.content_hash),
+        ("p", "0" * 64),
+    ]
+    assert store.held_contents(asked) == {
+        ("p", first.content_hash),
+        ("q", second.content_hash),
+        ("p", archived.content_hash),
+    }
+    assert store.held_contents([]) == set()
+    store.delete(first.id)
+    assert store.held_contents(asked[:1]) == set()
+
+
 def test_count_by_scope(store: Store, embedder: HashEmbedder) -> None:
     assert store.count() == 0
     store.put(make(embedder, "one memory in p"))

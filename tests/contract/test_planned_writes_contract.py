@@ -173,6 +173,9 @@ def test_a_plan_that_rewrites_its_holder_moves_the_content_with_it(store: Store,
     assert store.find_by_hash("p", content_hash(merged_text)) == store.get(old.id)
     # The old wording is nobody's now: writing it again stores a new memory.
     assert store.find_by_hash("p", old.content_hash) is None
+    assert store.held_contents([("p", old.content_hash), ("p", content_hash(merged_text))]) == {
+        ("p", content_hash(merged_text))
+    }
     again = _memory("The cache holds sessions.", _unit(1.0, dimension=d))
     assert planner.write_planned([again], _reinforcing, neighbours=0)[0].outcome is WriteOutcome.STORED
     assert [e.action for e in store.audit_log(old.id)] == ["merge"]
