@@ -180,8 +180,8 @@ class Transfer:
             return
         model = self.embedder.model_id  # read first: see workers.jobs.embedded
         vectors = self.embedder.embed_passages([m.embedding_text() for m in memories])
-        for memory, vector in zip(memories, vectors, strict=True):
-            self.store.put(replace(memory, embedding=vector, embedding_model=model), DuplicatePolicy.OVERWRITE)
+        embedded = [replace(m, embedding=v, embedding_model=model) for m, v in zip(memories, vectors, strict=True)]
+        self.store.put_many(embedded, DuplicatePolicy.OVERWRITE)
 
     def _embedded(self, chunks: list[KnowledgeChunk]) -> list[KnowledgeChunk]:
         if not chunks:

@@ -98,6 +98,13 @@ class MemoryStore(Protocol):
         """
         ...
 
+    def put_many(self, memories: Sequence[Memory], policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> int:
+        """:meth:`put` for a batch (an import), written together and visible once it returns; how
+        many were written. What ``put`` would refuse (an id that exists, under FAIL; a content its
+        scope holds under another id, under any policy) is not written, and ``DuplicateMemoryError``
+        is raised once the others are."""
+        ...
+
     def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:
         """Atomically resolve and write one incoming memory; returns ``decide``'s resolution.
 

@@ -192,11 +192,8 @@ class OpenSearchStore(DelegatesKnowledge):
             return self._writer.write(memory, policy)
 
     def put_many(self, memories: Sequence[Memory], policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> int:
-        """Bulk import: write every memory without waiting for refreshes, then refresh once.
-
-        Same rules per memory as :meth:`put` (claims included); returns how many were written.
-        Raises ``DuplicateMemoryError`` (under FAIL) after writing the others.
-        """
+        """Bulk import: claims in one ``_bulk``, memories in another, one refresh (:meth:`put` waits
+        for a refresh per memory, up to the index's refresh interval each)."""
         with self._writes.reading():
             refuse_stale_vectors(memories, self._embedding_model)
             return self._writer.put_many(memories, policy)

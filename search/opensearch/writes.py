@@ -259,33 +259,57 @@ class MemoryWriter:
         raise StoreUnavailableError(f"memory {memory.id}: too many concurrent writers, giving up")
 
     def put_many(self, memories: Sequence[Memory], policy: DuplicatePolicy) -> int:
-        """Claim and write each memory in one ``_bulk`` without a refresh wait, then refresh once."""
-        docs = [memory_doc(m, self._dimension) for m in memories]
-        written, duplicates = 0, []
-        existing = {v.memory.id for v in self.read_many(list(dict.fromkeys(m.id for m in memories)))}
-        lines: list[Json] = []
-        for memory, doc in zip(memories, docs, strict=True):
+        """Claim the batch's contents in one ``_bulk`` (a claim that exists is sorted out one by one,
+        as :meth:`write` does), write the memories in a second without a refresh wait, refresh once,
+        and release the claims of contents an overwrite replaced."""
+        docs = [memory_doc(m, self._dimension) for m in memories]  # a bad vector fails before any write
+        existing = {v.memory.id: v.memory for v in self.read_many(list(dict.fromkeys(m.id for m in memories)))}
+        duplicates: list[str] = []
+        wanted: list[int] = []
+        for i, memory in enumerate(memories):
             if memory.id in existing and policy is not DuplicatePolicy.OVERWRITE:
                 if policy is DuplicatePolicy.FAIL:
                     duplicates.append(memory.id)
                 continue
-            try:
-                self.claim(memory)
-            except DuplicateMemoryError:
-                duplicates.append(memory.id)
-                continue
-            lines += [
-                {"index" if memory.id in existing else "create": {"_index": self._names.memories, "_id": memory.id}}
-            ]
-            lines.append(doc)
+            wanted.append(i)
+        claimed = self.create_claims([memories[i] for i in wanted]) if wanted else []
+        lines: list[Json] = []
+        for i, item in zip(wanted, claimed, strict=True):
+            memory = memories[i]
+            if int(item.get("status", 200)) >= 300:
+                try:
+                    self.claim(memory)  # its own already, stale, or another memory's
+                except DuplicateMemoryError:
+                    duplicates.append(memory.id)
+                    continue
+            verb = "index" if memory.id in existing else "create"
+            lines += [{verb: {"_index": self._names.memories, "_id": memory.id}}, docs[i]]
+        written = 0
         if lines:
-            items = self._cluster.bulk(lines, refresh="false")
-            written = sum(1 for item in items if int(item.get("status", 200)) < 300)
-            duplicates += [str(item.get("_id")) for item in items if int(item.get("status", 200)) == 409]
+            for item in self._cluster.bulk(lines, refresh="false"):
+                if int(item.get("status", 200)) < 300:
+                    written += 1
+                elif int(item.get("status", 200)) == 409:
+                    duplicates.append(str(item.get("_id")))
         client = self._cluster.client
         self._cluster.call("refreshing after a bulk import", lambda: client.indices.refresh(index=self._names.memories))
-        if duplicates and policy is DuplicatePolicy.FAIL:
-            raise DuplicateMemoryError(f"{len(duplicates)} memories already existed: {duplicates[:5]}")
+        for memory in memories:
+            old = existing.get(memory.id)
+            if (
+                old is not None
+                and memory.id not in duplicates
+                and (old.scope, old.content_hash)
+                != (
+                    memory.scope,
+                    memory.content_hash,
+                )
+            ):
+                self.release(old.scope, old.content_hash, memory.id)
+        if duplicates:
+            raise DuplicateMemoryError(
+                f"{len(duplicates)} memories were not written (the id exists, or the scope holds the content "
+                f"under another id): {duplicates[:5]}"
+            )
         return written
 
     def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:

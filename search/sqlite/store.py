@@ -422,6 +422,21 @@ class SQLiteStore(DelegatesKnowledge):
         with self._write() as conn:
             return self._write_row(conn, memory, policy)
 
+    def put_many(self, memories: Sequence[Memory], policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> int:
+        written, duplicates = 0, []
+        with self._write() as conn:  # one transaction, one commit
+            for memory in memories:
+                try:
+                    written += self._write_row(conn, memory, policy)
+                except DuplicateMemoryError:  # its statement failed alone; the unit goes on
+                    duplicates.append(memory.id)
+        if duplicates:
+            raise DuplicateMemoryError(
+                f"{len(duplicates)} memories were not written (the id exists, or the scope holds the content "
+                f"under another id): {duplicates[:5]}"
+            )
+        return written
+
     def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:
         # One BEGIN IMMEDIATE unit: the lookup, the decision and the write see no other writer.
         return self.write_resolved_many([incoming], lambda _, held: decide(held))[0]

@@ -122,6 +122,38 @@ def test_find_by_hash_is_per_scope(store: Store, embedder: HashEmbedder) -> None
     assert store.find_by_hash("other", memory.content_hash) is None
 
 
+def test_put_many_writes_a_batch_as_put_would(store: Store, embedder: HashEmbedder) -> None:
+    memories = [make(embedder, f"imported memory number {i} about zeppelins") for i in range(30)]
+    assert store.put_many(memories) == 30
+    assert store.count() == 30
+    assert len(store.keyword_search("zeppelins", SearchFilter(scopes=["p"]), 50)) == 30  # searchable at once
+
+    fresh = make(embedder, "a new one about zeppelins")
+    with pytest.raises(DuplicateMemoryError, match="1 memories were not written"):
+        store.put_many([memories[0], fresh])  # the id exists: refused under FAIL, the other written
+    assert store.get(fresh.id).content == fresh.content
+    skipped = make(embedder, "skipped along with an existing id")
+    assert store.put_many([memories[1], skipped], DuplicatePolicy.SKIP) == 1
+
+    rewritten = replace(
+        memories[2],
+        content="rewritten memory about airships",
+        content_hash=content_hash("rewritten memory about airships"),
+    )
+    taken = make(embedder, memories[3].content)  # memories[3]'s content under another id
+    with pytest.raises(DuplicateMemoryError):
+        store.put_many([rewritten, taken], DuplicatePolicy.OVERWRITE)
+    assert store.get(memories[2].id).content == "rewritten memory about airships"
+    assert store.held_contents([("p", memories[2].content_hash), ("p", rewritten.content_hash)]) == {
+        ("p", rewritten.content_hash)
+    }
+    assert store.find_by_hash("p", memories[2].content_hash) is None
+    with pytest.raises(MemoryNotFoundError):
+        store.get(taken.id)
+    assert store.put(make(embedder, memories[2].content))  # the replaced content is free again
+    assert store.count() == 33
+
+
 def test_held_contents_answers_for_many_keys_at_once(store: Store, embedder: HashEmbedder) -> None:
     first, second = make(embedder, "A first held content."), make(embedder, "A second held content.", scope="q")
     archived = make(embedder, "An archived content is held too.", state=MemoryState.ARCHIVED)

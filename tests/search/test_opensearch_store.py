@@ -16,7 +16,7 @@ import pytest
 from api.cli import main
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
-from hivemem.errors import ConfigError, DuplicateMemoryError, EmbeddingMismatchError, StoreUnavailableError
+from hivemem.errors import ConfigError, EmbeddingMismatchError, StoreUnavailableError
 from hivemem.model import DuplicatePolicy, FusionMethod, RetrievalMode, WriteOutcome, utcnow
 from hivemem.resolution import resolve
 from search import SearchFilter, open_store
@@ -148,16 +148,6 @@ def same_prefix_url(store: Any) -> str:
     return (
         f"opensearch+{'https' if target.use_ssl else 'http'}://{target.host}:{target.port}/?index={store.names.prefix}"
     )
-
-
-def test_put_many_bulk_imports_then_refreshes(store: Any, embedder: HashEmbedder) -> None:
-    memories = [make(embedder, f"imported memory number {i} about zeppelins") for i in range(30)]
-    assert store.put_many(memories) == 30
-    assert store.count() == 30
-    assert len(store.keyword_search("zeppelins", SearchFilter(scopes=["p"]), 50)) == 30
-    with pytest.raises(DuplicateMemoryError):
-        store.put_many([memories[0], make(embedder, "a new one about zeppelins")])
-    assert store.count() == 31
 
 
 def test_recall_uses_one_msearch_for_every_leg(store: Any, embedder: HashEmbedder) -> None:
