@@ -155,25 +155,44 @@ class Transfer:
         counts = dict.fromkeys(("memory", "relation", "source"), 0)
         scopes: set[str] = set()
         conflict: ValidationError | None = None
+        page: list[Memory] = []
         for record in read_export(lines):
             if isinstance(record, Memory):
                 counts["memory"] += 1
                 scopes.add(record.scope)
-                if conflict is not None:
-                    continue  # the first conflict is the one said: no more store lookups
-                held = self.store.find_by_hash(record.scope, record.content_hash)
-                if held is not None and held.id != record.id:
-                    conflict = ValidationError(
-                        f"memory {record.id}: scope {record.scope!r} already holds its content as memory {held.id}; "
-                        "nothing was imported",
-                        field="memories",
-                    )
+                if conflict is None:  # the first conflict is the one said: no more store lookups
+                    page.append(record)
+                    if len(page) == _PAGE:
+                        conflict, page = self._conflict(page), []
             elif isinstance(record, Relation):
                 counts["relation"] += 1
             else:
                 counts["source"] += 1
                 scopes.add(record[0].scope)
+        if conflict is None and page:
+            conflict = self._conflict(page)
         return counts, scopes, conflict
+
+    def _conflict(self, memories: list[Memory]) -> ValidationError | None:
+        """The error for the first of ``memories`` whose content its scope holds under another id,
+        in two reads: which contents are held, and which of the ids hold their own."""
+        held = self.store.held_contents([(m.scope, m.content_hash) for m in memories])
+        if not held:
+            return None
+        own = {(m.id, m.scope, m.content_hash) for m in self.store.get_many([m.id for m in memories], vectors=False)}
+        for memory in memories:
+            if (memory.scope, memory.content_hash) in held and (
+                memory.id,
+                memory.scope,
+                memory.content_hash,
+            ) not in own:
+                holder = self.store.find_by_hash(memory.scope, memory.content_hash)
+                return ValidationError(
+                    f"memory {memory.id}: scope {memory.scope!r} already holds its content as memory "
+                    f"{holder.id if holder else 'another'}; nothing was imported",
+                    field="memories",
+                )
+        return None
 
     def _put(self, memories: list[Memory]) -> None:
         if not memories:
