@@ -122,6 +122,7 @@ class Transfer:
             raise conflict
         chunks = 0
         batch: list[Memory] = []
+        edges: list[Relation] = []
         for record in read_export(read()):
             if isinstance(record, Memory):
                 batch.append(record)
@@ -132,12 +133,18 @@ class Transfer:
             self._put(batch)  # the file lists memories first: a relation's ends are written before it
             batch = []
             if isinstance(record, Relation):
-                self.store.add_relation(record)
-            else:
-                source, pieces = record
-                self.store.replace_source(source, self._embedded(pieces))
-                chunks += len(pieces)
+                edges.append(record)
+                if len(edges) == _PAGE:
+                    self.store.add_relations(edges)
+                    edges = []
+                continue
+            self.store.add_relations(edges)
+            edges = []
+            source, pieces = record
+            self.store.replace_source(source, self._embedded(pieces))
+            chunks += len(pieces)
         self._put(batch)
+        self.store.add_relations(edges)
         result = ImportResult(
             memories=counts["memory"],
             relations=counts["relation"],

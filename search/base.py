@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from hivemem.audit import AuditQuery
-from hivemem.errors import EmbeddingMismatchError
+from hivemem.errors import EmbeddingMismatchError, MemoryNotFoundError
 from hivemem.fusion import Candidate
 from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import AuditEvent, DuplicatePolicy, FusionMethod, Memory, MemoryState, MemoryType, Relation
@@ -50,6 +50,7 @@ __all__ = [
     "Store",
     "TokenStore",
     "Warms",
+    "missing_end",
     "refuse_stale_vectors",
 ]
 
@@ -211,6 +212,11 @@ class RelationStore(Protocol):
     def add_relation(self, relation: Relation) -> None:
         """Store an edge (idempotent on source, target and type). Raises ``MemoryNotFoundError``
         when either end does not exist."""
+        ...
+
+    def add_relations(self, relations: Sequence[Relation]) -> None:
+        """:meth:`add_relation` for many edges in one write (an import's); none is stored when an
+        end of one is missing (``MemoryNotFoundError``)."""
         ...
 
     def relations(self, memory_id: str) -> list[Relation]:
@@ -527,3 +533,10 @@ class FusesNatively(Protocol):
         """Fused candidates, best first: min-max scores in [0, 1], or unweighted RRF sums. None when the
         store is not configured for native fusion or cannot run it for this input."""
         ...
+
+
+def missing_end(relations: Sequence[Relation], found: set[str]) -> None:
+    """Raise ``MemoryNotFoundError`` for the first of ``relations`` with an end not in ``found``."""
+    for relation in relations:
+        if relation.source_id not in found or relation.target_id not in found:
+            raise MemoryNotFoundError(f"relation {relation.source_id} -> {relation.target_id}: missing end")

@@ -124,10 +124,9 @@ def supersede_earlier_progress(
 
 
 def _apply(store: Store, plan: Consolidation) -> None:
-    for memory in plan.writes:
-        store.put(memory, DuplicatePolicy.OVERWRITE)
-    for relation in plan.relations:
-        store.add_relation(relation)
+    # Two batched writes: on OpenSearch one memory or edge at a time waits for a refresh each.
+    store.put_many(plan.writes, DuplicatePolicy.OVERWRITE)
+    store.add_relations(plan.relations)
     store.audit(plan.audit)
 
 

@@ -53,7 +53,16 @@ from hivemem.model import (
 from hivemem.read_write_lock import ReadWriteLock
 from hivemem.resolution import Resolution
 from hivemem.tokens import TokenRecord
-from search.base import LegQuery, Legs, PageMark, PlanDecision, ReembedBatch, SearchFilter, refuse_stale_vectors
+from search.base import (
+    LegQuery,
+    Legs,
+    PageMark,
+    PlanDecision,
+    ReembedBatch,
+    SearchFilter,
+    missing_end,
+    refuse_stale_vectors,
+)
 from search.knowledge_delegate import DelegatesKnowledge
 from search.opensearch import bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
@@ -241,12 +250,29 @@ class OpenSearchStore(DelegatesKnowledge):
             return self._knowledge.delete_source(scope, uri)
 
     def add_relation(self, relation: Relation) -> None:
-        ends = {relation.source_id, relation.target_id}
-        if len(self.get_many(list(ends))) < len(ends):
-            raise MemoryNotFoundError(f"relation {relation.source_id} -> {relation.target_id}: missing end")
-        line = {"create": {"_index": self._names.relations, "_id": relation_id(relation)}}
-        # create, not index: the first write of an edge wins and a repeat is a no-op (409), as on SQLite.
-        self._cluster.bulk([line, relation_doc(relation)], refresh="wait_for")
+        self.add_relations([relation])
+
+    def add_relations(self, relations: Sequence[Relation]) -> None:
+        if not relations:
+            return
+        ends = sorted({end for r in relations for end in (r.source_id, r.target_id)})
+        found = {
+            m.id
+            for start in range(0, len(ends), _TERMS_CHUNK)
+            for m in self.get_many(ends[start : start + _TERMS_CHUNK], vectors=False)
+        }
+        missing_end(relations, found)
+        for start in range(0, len(relations), _TERMS_CHUNK):
+            lines: list[Json] = []
+            for relation in relations[start : start + _TERMS_CHUNK]:
+                # create, not index: the first write of an edge wins and a repeat is a no-op (409), as on SQLite.
+                lines += [
+                    {"create": {"_index": self._names.relations, "_id": relation_id(relation)}},
+                    relation_doc(relation),
+                ]
+            # A refresh shows every write before it: the last request waits for one, for all.
+            last = start + _TERMS_CHUNK >= len(relations)
+            self._cluster.bulk(lines, refresh="wait_for" if last else "false")
 
     def audit(self, event: AuditEvent) -> None:
         event_id = uuid.uuid4().hex

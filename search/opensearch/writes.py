@@ -262,6 +262,8 @@ class MemoryWriter:
         """Claim the batch's contents in one ``_bulk`` (a claim that exists is sorted out one by one,
         as :meth:`write` does), write the memories in a second without a refresh wait, refresh once,
         and release the claims of contents an overwrite replaced."""
+        if not memories:
+            return 0
         docs = [memory_doc(m, self._dimension) for m in memories]  # a bad vector fails before any write
         existing = {v.memory.id: v.memory for v in self.read_many(list(dict.fromkeys(m.id for m in memories)))}
         duplicates: list[str] = []

@@ -49,7 +49,7 @@ from hivemem.model import (
 )
 from hivemem.resolution import Neighbour, Resolution
 from hivemem.tokens import TokenRecord
-from search.base import PageMark, PlanDecision, ReembedBatch, SearchFilter, refuse_stale_vectors
+from search.base import PageMark, PlanDecision, ReembedBatch, SearchFilter, missing_end, refuse_stale_vectors
 from search.knowledge_delegate import DelegatesKnowledge
 from search.neighbours import nearest, neighbour_filter
 from search.query_terms import query_terms
@@ -423,6 +423,8 @@ class SQLiteStore(DelegatesKnowledge):
             return self._write_row(conn, memory, policy)
 
     def put_many(self, memories: Sequence[Memory], policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> int:
+        if not memories:
+            return 0
         written, duplicates = 0, []
         with self._write() as conn:  # one transaction, one commit
             for memory in memories:
@@ -516,13 +518,22 @@ class SQLiteStore(DelegatesKnowledge):
             )
 
     def add_relation(self, relation: Relation) -> None:
+        self.add_relations([relation])
+
+    def add_relations(self, relations: Sequence[Relation]) -> None:
+        if not relations:
+            return
+        ends = sorted({end for r in relations for end in (r.source_id, r.target_id)})
         with self._write() as conn:
-            ends = conn.execute(
-                "SELECT COUNT(*) FROM memories WHERE id IN (?, ?)", (relation.source_id, relation.target_id)
-            ).fetchone()[0]
-            if ends < (1 if relation.source_id == relation.target_id else 2):
-                raise MemoryNotFoundError(f"relation {relation.source_id} -> {relation.target_id}: missing end")
-            self._insert_relation(conn, relation)
+            found: set[str] = set()
+            for start in range(0, len(ends), _IN_CHUNK):
+                chunk = ends[start : start + _IN_CHUNK]
+                found.update(
+                    row[0] for row in conn.execute(f"SELECT id FROM memories WHERE id IN ({marks(chunk)})", chunk)
+                )
+            missing_end(relations, found)
+            for relation in relations:
+                self._insert_relation(conn, relation)
 
     @staticmethod
     def _insert_relation(conn: sqlite3.Connection, relation: Relation) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -123,3 +124,18 @@ def test_the_relations_of_many_memories_are_read_at_once(store: Store, embedder:
     ]
     assert store.relations_of([]) == [] and store.relations_of(["unknown"]) == []
     assert store.relations(a.id) == [r for r in found if a.id in (r.source_id, r.target_id)]
+
+
+def test_many_relations_are_added_at_once_or_none(store: Store, embedder: HashEmbedder) -> None:
+    memories = [make(embedder, f"memory {i} of a chain of edges") for i in range(6)]
+    for memory in memories:
+        store.put(memory)
+    chain = [Relation(a.id, b.id, RelationType.RELATED_TO) for a, b in pairwise(memories)]
+    dangling = Relation(memories[0].id, "missing", RelationType.DEPENDS_ON)
+    with pytest.raises(MemoryNotFoundError, match="missing"):
+        store.add_relations([*chain, dangling])
+    assert store.relations_of([m.id for m in memories]) == []  # none of them
+    store.add_relations([*chain, chain[0]])  # a repeat is a no-op, as with add_relation
+    store.add_relations([])
+    found = store.relations_of([m.id for m in memories])
+    assert sorted(r.key for r in found) == sorted(r.key for r in chain)
