@@ -233,6 +233,10 @@ class RelationStore(Protocol):
         """Append an audit record; records outlive the memories they name."""
         ...
 
+    def audit_many(self, events: Sequence[AuditEvent]) -> None:
+        """Append many audit records, in their order, in one write."""
+        ...
+
     def audit_log(self, memory_id: str | None = None) -> list[AuditEvent]:
         """Audit records, oldest first, for one memory or all, each with its ``id``."""
         ...

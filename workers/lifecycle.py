@@ -289,19 +289,22 @@ def archive_faded(store: Store, scope: str, now: datetime, policy: SleepPolicy =
     faded = [m for m in store.list_memories(where, _ARCHIVE_SCAN) if archivable(m, now, **policy.decay)]
     archived: list[str] = []
     for start in range(0, len(faded), _ARCHIVE_PAGE):
-        page = faded[start : start + _ARCHIVE_PAGE]
-        for memory in _unprotected(store, page, set(archived), now, policy):
-            _archive(store, memory, now, policy)
-            archived.append(memory.id)
+        moving = list(_unprotected(store, faded[start : start + _ARCHIVE_PAGE], set(archived), now, policy))
+        # One write of the memories, one of their records: on OpenSearch each write waits for a refresh.
+        store.put_many(
+            [replace(m, state=MemoryState.ARCHIVED, updated_at=now) for m in moving], DuplicatePolicy.OVERWRITE
+        )
+        store.audit_many([_archive_record(m, now, policy) for m in moving])
+        archived += [m.id for m in moving]
     return archived
 
 
 def _unprotected(
     store: Store, faded: list[Memory], archived: set[str], now: datetime, policy: SleepPolicy
 ) -> Iterator[Memory]:
-    """The memories of ``faded`` that no edge ties to a memory still strong, as each is archived:
-    one that was (``archived``, or earlier in ``faded``) protects nothing. The edges and their far
-    ends are read once for all of ``faded``."""
+    """The memories of ``faded`` that no edge ties to a memory still strong: one archived (in
+    ``archived``, or found so earlier in ``faded``) protects nothing. The edges and their far ends
+    are read once for all of ``faded``."""
     ids = {m.id for m in faded}
     others: dict[str, set[str]] = {}
     for edge in store.relations_of(sorted(ids)):
@@ -322,19 +325,17 @@ def _unprotected(
         yield memory
 
 
-def _archive(store: Store, memory: Memory, now: datetime, policy: SleepPolicy) -> None:
-    """Move ``memory`` to the archive, audited with the strength it had faded to."""
-    store.put(replace(memory, state=MemoryState.ARCHIVED, updated_at=now), DuplicatePolicy.OVERWRITE)
+def _archive_record(memory: Memory, now: datetime, policy: SleepPolicy) -> AuditEvent:
+    """The audit record of moving ``memory`` to the archive: the strength it had faded to, and the
+    memory as it was (what undo restores)."""
     faded = raw_strength(memory, now, **policy.decay)
-    store.audit(
-        AuditEvent(
-            "archive",
-            memory.id,
-            memory.scope,
-            SLEEP_AUTHOR,
-            {"reason": f"faded to strength {faded:.4f}", "before": snapshot(memory)},
-            now,
-        )
+    return AuditEvent(
+        "archive",
+        memory.id,
+        memory.scope,
+        SLEEP_AUTHOR,
+        {"reason": f"faded to strength {faded:.4f}", "before": snapshot(memory)},
+        now,
     )
 
 

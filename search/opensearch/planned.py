@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import random
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,7 +32,7 @@ from search.base import PlanDecision, SearchFilter
 from search.neighbours import nearest, neighbour_filter
 from search.opensearch.bodies import IndexNames
 from search.opensearch.cluster import Cluster
-from search.opensearch.docs import audit_doc, memory_doc, relation_doc, relation_id
+from search.opensearch.docs import audit_lines, memory_doc, relation_doc, relation_id
 from search.opensearch.scope_lease import ScopeLeases
 from search.opensearch.writes import MemoryWriter, Versioned
 
@@ -193,13 +192,7 @@ class PlannedWriter:
             # create: a repeated edge is a no-op (409), as on SQLite.
             lines += [{"create": {"_index": self._names.relations, "_id": relation_id(relation)}}]
             lines.append(relation_doc(relation))
-        seq = time.time_ns()
-        for offset, event in enumerate(unit.audit):
-            event_id = uuid.uuid4().hex
-            lines += [
-                {"create": {"_index": self._names.audit, "_id": event_id}},
-                audit_doc(event, seq + offset, event_id),
-            ]
+        lines += audit_lines(self._names.audit, unit.audit)
         items = self._cluster.bulk(lines, refresh="true")
         lost = [m for m, item in zip(writes, items, strict=False) if _status(item) == 409]
         for attempt in range(_MAX_ATTEMPTS):

@@ -26,8 +26,6 @@ planned write refreshes (``refresh=true``) so the next one's k-NN search sees it
 from __future__ import annotations
 
 import re
-import time
-import uuid
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import replace
@@ -69,8 +67,8 @@ from search.opensearch.bodies import IndexNames, IndexOptions
 from search.opensearch.client import ClusterTarget, make_client, parse_url
 from search.opensearch.cluster import Cluster
 from search.opensearch.docs import (
-    audit_doc,
     audit_from_doc,
+    audit_lines,
     from_iso,
     memory_from_doc,
     relation_doc,
@@ -275,9 +273,11 @@ class OpenSearchStore(DelegatesKnowledge):
             self._cluster.bulk(lines, refresh="wait_for" if last else "false")
 
     def audit(self, event: AuditEvent) -> None:
-        event_id = uuid.uuid4().hex
-        line = {"create": {"_index": self._names.audit, "_id": event_id}}
-        self._cluster.bulk([line, audit_doc(event, time.time_ns(), event_id)], refresh="wait_for")
+        self.audit_many([event])
+
+    def audit_many(self, events: Sequence[AuditEvent]) -> None:
+        if events:
+            self._cluster.bulk(audit_lines(self._names.audit, events), refresh="wait_for")
 
     # -- reads ---------------------------------------------------------------------------------
 

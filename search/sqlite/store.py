@@ -545,8 +545,14 @@ class SQLiteStore(DelegatesKnowledge):
         )  # fmt: skip
 
     def audit(self, event: AuditEvent) -> None:
+        self.audit_many([event])
+
+    def audit_many(self, events: Sequence[AuditEvent]) -> None:
+        if not events:
+            return
         with self._write() as conn:
-            self._insert_audit(conn, event)
+            for event in events:
+                self._insert_audit(conn, event)
 
     @staticmethod
     def _insert_audit(conn: sqlite3.Connection, event: AuditEvent) -> None:

@@ -139,3 +139,17 @@ def test_many_relations_are_added_at_once_or_none(store: Store, embedder: HashEm
     store.add_relations([])
     found = store.relations_of([m.id for m in memories])
     assert sorted(r.key for r in found) == sorted(r.key for r in chain)
+
+
+def test_many_audit_records_are_appended_in_their_order(store: Store) -> None:
+    store.audit(AuditEvent("merge", "m0", "p", "ann"))
+    store.audit_many([AuditEvent("archive", f"m{i}", "p", "sleep", {"n": i}) for i in range(1, 4)])
+    store.audit_many([])
+    log = store.audit_log()
+    assert [(e.action, e.memory_id) for e in log] == [
+        ("merge", "m0"),
+        ("archive", "m1"),
+        ("archive", "m2"),
+        ("archive", "m3"),
+    ]
+    assert len({e.id for e in log}) == 4 and store.audit_event(log[2].id).detail == {"n": 2}
