@@ -391,7 +391,7 @@ class MemoryService:
         if not request.related_to:
             return ()
         readable = caller.readable(scope)
-        found = {m.id: m for m in self.store.get_many([k.target_id for k in request.related_to])}
+        found = {m.id: m for m in self.store.get_many([k.target_id for k in request.related_to], vectors=False)}
         for i, asked in enumerate(request.related_to):
             target = found.get(asked.target_id)
             # A memory of a scope the caller cannot read gets the same answer as none: its id says nothing.
@@ -544,7 +544,7 @@ class MemoryService:
         memory = self._visible(memory_id, caller, scope)
         readable = caller.readable(scope)
         edges = self.store.relations(memory.id)
-        ends = {m.id: m.scope for m in self.store.get_many([r.other_end(memory.id) for r in edges])}
+        ends = {m.id: m.scope for m in self.store.get_many([r.other_end(memory.id) for r in edges], vectors=False)}
         # An edge to a memory the caller cannot read is not shown: its id would say that it exists.
         return MemoryPublic.of(memory, [r for r in edges if ends.get(r.other_end(memory.id)) in readable])
 
