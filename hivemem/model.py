@@ -64,8 +64,10 @@ class MemoryType(StrEnum):
     CONVERSATION = "conversation"
 
 
+# The docstrings of the enums that requests carry are their JSON Schema descriptions, which agents
+# read: plain words on one line, no markup.
 class Source(StrEnum):
-    """Who vouches for a memory. Recall trusts ``user_confirmed`` above ``agent_inferred``."""
+    """Who vouches for a memory. Recall trusts user_confirmed above agent_inferred."""
 
     USER_CONFIRMED = "user_confirmed"
     AGENT_INFERRED = "agent_inferred"
@@ -73,7 +75,7 @@ class Source(StrEnum):
 
 
 class MemoryState(StrEnum):
-    """Lifecycle state. Default recall reads ``working`` and ``consolidated``; nothing is deleted."""
+    """Lifecycle state. Default recall reads working and consolidated; nothing is deleted."""
 
     WORKING = "working"
     CONSOLIDATED = "consolidated"
@@ -128,8 +130,7 @@ class WriteOutcome(StrEnum):
 
 
 class LinkType(StrEnum):
-    """The edges a caller may ask for on memorize: every :class:`RelationType` but
-    ``derived_from``, which consolidation makes."""
+    """The edges a caller may ask for on memorize: every relation type but consolidation's derived_from."""
 
     RELATED_TO = "related_to"
     DEPENDS_ON = "depends_on"

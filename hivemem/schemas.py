@@ -279,10 +279,12 @@ class LinkCreate(BaseModel):
 class MemoryCreate(BaseModel):
     """What a caller sends to memorize.
 
-    Text fields follow :func:`hivemem.limits.text_pattern`: surrounding whitespace does not count
-    towards their minimum length and is stripped. ``limits`` are the ones this class was built
-    with (see :func:`request_schemas`).
+    Text fields hold no control characters (tab and line breaks are allowed); surrounding whitespace
+    does not count towards their minimum length and is stripped. The sizes are this server's limits.
     """
+
+    # Built per server with its limits (``limits``, see request_schemas); the rule of the text fields
+    # is hivemem.limits.text_pattern. The docstring above is the schema's description: for callers.
 
     # The rules of failure and progress details, stated in the schema too (hivemem.engineering).
     model_config = ConfigDict(extra="forbid", json_schema_extra=_with_engineering_rules)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -292,6 +293,25 @@ def test_tool_schemas_carry_the_limits_and_take_nothing_else(service: MemoryServ
     queries = next(branch for branch in remember["query"]["anyOf"] if branch.get("type") == "array")
     assert (queries["minItems"], queries["maxItems"]) == (1, 5)
     assert all(tool.input_schema["additionalProperties"] is False for tool in tools.values())
+
+
+def _descriptions(schema: Any) -> Iterator[str]:
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "description" and isinstance(value, str):
+                yield value
+            else:
+                yield from _descriptions(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from _descriptions(value)
+
+
+def test_schema_descriptions_are_plain_words_for_agents(service: MemoryService) -> None:
+    # Docstrings become descriptions: the markup written for developers must not reach agents.
+    for tool in listed_tools(service).values():
+        for text in _descriptions([tool.input_schema, tool.output_schema]):
+            assert not re.search(r"``|:(?:class|func|meth|mod):|\n", text), (tool.name, text)
 
 
 def test_unknown_arguments_and_conflicting_scopes_are_refused(service: MemoryService) -> None:
