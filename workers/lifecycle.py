@@ -23,6 +23,7 @@ from hivemem.errors import MemoryNotFoundError, NotAGoalError
 from hivemem.model import (
     AuditEvent,
     DuplicatePolicy,
+    Link,
     Memory,
     MemoryState,
     MemoryType,
@@ -65,14 +66,27 @@ def apply_links(store: Store, incoming: Sequence[Memory], resolutions: Sequence[
     """
     for memory, resolution in zip(incoming, resolutions, strict=True):
         source = resolution.memory
+        links: list[Link] = []
+        seen: set[tuple[str, RelationType]] = set()
         for link in memory.requested_links:
-            if link.target_id == source.id:
-                continue
-            try:
-                target = store.get(link.target_id)
-                edge = Relation(source.id, target.id, link.type, link.strength, memory.author, now, link.description)
-                store.add_relation(edge)
-            except MemoryNotFoundError:
+            # The first link of a target and type, as the store keeps the first edge of each.
+            if link.target_id != source.id and (link.target_id, link.type) not in seen:
+                seen.add((link.target_id, link.type))
+                links.append(link)
+        if not links:
+            continue
+        targets = {m.id: m for m in store.get_many([link.target_id for link in links])}
+        edges = {
+            link: Relation(source.id, link.target_id, link.type, link.strength, memory.author, now, link.description)
+            for link in links
+            if link.target_id in targets
+        }
+        try:
+            store.add_relations(list(edges.values()))  # one write: on OpenSearch one refresh, not one an edge
+        except MemoryNotFoundError:  # an end forgotten since it was read: add them one by one
+            edges = {link: edge for link, edge in edges.items() if _added(store, edge)}
+        for link in links:
+            if link not in edges:
                 log.warning(
                     "memory %s: its %s edge to %s was not added, the target is gone",
                     source.id,
@@ -80,10 +94,19 @@ def apply_links(store: Store, incoming: Sequence[Memory], resolutions: Sequence[
                     link.target_id,
                 )
                 continue
+            target = targets[link.target_id]
             if link.type is RelationType.SUPERSEDES:
                 _supersede(store, source, target, now, memory.author)
             elif link.type is RelationType.CLOSES and target.memory_type is MemoryType.GOAL:
                 consolidate_goal(store, target.id, now, author=memory.author, parent_id=source.id)
+
+
+def _added(store: Store, edge: Relation) -> bool:
+    try:
+        store.add_relation(edge)
+    except MemoryNotFoundError:
+        return False
+    return True
 
 
 def _supersede(

@@ -132,6 +132,28 @@ def test_dropped_typescript_for_go_leaves_go_on_top_and_typescript_reachable(
     assert store.get(old).valid_to is None
 
 
+def test_the_links_of_a_memory_are_added_once_each_and_one_to_a_forgotten_memory_is_skipped(
+    store: Store, embedder: HashEmbedder
+) -> None:
+    runbook = memorize(store, embedder, note("The deploy runbook lives in the ops wiki."))
+    old = memorize(store, embedder, note("Deploys go out on Thursdays after the sync."))
+    gone = memorize(store, embedder, note("A memory forgotten after the gateway checked it."))
+    store.delete(gone)
+    later = START + timedelta(days=1)
+    links = (
+        Link(runbook, RelationType.RELATED_TO, 0.5),
+        Link(old, RelationType.SUPERSEDES),
+        Link(gone, RelationType.DEPENDS_ON),
+        Link(old, RelationType.SUPERSEDES, 0.7),  # the same edge again: the first is kept, once
+    )
+    new_id = memorize(store, embedder, note("Deploys go out on Tuesdays now.", at=later, requested_links=links))
+
+    edges = sorted((e.target_id, e.type.value, e.strength) for e in store.relations(new_id))
+    assert edges == sorted([(runbook, "related_to", 0.5), (old, "supersedes", 1.0)])
+    assert store.get(old).valid_to == later
+    assert [e.detail["superseded"] for e in store.audit_log(new_id) if e.action == "supersede"] == [old]  # once
+
+
 def test_a_goal_closed_by_a_lesson_becomes_one_parent_with_three_muted_sources(
     store: Store, embedder: HashEmbedder
 ) -> None:
