@@ -265,7 +265,8 @@ class MemoryWriter:
         if not memories:
             return 0
         docs = [memory_doc(m, self._dimension) for m in memories]  # a bad vector fails before any write
-        existing = {v.memory.id: v.memory for v in self.read_many(list(dict.fromkeys(m.id for m in memories)))}
+        ids = list(dict.fromkeys(m.id for m in memories))
+        existing = {v.memory.id: v.memory for v in self.read_many(ids, vectors=False)}
         duplicates: list[str] = []
         wanted: list[int] = []
         for i, memory in enumerate(memories):
