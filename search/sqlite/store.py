@@ -87,6 +87,11 @@ _BUSY_TIMEOUT_S = 30.0
 # The vector change log keeps this many entries; a process further behind reloads every vector.
 _CHANGES_KEPT = 200_000
 _PRUNE_EVERY = 5_000
+_IN_CHUNK = 2_000  # values per IN list (rescoring, relations), well under SQLite's limit on variables
+# SQLite's codes for a damaged file, as opposed to a busy or missing one.
+_CORRUPT_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+# VM instructions between two looks at the integrity check's deadline.
+_CHECK_PROGRESS_STEPS = 10_000
 
 
 def _use_wal(conn: sqlite3.Connection) -> None:
@@ -107,13 +112,6 @@ def _use_wal(conn: sqlite3.Connection) -> None:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.2)
-
-
-_IN_CHUNK = 2_000  # values per IN list (rescoring, relations), well under SQLite's limit on variables
-# SQLite's codes for a damaged file, as opposed to a busy or missing one.
-_CORRUPT_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
-# VM instructions between two looks at the integrity check's deadline.
-_CHECK_PROGRESS_STEPS = 10_000
 
 
 def _is_corruption(exc: sqlite3.Error) -> bool:
