@@ -188,17 +188,14 @@ class Transfer:
             return None
         own = {(m.id, m.scope, m.content_hash) for m in self.store.get_many([m.id for m in memories], vectors=False)}
         for memory in memories:
-            if (memory.scope, memory.content_hash) in held and (
-                memory.id,
-                memory.scope,
-                memory.content_hash,
-            ) not in own:
-                holder = self.store.find_by_hash(memory.scope, memory.content_hash)
-                return ValidationError(
-                    f"memory {memory.id}: scope {memory.scope!r} already holds its content as memory "
-                    f"{holder.id if holder else 'another'}; nothing was imported",
-                    field="memories",
-                )
+            if (memory.scope, memory.content_hash) not in held or (memory.id, memory.scope, memory.content_hash) in own:
+                continue
+            holder = self.store.find_by_hash(memory.scope, memory.content_hash)
+            return ValidationError(
+                f"memory {memory.id}: scope {memory.scope!r} already holds its content as memory "
+                f"{holder.id if holder else 'another'}; nothing was imported",
+                field="memories",
+            )
         return None
 
     def _put(self, memories: list[Memory]) -> None:
