@@ -259,55 +259,57 @@ class MemoryWriter:
         raise StoreUnavailableError(f"memory {memory.id}: too many concurrent writers, giving up")
 
     def put_many(self, memories: Sequence[Memory], policy: DuplicatePolicy) -> int:
-        """Claim the batch's contents in one ``_bulk`` (a claim that exists is sorted out one by one,
-        as :meth:`write` does), write the memories in a second without a refresh wait, refresh once,
-        and release the claims of contents an overwrite replaced."""
+        """Claim the batch's new contents in one ``_bulk`` (a claim that exists is sorted out one by
+        one, as :meth:`write` does), write the memories in a second without a refresh wait, refresh
+        once, and release the claims of contents an overwrite replaced. An overwrite that keeps its
+        memory's scope and content (an archiving, a consolidation) keeps its claim: nothing to claim."""
         if not memories:
             return 0
         docs = [memory_doc(m, self._dimension) for m in memories]  # a bad vector fails before any write
         ids = list(dict.fromkeys(m.id for m in memories))
         existing = {v.memory.id: v.memory for v in self.read_many(ids, vectors=False)}
         duplicates: list[str] = []
-        wanted: list[int] = []
+        to_claim: list[int] = []
+        to_write: list[int] = []
+        replaced: list[Memory] = []  # what an overwrite took the place of, under another content
         for i, memory in enumerate(memories):
-            if memory.id in existing and policy is not DuplicatePolicy.OVERWRITE:
-                if policy is DuplicatePolicy.FAIL:
-                    duplicates.append(memory.id)
-                continue
-            wanted.append(i)
-        claimed = self.create_claims([memories[i] for i in wanted]) if wanted else []
-        lines: list[Json] = []
-        for i, item in zip(wanted, claimed, strict=True):
-            memory = memories[i]
+            old = existing.get(memory.id)
+            if old is None:
+                to_claim.append(i)
+            elif policy is DuplicatePolicy.FAIL:
+                duplicates.append(memory.id)
+            elif policy is DuplicatePolicy.OVERWRITE:
+                if (old.scope, old.content_hash) == (memory.scope, memory.content_hash):
+                    to_write.append(i)
+                else:
+                    to_claim.append(i)
+                    replaced.append(old)
+        claimed = self.create_claims([memories[i] for i in to_claim]) if to_claim else []
+        for i, item in zip(to_claim, claimed, strict=True):
             if int(item.get("status", 200)) >= 300:
                 try:
-                    self.claim(memory)  # its own already, stale, or another memory's
+                    self.claim(memories[i])  # its own already, stale, or another memory's
                 except DuplicateMemoryError:
-                    duplicates.append(memory.id)
+                    duplicates.append(memories[i].id)
                     continue
-            verb = "index" if memory.id in existing else "create"
-            lines += [{verb: {"_index": self._names.memories, "_id": memory.id}}, docs[i]]
+            to_write.append(i)
+        lines: list[Json] = []
+        for i in sorted(to_write):
+            verb = "index" if memories[i].id in existing else "create"
+            lines += [{verb: {"_index": self._names.memories, "_id": memories[i].id}}, docs[i]]
         written = 0
         if lines:
             for item in self._cluster.bulk(lines, refresh="false"):
-                if int(item.get("status", 200)) < 300:
+                status = int(item.get("status", 200))
+                if status < 300:
                     written += 1
-                elif int(item.get("status", 200)) == 409:
+                elif status == 409:
                     duplicates.append(str(item.get("_id")))
         client = self._cluster.client
         self._cluster.call("refreshing after a bulk import", lambda: client.indices.refresh(index=self._names.memories))
-        for memory in memories:
-            old = existing.get(memory.id)
-            if (
-                old is not None
-                and memory.id not in duplicates
-                and (old.scope, old.content_hash)
-                != (
-                    memory.scope,
-                    memory.content_hash,
-                )
-            ):
-                self.release(old.scope, old.content_hash, memory.id)
+        for old in replaced:
+            if old.id not in duplicates:
+                self.release(old.scope, old.content_hash, old.id)
         if duplicates:
             raise DuplicateMemoryError(
                 f"{len(duplicates)} memories were not written (the id exists, or the scope holds the content "
