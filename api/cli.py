@@ -53,6 +53,15 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _at_least_101(text: str) -> int:
+    """An argparse type: a whole number of at least 101 (the bench's graph step reads the 1st, 11th, …
+    91st memory, each with an edge to the next)."""
+    value = _positive_int(text)
+    if value < 101:
+        raise argparse.ArgumentTypeError(f"must be at least 101, got {value}")
+    return value
+
+
 def _json_object(text: str) -> dict[str, Any]:
     """A command-line JSON object (``--details``), or a usage error saying what is wrong."""
     try:
@@ -287,6 +296,15 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--top-n", type=_positive_int, default=30, help="passages per request (default 30)")
     rp.add_argument("--requests", type=_positive_int, default=100, help="requests per data set (default 100)")
     rp.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    osr = bench_sub.add_parser(
+        "opensearch-requests",
+        help="requests and refresh waits of the OpenSearch store's batch paths (import, export, …)",
+    )
+    osr.add_argument(
+        "--url", default=None, help="store URL of a cluster, opensearch+http(s)://… (default: a private osmem-server)"
+    )
+    osr.add_argument("--memories", type=_at_least_101, default=3000, help="memories written (default 3000)")
+    osr.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     t = bench_sub.add_parser("throughput", help="memorize/s and recall latency, embedded and Celery + Redis")
     t.add_argument("--shape", choices=["embedded", "celery"], action="append", help="default: both")
     t.add_argument(
@@ -521,6 +539,17 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
         report = run_ingest_load(
             settings, corpus=args.corpus, workers=args.workers, clients=args.clients, nice=args.nice
         )
+        emit(report, args.json_out)
+        return 0
+    if args.bench == "opensearch-requests":
+        from api.bench.harness import emit
+        from api.bench.opensearch_requests import run_opensearch_requests
+
+        try:
+            report = run_opensearch_requests(settings, url=args.url, memories=args.memories)
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         emit(report, args.json_out)
         return 0
     if args.bench == "rerank-pool":

@@ -7,9 +7,7 @@ unique index prefix and drops it in teardown. Import the fixtures into a ``conft
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from api.bench.local_cluster import start_osmem
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from tests.opensearch_knn_standin import exact_knn_connection
@@ -73,28 +72,6 @@ class OpenSearchBackend:
             settings=settings,
             connection_class=connection,
         )
-
-
-def start_osmem(port: int = 0) -> tuple[subprocess.Popen[str], str]:
-    """Start a private osmem-server on ``port`` (0: any free one); the process and its ``http://`` URL."""
-    import osmem_server
-
-    binary = osmem_server.resolve_binary()
-    process = subprocess.Popen(
-        [binary, "--no-stdin-watch", "--addr", f"127.0.0.1:{port}", "--parent-pid", str(os.getpid()), "--no-ja"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()  # the server prints {"url": ...} once it listens
-    try:
-        url = json.loads(line)["url"]
-    except (ValueError, KeyError) as exc:
-        process.kill()
-        process.communicate()  # reaps it and closes its pipe
-        raise RuntimeError(f"osmem-server did not start: {line!r}") from exc
-    return process, url
 
 
 @pytest.fixture(scope="session")

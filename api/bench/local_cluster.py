@@ -1,11 +1,13 @@
-"""A distributed shape on this machine: a private ``redis-server`` and ``hivemem worker`` processes.
+"""A distributed shape on this machine: a private ``redis-server``, ``hivemem worker`` processes and
+an ``osmem-server`` (OpenSearch's API, in memory).
 
-The throughput benchmark measures the Celery path with it, and the tests use the same processes.
-Everything runs on loopback, on free ports, in folders the caller owns.
+The benchmarks measure the Celery path and the OpenSearch store with them, and the tests use the
+same processes. Everything runs on loopback, on free ports, in folders the caller owns.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -17,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
-__all__ = ["RedisServer", "WorkerProcess", "free_port", "hivemem_command", "redis_server_binary"]
+__all__ = ["RedisServer", "WorkerProcess", "free_port", "hivemem_command", "redis_server_binary", "start_osmem"]
 
 
 def free_port() -> int:
@@ -39,6 +41,30 @@ def redis_server_binary() -> str | None:
     return shutil.which("redis-server") or (
         "/usr/bin/redis-server" if Path("/usr/bin/redis-server").is_file() else None
     )
+
+
+def start_osmem(port: int = 0) -> tuple[subprocess.Popen[str], str]:
+    """Start a private osmem-server on ``port`` (0: any free one); the process and its ``http://``
+    URL. It stops with this process. Raises ``ImportError`` without the package (the ``dev``
+    extra), ``RuntimeError`` when it does not start."""
+    import osmem_server  # type: ignore[import-untyped]
+
+    binary = osmem_server.resolve_binary()
+    process = subprocess.Popen(
+        [binary, "--no-stdin-watch", "--addr", f"127.0.0.1:{port}", "--parent-pid", str(os.getpid()), "--no-ja"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()  # the server prints {"url": ...} once it listens
+    try:
+        url = str(json.loads(line)["url"])
+    except (ValueError, KeyError) as exc:
+        process.kill()
+        process.communicate()  # reaps it and closes its pipe
+        raise RuntimeError(f"osmem-server did not start: {line!r}") from exc
+    return process, url
 
 
 class RedisServer:

@@ -6,6 +6,7 @@ embedded shape runs without the ``hivemem[opensearch]`` extra.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
 
-__all__ = ["SCHEMES", "ClusterTarget", "make_client", "parse_url"]
+__all__ = ["SCHEMES", "ClusterTarget", "make_client", "parse_url", "reporting_connection"]
 
 SCHEMES = ("opensearch+http", "opensearch+https")
 _DEFAULT_PORT = 9200
@@ -97,3 +98,27 @@ def make_client(target: ClusterTarget, settings: Settings, *, connection_class: 
     if connection_class is not None:
         options["connection_class"] = connection_class
     return OpenSearch(**options)
+
+
+# The refresh parameter as the client passes it on (bytes), or as a caller wrote it.
+_REFRESHING = (b"wait_for", b"true", "wait_for", "true", True)
+
+
+def reporting_connection(seen: Callable[[str, str, bool], None]) -> type[Any]:
+    """A connection class for :func:`make_client` that reports each request to ``seen`` before
+    sending it: its method, its path, and whether it waits for a refresh (``refresh=wait_for`` or
+    ``true``), which on a cluster takes up to the index's refresh interval."""
+    from opensearchpy import Urllib3HttpConnection
+
+    class Reporting(Urllib3HttpConnection):
+        def perform_request(
+            self, method: str, url: str, params: Any = None, body: Any = None, *args: Any, **kwargs: Any
+        ) -> Any:
+            path, _, query = url.partition("?")
+            waits = (
+                (params or {}).get("refresh") in _REFRESHING or "refresh=wait_for" in query or "refresh=true" in query
+            )
+            seen(method, path, waits)
+            return super().perform_request(method, url, params, body, *args, **kwargs)
+
+    return Reporting

@@ -416,3 +416,40 @@ def test_the_default_rerank_bench_model_has_the_shape_of_a_minilm_cross_encoder(
     assert (config.num_hidden_layers, config.hidden_size, config.num_labels) == (6, 384, 1)
     scores = CrossEncoderReranker(str(folder)).score("who adopted a puppy", ["Ann adopted a puppy.", "Bob plays."])
     assert len(scores) == 2 and all(isinstance(s, float) for s in scores)
+
+
+def test_opensearch_requests_bench_counts_each_batch_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("osmem_server", reason="osmem-server (the dev extra) is not installed")
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    out = tmp_path / "requests.json"
+    assert main(["bench", "opensearch-requests", "--memories", "150", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["memories"] == 150 and report["archived"] == 151  # the linked note too
+    paths = {row["operation"]: row for row in report["paths"]}
+    assert list(paths) == [
+        "memorize_many (150)",
+        "memorize with 3 related_to",
+        "graph step over 10 results",
+        "export (150)",
+        "import (150)",
+        "archive pass (every memory faded)",
+    ]
+    # Each path is a few requests whatever the number of memories, and a refresh wait or two: one
+    # request (or one wait) per memory would show here as 150 or more.
+    assert paths["memorize_many (150)"]["requests"] <= 6
+    assert paths["graph step over 10 results"]["requests"] <= 2
+    assert paths["export (150)"]["requests"] <= 8
+    assert paths["import (150)"]["requests"] <= 20 and paths["import (150)"]["refresh_waits"] <= 3
+    archive = paths["archive pass (every memory faded)"]
+    assert archive["requests"] <= 10 and archive["refresh_waits"] <= 2
+    assert paths["memorize with 3 related_to"]["refresh_waits"] <= 2
+    assert json.loads(capsys.readouterr().out) == report
+
+
+def test_opensearch_requests_bench_needs_enough_memories(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "opensearch-requests", "--memories", "100"])
+    assert exited.value.code == 2
+    assert "--memories: must be at least 101, got 100" in capsys.readouterr().err
