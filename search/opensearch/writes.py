@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -421,20 +421,20 @@ class MemoryWriter:
         for attempt in range(_MAX_ATTEMPTS):
             if not pending:
                 return
-            current = self.read_many(pending)
+            # The two counters only, as a partial update on the version read: neither the vectors
+            # nor the rest of the document travel, and the stamp stays (an access changes no
+            # content, so the second model's filler does not look at every memory recalled).
+            current = self.read_many(pending, vectors=False)
             lines: list[Json] = []
             for versioned in current:
-                m = versioned.memory
                 action = {
                     "_index": self._names.memories,
-                    "_id": m.id,
+                    "_id": versioned.memory.id,
                     "if_seq_no": versioned.seq_no,
                     "if_primary_term": versioned.primary_term,
                 }
-                bumped = replace(m, access_count=m.access_count + 1, last_accessed_at=at)
-                # An access changes no content: the stamp stays, so the second model's filler
-                # does not look at every memory recalled (search.opensearch.second_vectors).
-                lines += [{"index": action}, memory_doc(bumped, self._dimension, stamp_ms=versioned.stamp_ms)]
+                counters = {"access_count": versioned.memory.access_count + 1, "last_accessed_at": to_iso(at)}
+                lines += [{"update": action}, {"doc": counters}]
             if not lines:
                 return
             # Counters are read by realtime GET, and recall never sorts on them: no refresh wait.

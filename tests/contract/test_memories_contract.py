@@ -354,12 +354,14 @@ def test_get_many_without_vectors_reads_the_same_memories_but_their_vectors(
 def test_record_access_counts(store: Store, embedder: HashEmbedder) -> None:
     memory = make(embedder, "A memory that gets recalled.")
     store.put(memory)
+    before = store.get(memory.id)
     at = datetime(2026, 5, 1, tzinfo=UTC)
     store.record_access([memory.id, "unknown"], at)
     store.record_access([memory.id], at)
     got = store.get(memory.id)
     assert got.access_count == 2
     assert got.last_accessed_at == at
+    assert replace(got, access_count=before.access_count, last_accessed_at=before.last_accessed_at) == before
 
 
 def test_memory_without_embedding_is_found_by_keywords(store: Store, embedder: HashEmbedder) -> None:
