@@ -63,7 +63,7 @@ class Operators:
         after = None if cursor is None else PageMark(*decode_cursor(cursor))
         authors = () if author is None else (author,)
         # One more than the page says whether another follows.
-        found = self.store.list_memories(where, limit + 1, authors=authors, after=after)
+        found = self.store.list_memories(where, limit + 1, authors=authors, after=after, vectors=False)
         shown = found[:limit]
         more = len(found) > limit
         return MemoryPage(

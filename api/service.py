@@ -671,7 +671,7 @@ class MemoryService:
     def load_handoff(self, caller: Caller = Caller(), *, scope: str | None = None) -> HandoffPublic | None:
         """The latest handoff of the caller's scope (or ``scope``), or None."""
         where = SearchFilter(scopes=[caller.scope_for(scope, write=False)], memory_types=(MemoryType.HANDOFF,))
-        latest = self.store.list_memories(where, 1)
+        latest = self.store.list_memories(where, 1, vectors=False)
         return HandoffPublic.of(latest[0]) if latest else None
 
     def status(self, caller: Caller = Caller(), *, scope: str | None = None) -> MemoryStatus:
@@ -684,14 +684,16 @@ class MemoryService:
             by_type.setdefault(kind.value, {})[state.value] = count
         failures: dict[str, dict[str, int]] = {}
         working = SearchFilter(scopes=[name], states=(MemoryState.WORKING,), memory_types=(MemoryType.FAILURE,))
-        for failure in self.store.list_memories(working, _STATUS_SCAN):
+        for failure in self.store.list_memories(working, _STATUS_SCAN, vectors=False):
             component = str(failure.details.get("component", "unknown"))
             severity = str(failure.details.get("severity", "unknown"))
             failures.setdefault(component, {}).setdefault(severity, 0)
             failures[component][severity] += 1
         features: dict[str, FeatureStatus] = {}
         progress = SearchFilter(scopes=[name], memory_types=(MemoryType.PROGRESS,))
-        for note in self.store.list_memories(progress, _STATUS_SCAN):  # newest first: the first per feature wins
+        for note in self.store.list_memories(
+            progress, _STATUS_SCAN, vectors=False
+        ):  # newest first: first per feature wins
             feature = str(note.details.get("feature", note.title))
             if feature in features:
                 continue

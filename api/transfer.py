@@ -83,7 +83,7 @@ class Transfer:
         ids: list[str] = []
         after: PageMark | None = None
         while True:
-            page = self.store.list_memories(every, _PAGE, after=after)
+            page = self.store.list_memories(every, _PAGE, after=after, vectors=False)
             ids += [m.id for m in page]
             if len(page) < _PAGE:
                 return sorted(ids)

@@ -170,10 +170,12 @@ class MemoryStore(Protocol):
         *,
         authors: Sequence[str] = (),
         after: PageMark | None = None,
+        vectors: bool = True,
     ) -> list[Memory]:
         """The memories ``where`` admits, newest first (``created_at``, then id), at most ``limit``;
-        with their vectors (maintenance passes: consolidation, archiving). ``authors``: only theirs;
-        ``after``: only those that come after that memory in this order (the next page)."""
+        with their vectors unless ``vectors`` is False (a vector is most of a memory's bytes, and a
+        listing, a status or an id scan reads none). ``authors``: only theirs; ``after``: only
+        those that come after that memory in this order (the next page)."""
         ...
 
     def scopes(self) -> list[str]:

@@ -309,10 +309,13 @@ def archive_faded(store: Store, scope: str, now: datetime, policy: SleepPolicy =
         states=(MemoryState.WORKING, MemoryState.CONSOLIDATED),
         created_before=now - timedelta(days=ARCHIVE_IDLE_DAYS),
     )
-    faded = [m for m in store.list_memories(where, _ARCHIVE_SCAN) if archivable(m, now, **policy.decay)]
+    # Read without vectors: most of what a scope holds stays; the ones that move are read whole below.
+    scanned = store.list_memories(where, _ARCHIVE_SCAN, vectors=False)
+    faded = [m for m in scanned if archivable(m, now, **policy.decay)]
     archived: list[str] = []
     for start in range(0, len(faded), _ARCHIVE_PAGE):
-        moving = list(_unprotected(store, faded[start : start + _ARCHIVE_PAGE], set(archived), now, policy))
+        unprotected = list(_unprotected(store, faded[start : start + _ARCHIVE_PAGE], set(archived), now, policy))
+        moving = store.get_many([m.id for m in unprotected])  # with their vectors: the writes keep them
         # One write of the memories, one of their records: on OpenSearch each write waits for a refresh.
         store.put_many(
             [replace(m, state=MemoryState.ARCHIVED, updated_at=now) for m in moving], DuplicatePolicy.OVERWRITE

@@ -8,7 +8,7 @@ reads a missing document as None, and a paged scan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from typing import Any
 
@@ -74,11 +74,14 @@ class Cluster:
         except DocumentMissing:
             return None
 
-    def scan(self, alias: str, query: Json, sort: list[Any]) -> Iterator[Json]:
-        """Every matching ``_source``, in ``sort`` order, page by page (``search_after``)."""
+    def scan(self, alias: str, query: Json, sort: list[Any], *, excludes: Sequence[str] = ()) -> Iterator[Json]:
+        """Every matching ``_source`` (less the ``excludes`` fields), in ``sort`` order, page by page
+        (``search_after``)."""
         after: list[Any] | None = None
         while True:
             body: Json = {"size": _PAGE, "query": query, "sort": sort, "track_total_hits": False}
+            if excludes:
+                body["_source"] = {"excludes": list(excludes)}
             if after is not None:
                 body["search_after"] = after
             response = self.call(f"searching {alias}", partial(self.client.search, index=alias, body=body))

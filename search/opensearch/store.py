@@ -350,6 +350,7 @@ class OpenSearchStore(DelegatesKnowledge):
         *,
         authors: Sequence[str] = (),
         after: PageMark | None = None,
+        vectors: bool = True,
     ) -> list[Memory]:
         if limit < 1:
             return []
@@ -364,7 +365,9 @@ class OpenSearchStore(DelegatesKnowledge):
             )
         query: Json = {"bool": {"filter": filters}}
         found: list[Memory] = []
-        for doc in self._cluster.scan(self._names.memories, query, [{"created_at": "desc"}, {"id": "asc"}]):
+        leave_out = () if vectors else (bodies.VECTOR_FIELD,)
+        order = [{"created_at": "desc"}, {"id": "asc"}]
+        for doc in self._cluster.scan(self._names.memories, query, order, excludes=leave_out):
             found.append(memory_from_doc(doc))
             if len(found) == limit:
                 break

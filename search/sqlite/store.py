@@ -643,6 +643,7 @@ class SQLiteStore(DelegatesKnowledge):
         *,
         authors: Sequence[str] = (),
         after: PageMark | None = None,
+        vectors: bool = True,
     ) -> list[Memory]:
         if limit < 1:
             return []
@@ -654,9 +655,10 @@ class SQLiteStore(DelegatesKnowledge):
             stamp = to_timestamp(after.created_at)
             clause += " AND (m.created_at < ? OR (m.created_at = ? AND m.id > ?))"
             params += [stamp, stamp, after.id]
+        columns = MEMORY_COLUMNS if vectors else MEMORY_COLUMNS_WITHOUT_VECTOR
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {clause} ORDER BY m.created_at DESC, m.id LIMIT ?",
+                f"SELECT {columns} FROM memories m WHERE {clause} ORDER BY m.created_at DESC, m.id LIMIT ?",
                 (*params, limit),
             ).fetchall()
         return [memory_from_row(r) for r in rows]

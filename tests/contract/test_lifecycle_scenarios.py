@@ -247,6 +247,7 @@ def test_a_faded_memory_is_archived_unless_tied_to_a_strong_one_and_found_on_req
     assert faded in archived and tied not in archived and keeper not in archived
     assert set(pair) <= set(archived)
     assert store.get(faded).state is MemoryState.ARCHIVED
+    assert store.get(faded).embedding is not None  # archived whole: its vector kept for recall on request
     assert faded not in [m.id for m in recall(store, embedder, "old build server hamster", year_later)]
     recaller = Recaller(store, embedder, RecallParams(mode=RetrievalMode.BM25))
     on_request = recaller.recall(

@@ -458,6 +458,9 @@ def test_list_memories_is_newest_first_within_the_filter_with_vectors(store: Sto
     listed = store.list_memories(SearchFilter(scopes=["p"]), 10)
     assert [m.id for m in listed] == [m.id for m in reversed(made)]
     assert listed[0].embedding == pytest.approx(made[-1].embedding)
+    bare = store.list_memories(SearchFilter(scopes=["p"]), 10, vectors=False)
+    assert [m.embedding for m in bare] == [None] * 5
+    assert [replace(m, embedding=None) for m in listed] == bare  # the rest as it is
     recent = store.list_memories(SearchFilter(scopes=["p"], created_after=start + timedelta(days=3)), 10)
     assert [m.id for m in recent] == [made[4].id, made[3].id]
     assert [m.id for m in store.list_memories(SearchFilter(scopes=["p"]), 2)] == [made[4].id, made[3].id]
