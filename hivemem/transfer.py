@@ -14,6 +14,7 @@ importer reads the whole file through before it writes anything.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
@@ -283,17 +284,23 @@ def export_file_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
+def _content_key(scope: str, digest: str) -> int:
+    return int.from_bytes(hashlib.blake2b(f"{scope}\x00{digest}".encode(), digest_size=16).digest(), "big")
+
+
 def read_export(lines: Iterable[str]) -> Iterator[Record]:
     """The records of an export file as its lines are read, each validated first; what it keeps
     between lines is the ids of the memories read so far.
 
     Raises ``ValidationError`` at the first bad line, naming it: not JSON, an unknown kind or
     field, a value out of range, a content hash that is not the content's, a scope that is no
-    scope, a memory id given twice, or a relation whose ends are not memories of the file (above
-    it); and at the end for a file with no header. Records before a bad line have been yielded:
-    a caller that must change nothing for a bad file reads it through once before writing.
+    scope, a memory id given twice, a content given twice in one scope (a store keeps one memory
+    per content and scope), or a relation whose ends are not memories of the file (above it); and
+    at the end for a file with no header. Records before a bad line have been yielded: a caller
+    that must change nothing for a bad file reads it through once before writing.
     """
     memory_ids: set[str] = set()
+    contents: set[int] = set()  # each memory's (scope, content hash) as a 128-bit digest: 16 bytes, not 100
     header_seen = False
     for number, text in enumerate(lines, start=1):
         if not text.strip():
@@ -331,7 +338,11 @@ def read_export(lines: Iterable[str]) -> Iterator[Record]:
                 raise _problem(number, f"memory {line.id} is given twice")
             if content_hash(line.content) != line.content_hash:
                 raise _problem(number, f"memory {line.id}: content_hash is not the hash of its content")
+            held = _content_key(line.scope, line.content_hash)
+            if held in contents:
+                raise _problem(number, f"memory {line.id}: the file holds its content in scope {line.scope!r} twice")
             memory_ids.add(line.id)
+            contents.add(held)
             yield _memory(raw)
         elif isinstance(line, _RelationLine):
             missing = [end for end in (line.source_id, line.target_id) if end not in memory_ids]

@@ -117,6 +117,16 @@ def export(service: MemoryService, scopes: list[str] | None = None) -> str:
     return "\n".join(service.transfer.export(LOCAL, scopes)) + "\n"
 
 
+def filled_export(folder: Path, scopes: list[str] | None = None) -> str:
+    """The export file of a store in ``folder`` that :func:`fill` filled."""
+    source = _sqlite(folder)
+    try:
+        fill(source)
+        return export(source, scopes)
+    finally:
+        source.close()
+
+
 def test_sqlite_to_opensearch_to_sqlite_gives_the_same_file(tmp_path: Path, opensearch_service: MemoryService) -> None:
     first = _sqlite(tmp_path / "a")
     try:
@@ -183,12 +193,7 @@ def test_the_export_file_is_written_in_its_order_or_not_at_all() -> None:
 
 
 def test_a_bad_file_is_refused_whole_and_changes_nothing(tmp_path: Path) -> None:
-    source = _sqlite(tmp_path / "a")
-    try:
-        fill(source)
-        lines = export_file_lines(export(source))
-    finally:
-        source.close()
+    lines = export_file_lines(filled_export(tmp_path / "a"))
     target = _sqlite(tmp_path / "b")
     held = target.memorize_many([_note("We deploy with blue-green switches.")], LOCAL)[0].id
     try:
@@ -197,12 +202,16 @@ def test_a_bad_file_is_refused_whole_and_changes_nothing(tmp_path: Path) -> None
         wrong_hash = json.loads(lines[memory]) | {"content": "Something else entirely."}
         dangling = json.loads(lines[relation]) | {"target_id": "not-in-the-file"}
         bad_scope = json.loads(lines[memory]) | {"scope": "Not A Scope!"}
+        last = max(i for i, line in enumerate(lines) if '"kind":"memory"' in line)  # a content the target lacks
+        copied = json.loads(lines[last]) | {"id": "00000000-0000-4000-8000-000000000001"}
         cases = {
             "not JSON": [*lines[:3], "{broken", *lines[3:]],
             "not a hivemem-export file": lines[1:],
             "is not the hash of its content": [*lines[:memory], json.dumps(wrong_hash), *lines[memory + 1 :]],
             "not a memory of the file": [*lines[:relation], json.dumps(dangling), *lines[relation + 1 :]],
             "scope": [*lines[:memory], json.dumps(bad_scope), *lines[memory + 1 :]],
+            # One content twice in one scope, under two ids: the store keeps one memory per content.
+            "the file holds its content in scope": [*lines[: last + 1], json.dumps(copied), *lines[last + 1 :]],
             "does not match any of the expected tags": [*lines, '{"kind": "token", "id": "x"}'],
             "the file is empty": [],
             # Its content is held in its scope under another id.
@@ -218,15 +227,23 @@ def test_a_bad_file_is_refused_whole_and_changes_nothing(tmp_path: Path) -> None
         target.close()
 
 
+def test_a_content_given_twice_in_a_scope_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    lines = export_file_lines(filled_export(tmp_path / "a"))
+    first = next(i for i, line in enumerate(lines) if '"kind":"memory"' in line)
+    twin = json.loads(lines[first]) | {"id": "00000000-0000-4000-8000-000000000002"}
+    target = _sqlite(tmp_path / "b")  # empty: no store conflict to find first
+    try:
+        with pytest.raises(ValidationError, match=f"line {first + 2}: .*the file holds its content in scope"):
+            target.transfer.import_lines([*lines[: first + 1], json.dumps(twin), *lines[first + 1 :]], LOCAL)
+        assert target.store.count() == 0
+    finally:
+        target.close()
+
+
 def test_the_cli_exports_and_imports_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = _sqlite(tmp_path / "a")
-    try:
-        fill(source)
-        expected = export(source, [SCOPE])
-    finally:
-        source.close()
+    expected = filled_export(tmp_path / "a", [SCOPE])
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "a"))
     out = tmp_path / "scope.jsonl"
@@ -296,12 +313,7 @@ def test_an_export_file_is_written_whole_or_not_at_all(tmp_path: Path, capsys: p
 
 
 def test_rest_import_takes_admin_on_every_scope_of_the_file(tmp_path: Path) -> None:
-    source = _sqlite(tmp_path / "a")
-    try:
-        fill(source)
-        body = export(source, [SCOPE])
-    finally:
-        source.close()
+    body = filled_export(tmp_path / "a", [SCOPE])
     settings = Settings(data_dir=tmp_path / "b", embed_model="hash:64", team=True)
     service = MemoryService.from_settings(settings)
     try:
