@@ -54,8 +54,9 @@ def _is_question(entry: Any) -> bool:
 def load_questions(path: Path) -> list[dict[str, Any]]:
     """The questions of a JSONL file: ``question``, ``evidence`` (a list of strings), optional ``format``."""
     questions = []
-    with reading(path, "a question file (JSON lines)"):
-        for number, entry in enumerate(json_lines(path.read_text(encoding="utf-8").splitlines()), 1):
+    # Lines end at line feeds only, as in the other data files: JSON may hold U+2028 unescaped.
+    with reading(path, "a question file (JSON lines)"), path.open(encoding="utf-8") as handle:
+        for number, entry in enumerate(json_lines(handle), 1):
             if not _is_question(entry):
                 raise ValueError(f"question {number} needs `question` (text) and `evidence` (a list of strings)")
             questions.append(entry)

@@ -339,6 +339,15 @@ def test_knowledge_bench_refuses_bad_question_files(tmp_path: Path, capsys: pyte
     assert "does not exist" in capsys.readouterr().err
 
 
+def test_a_question_holding_a_line_separator_is_one_question(tmp_path: Path) -> None:
+    from api.bench.knowledge import load_questions
+
+    questions = tmp_path / "q.jsonl"
+    # JSON writes U+2028 unescaped; a reader splitting at every Unicode line break cut it in two.
+    questions.write_text(json.dumps({"question": "one\u2028two", "evidence": ["x"]}, ensure_ascii=False) + "\r\n")
+    assert load_questions(questions) == [{"question": "one\u2028two", "evidence": ["x"]}]
+
+
 def test_ingest_load_bench_recalls_while_workers_ingest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_server: object
 ) -> None:
