@@ -82,8 +82,9 @@ def _service(url: str, prefix: str, log: _Log, settings: Settings) -> MemoryServ
     from search.opensearch.client import reporting_connection
 
     embedder = HashEmbedder(64)
+    cluster = url.split("?", 1)[0].rstrip("/")  # the run's own prefix replaces any the URL names
     store = OpenSearchStore(
-        f"{url.rstrip('/')}/?index={prefix}",
+        f"{cluster}/?index={prefix}",
         embedding_model=embedder.model_id,
         dimension=embedder.dimension,
         settings=settings,

@@ -457,6 +457,25 @@ def test_opensearch_requests_bench_counts_each_batch_path(
     assert json.loads(capsys.readouterr().out) == report
 
 
+def test_opensearch_requests_bench_on_a_named_server_uses_its_own_prefix_and_drops_it(tmp_path: Path) -> None:
+    pytest.importorskip("osmem_server", reason="osmem-server (the dev extra) is not installed")
+    import httpx
+
+    from api.bench.local_cluster import start_osmem
+
+    server, url = start_osmem()
+    try:
+        store_url = url.replace("http://", "opensearch+http://", 1) + "/?index=someone_else"
+        out = tmp_path / "requests.json"
+        assert main(["bench", "opensearch-requests", "--url", store_url, "--memories", "101", "--json", str(out)]) == 0
+        assert json.loads(out.read_text())["server"] == "the cluster at --url"
+        indices = httpx.get(f"{url}/_cat/indices", params={"format": "json"}).json()
+        assert [i["index"] for i in indices if "bench_requests" in i["index"] or "someone" in i["index"]] == []
+    finally:
+        server.kill()
+        server.communicate()
+
+
 def test_opensearch_requests_bench_needs_enough_memories(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["bench", "opensearch-requests", "--memories", "100"])
