@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from hivemem.audit import AuditQuery
-from hivemem.errors import EmbeddingMismatchError, MemoryNotFoundError
+from hivemem.errors import DuplicateMemoryError, EmbeddingMismatchError, MemoryNotFoundError
 from hivemem.fusion import Candidate
 from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import AuditEvent, DuplicatePolicy, FusionMethod, Memory, MemoryState, MemoryType, Relation
@@ -51,6 +51,7 @@ __all__ = [
     "TokenStore",
     "Warms",
     "missing_end",
+    "not_written",
     "refuse_stale_vectors",
 ]
 
@@ -546,3 +547,11 @@ def missing_end(relations: Sequence[Relation], found: set[str]) -> None:
     for relation in relations:
         if relation.source_id not in found or relation.target_id not in found:
             raise MemoryNotFoundError(f"relation {relation.source_id} -> {relation.target_id}: missing end")
+
+
+def not_written(memory_ids: Sequence[str]) -> DuplicateMemoryError:
+    """The error :meth:`MemoryStore.put_many` raises for the memories of a batch it refused."""
+    return DuplicateMemoryError(
+        f"{len(memory_ids)} memories were not written (the id exists, or the scope holds the content "
+        f"under another id): {list(memory_ids)[:5]}"
+    )

@@ -91,8 +91,9 @@ __all__ = ["OpenSearchStore"]
 Json = dict[str, Any]
 
 _PREFIX = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,150}$")
-# Ids per ``terms`` query of the relations: far under index.max_terms_count (65,536 by default).
-_TERMS_CHUNK = 1_000
+# Ids (or edges) per request of a batch path (a ``terms`` query, an ``_mget``, a ``_bulk`` of
+# edges): far under index.max_terms_count (65,536 by default), and a bounded body.
+_IDS_PER_REQUEST = 1_000
 # Unique, so search_after pages never skip an edge that ties with the page's last one.
 _RELATION_ORDER: list[Any] = [{"created_at": "asc"}, {"source_id": "asc"}, {"target_id": "asc"}, {"type": "asc"}]
 
@@ -256,20 +257,20 @@ class OpenSearchStore(DelegatesKnowledge):
         ends = sorted({end for r in relations for end in (r.source_id, r.target_id)})
         found = {
             m.id
-            for start in range(0, len(ends), _TERMS_CHUNK)
-            for m in self.get_many(ends[start : start + _TERMS_CHUNK], vectors=False)
+            for start in range(0, len(ends), _IDS_PER_REQUEST)
+            for m in self.get_many(ends[start : start + _IDS_PER_REQUEST], vectors=False)
         }
         missing_end(relations, found)
-        for start in range(0, len(relations), _TERMS_CHUNK):
+        for start in range(0, len(relations), _IDS_PER_REQUEST):
             lines: list[Json] = []
-            for relation in relations[start : start + _TERMS_CHUNK]:
+            for relation in relations[start : start + _IDS_PER_REQUEST]:
                 # create, not index: the first write of an edge wins and a repeat is a no-op (409), as on SQLite.
                 lines += [
                     {"create": {"_index": self._names.relations, "_id": relation_id(relation)}},
                     relation_doc(relation),
                 ]
             # A refresh shows every write before it: the last request waits for one, for all.
-            last = start + _TERMS_CHUNK >= len(relations)
+            last = start + _IDS_PER_REQUEST >= len(relations)
             self._cluster.bulk(lines, refresh="wait_for" if last else "false")
 
     def audit(self, event: AuditEvent) -> None:
@@ -510,8 +511,8 @@ class OpenSearchStore(DelegatesKnowledge):
     def relations_of(self, memory_ids: Sequence[str]) -> list[Relation]:
         ids = list(dict.fromkeys(memory_ids))
         found: dict[tuple[str, str, str], Relation] = {}
-        for start in range(0, len(ids), _TERMS_CHUNK):
-            query = _touching(ids[start : start + _TERMS_CHUNK])
+        for start in range(0, len(ids), _IDS_PER_REQUEST):
+            query = _touching(ids[start : start + _IDS_PER_REQUEST])
             for doc in self._cluster.scan(self._names.relations, query, _RELATION_ORDER):
                 relation = relation_from_doc(doc)
                 found[relation.key] = relation

@@ -22,6 +22,7 @@ from typing import Any
 from hivemem.errors import DuplicateMemoryError, MemoryNotFoundError, StoreUnavailableError
 from hivemem.model import DuplicatePolicy, Memory
 from hivemem.resolution import Resolution
+from search.base import not_written
 from search.opensearch.bodies import IndexNames
 from search.opensearch.cluster import Cluster
 from search.opensearch.docs import STAMP_FIELD, claim_id, from_iso, memory_doc, memory_from_doc, to_iso
@@ -311,10 +312,7 @@ class MemoryWriter:
             if old.id not in duplicates:
                 self.release(old.scope, old.content_hash, old.id)
         if duplicates:
-            raise DuplicateMemoryError(
-                f"{len(duplicates)} memories were not written (the id exists, or the scope holds the content "
-                f"under another id): {duplicates[:5]}"
-            )
+            raise not_written(duplicates)
         return written
 
     def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:

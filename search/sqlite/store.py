@@ -49,7 +49,15 @@ from hivemem.model import (
 )
 from hivemem.resolution import Neighbour, Resolution
 from hivemem.tokens import TokenRecord
-from search.base import PageMark, PlanDecision, ReembedBatch, SearchFilter, missing_end, refuse_stale_vectors
+from search.base import (
+    PageMark,
+    PlanDecision,
+    ReembedBatch,
+    SearchFilter,
+    missing_end,
+    not_written,
+    refuse_stale_vectors,
+)
 from search.knowledge_delegate import DelegatesKnowledge
 from search.neighbours import nearest, neighbour_filter
 from search.query_terms import query_terms
@@ -431,10 +439,7 @@ class SQLiteStore(DelegatesKnowledge):
                 except DuplicateMemoryError:  # its statement failed alone; the unit goes on
                     duplicates.append(memory.id)
         if duplicates:
-            raise DuplicateMemoryError(
-                f"{len(duplicates)} memories were not written (the id exists, or the scope holds the content "
-                f"under another id): {duplicates[:5]}"
-            )
+            raise not_written(duplicates)
         return written
 
     def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:
