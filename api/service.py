@@ -691,9 +691,8 @@ class MemoryService:
             failures[component][severity] += 1
         features: dict[str, FeatureStatus] = {}
         progress = SearchFilter(scopes=[name], memory_types=(MemoryType.PROGRESS,))
-        for note in self.store.list_memories(
-            progress, _STATUS_SCAN, vectors=False
-        ):  # newest first: first per feature wins
+        # Newest first: the first note of a feature is its latest.
+        for note in self.store.list_memories(progress, _STATUS_SCAN, vectors=False):
             feature = str(note.details.get("feature", note.title))
             if feature in features:
                 continue

@@ -475,13 +475,13 @@ class Recaller:
         if not superseded:
             return hits
         scores = {h.memory.id: h.score for h in hits}
-        replaced_by: dict[str, list[float]] = {}
+        replaced_by: dict[str, list[float]] = {}  # a superseded hit's id -> the scores of its replacements
         for edge in self._store.relations_of(sorted(superseded)):
-            if edge.type is RelationType.SUPERSEDES and edge.source_id in scores:
+            if edge.type is RelationType.SUPERSEDES and edge.target_id in superseded and edge.source_id in scores:
                 replaced_by.setdefault(edge.target_id, []).append(scores[edge.source_id])
         capped = []
         for hit in hits:
-            replacements = replaced_by.get(hit.memory.id) if hit.memory.id in superseded else None
+            replacements = replaced_by.get(hit.memory.id)
             if replacements and hit.score > min(replacements):
                 hit = replace(hit, score=min(replacements))
             capped.append(hit)

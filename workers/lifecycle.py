@@ -9,7 +9,7 @@ only ``working`` memories are consolidated, so running a pass again finds nothin
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -314,7 +314,7 @@ def archive_faded(store: Store, scope: str, now: datetime, policy: SleepPolicy =
     faded = [m for m in scanned if archivable(m, now, **policy.decay)]
     archived: list[str] = []
     for start in range(0, len(faded), _ARCHIVE_PAGE):
-        unprotected = list(_unprotected(store, faded[start : start + _ARCHIVE_PAGE], set(archived), now, policy))
+        unprotected = _unprotected(store, faded[start : start + _ARCHIVE_PAGE], set(archived), now, policy)
         moving = store.get_many([m.id for m in unprotected])  # with their vectors: the writes keep them
         # One write of the memories, one of their records: on OpenSearch each write waits for a refresh.
         store.put_many(
@@ -327,10 +327,10 @@ def archive_faded(store: Store, scope: str, now: datetime, policy: SleepPolicy =
 
 def _unprotected(
     store: Store, faded: list[Memory], archived: set[str], now: datetime, policy: SleepPolicy
-) -> Iterator[Memory]:
-    """The memories of ``faded`` that no edge ties to a memory still strong: one archived (in
-    ``archived``, or found so earlier in ``faded``) protects nothing. The edges and their far ends
-    are read once for all of ``faded``."""
+) -> list[Memory]:
+    """The memories of ``faded`` that no edge ties to a memory still strong, in order: one archived
+    (in ``archived``, or found unprotected earlier in ``faded``) protects nothing. The edges and
+    their far ends are read once for all of ``faded``."""
     ids = {m.id for m in faded}
     others: dict[str, set[str]] = {}
     for edge in store.relations_of(sorted(ids)):
@@ -338,6 +338,7 @@ def _unprotected(
             if end in ids:
                 others.setdefault(end, set()).add(edge.other_end(end))
     ends = {m.id: m for m in store.get_many(sorted(set().union(*others.values())), vectors=False)}
+    unprotected: list[Memory] = []
     for memory in faded:
         tied = [ends[i] for i in sorted(others.get(memory.id, ())) if i in ends]
         if any(
@@ -348,7 +349,8 @@ def _unprotected(
         ):
             continue
         archived.add(memory.id)
-        yield memory
+        unprotected.append(memory)
+    return unprotected
 
 
 def _archive_record(memory: Memory, now: datetime, policy: SleepPolicy) -> AuditEvent:
