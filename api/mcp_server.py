@@ -40,6 +40,7 @@ import hivemem
 from api.denials import denial_recorder
 from api.errors import tool_error
 from api.mcp_knowledge import knowledge_tool
+from api.mcp_schema import for_agents
 from api.service import Caller, MemoryService
 from api.shutdown import sigterm_as_sigint
 from hivemem.access import Access
@@ -324,12 +325,13 @@ class _ClearArgumentErrors(Tool):
 
 
 def _refusing_unknown_arguments(tool: Tool) -> Tool:
-    """``tool``, refusing arguments it does not take (the SDK's argument model ignores them), and
-    saying clearly what is wrong with the arguments it refuses."""
+    """``tool``, refusing arguments it does not take (the SDK's argument model ignores them),
+    saying clearly what is wrong with the arguments it refuses, and listed with the schema an
+    agent reads (:func:`api.mcp_schema.for_agents`)."""
     base = tool.fn_metadata.arg_model
     strict = type(base.__name__, (base,), {"model_config": ConfigDict(**base.model_config, extra="forbid")})
     tool.fn_metadata.arg_model = strict
-    tool.parameters["additionalProperties"] = False
+    tool.parameters = {**for_agents(tool.parameters), "additionalProperties": False}
     return _ClearArgumentErrors.model_construct(**dict(tool.__dict__))
 
 

@@ -287,12 +287,41 @@ def test_tool_schemas_carry_the_limits_and_take_nothing_else(service: MemoryServ
     assert (props["importance"]["minimum"], props["importance"]["maximum"]) == (0, 1)
     tags = next(branch for branch in props["tags"]["anyOf"] if branch.get("type") == "array")
     assert tags["maxItems"] == 32 and tags["items"]["maxLength"] == 64
-    assert "pattern" in props["title"] and "pattern" in props["scope"]["anyOf"][0]
+    # The scope's pattern says what a scope may hold; the text fields' control-character rule is
+    # the server's to check (see test_a_text_rule_left_out_of_the_schema_is_still_enforced).
+    assert "pattern" in props["scope"]["anyOf"][0]
+    assert "pattern" not in props["title"] and "pattern" not in tags["items"]
     remember = tools["remember"].input_schema["properties"]
     assert (remember["limit"]["minimum"], remember["limit"]["maximum"]) == (1, 100)
     queries = next(branch for branch in remember["query"]["anyOf"] if branch.get("type") == "array")
     assert (queries["minItems"], queries["maxItems"]) == (1, 5)
     assert all(tool.input_schema["additionalProperties"] is False for tool in tools.values())
+
+
+def test_tool_schemas_leave_out_what_an_agent_cannot_use(service: MemoryService) -> None:
+    # Every session's context holds these: no generated titles, no control-character classes.
+    tools = listed_tools(service)
+    listed = json.dumps([tool.input_schema for tool in tools.values()])
+    assert "\\x00-\\x08" not in listed and '"title": "Related Files"' not in listed
+    assert '"title": {' in listed  # the memorize argument named title is still there
+    # A budget (about 19,000 characters in all now): a tool that takes the listing past it says why.
+    assert sum(len(json.dumps(tool.model_dump(mode="json", exclude_none=True))) for tool in tools.values()) < 20_000
+
+
+def test_a_text_rule_left_out_of_the_schema_is_still_enforced(service: MemoryService) -> None:
+    texts: list[str] = []
+
+    async def body(client: Client) -> None:
+        bell = {"title": "Bell\x07 title", "content": "Long enough."}
+        texts.append(error_text(await client.call_tool("memorize", bell)))
+        texts.append(error_text(await client.call_tool("remember", {"query": ["fine", "nul\x00"]})))
+
+    run_with_client(service, body)
+    assert texts[0].endswith(
+        "title: must hold at least 5 characters besides surrounding whitespace, and no control characters"
+    )
+    assert "without control characters" in texts[1]
+    assert service.store.count() == 0
 
 
 def _descriptions(schema: Any) -> Iterator[str]:
