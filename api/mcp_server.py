@@ -39,8 +39,8 @@ from pydantic import ValidationError as PydanticValidationError
 import hivemem
 from api.denials import denial_recorder
 from api.errors import tool_error
+from api.mcp_compact import compact_answer, compact_schema
 from api.mcp_knowledge import knowledge_tool
-from api.mcp_schema import for_agents
 from api.service import Caller, MemoryService
 from api.shutdown import sigterm_as_sigint
 from hivemem.access import Access
@@ -308,14 +308,15 @@ class _SessionScopes(ServerMiddleware[Any]):
         return {**listed, "tools": tools}
 
 
-class _ClearArgumentErrors(Tool):
+class _ToolForAgents(Tool):
     """A tool whose invalid arguments are refused as the REST API refuses them ("invalid input:
     query: …", one line per field), not with the SDK's text: pydantic's whole report, with its
-    model's name, type tags and links, which an agent pays for and can hardly act on."""
+    model's name, type tags and links, which an agent pays for and can hardly act on. Its answers'
+    text is one line of JSON (:func:`api.mcp_compact.compact_answer`)."""
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
-            return await super().run(arguments, context, convert_result)
+            return compact_answer(await super().run(arguments, context, convert_result))
         except ToolError as exc:
             # The SDK raises a failed argument validation as a ToolError caused by pydantic's error
             # (our tools' own failures arrive caused by the ToolError they raised: left as they are).
@@ -327,12 +328,12 @@ class _ClearArgumentErrors(Tool):
 def _refusing_unknown_arguments(tool: Tool) -> Tool:
     """``tool``, refusing arguments it does not take (the SDK's argument model ignores them),
     saying clearly what is wrong with the arguments it refuses, and listed with the schema an
-    agent reads (:func:`api.mcp_schema.for_agents`)."""
+    agent reads (:func:`api.mcp_compact.compact_schema`)."""
     base = tool.fn_metadata.arg_model
     strict = type(base.__name__, (base,), {"model_config": ConfigDict(**base.model_config, extra="forbid")})
     tool.fn_metadata.arg_model = strict
-    tool.parameters = {**for_agents(tool.parameters), "additionalProperties": False}
-    return _ClearArgumentErrors.model_construct(**dict(tool.__dict__))
+    tool.parameters = {**compact_schema(tool.parameters), "additionalProperties": False}
+    return _ToolForAgents.model_construct(**dict(tool.__dict__))
 
 
 MAX_TOOL_EXPORT_CHARS = 100_000

@@ -308,6 +308,19 @@ def test_tool_schemas_leave_out_what_an_agent_cannot_use(service: MemoryService)
     assert sum(len(json.dumps(tool.model_dump(mode="json", exclude_none=True))) for tool in tools.values()) < 20_000
 
 
+def test_an_answers_text_is_its_structured_content_on_one_line(service: MemoryService) -> None:
+    results: list[Any] = []
+
+    async def body(client: Client) -> None:
+        await client.call_tool("memorize", {"title": "Billing owner", "content": "Payments team owns billing."})
+        results.append(await client.call_tool("remember", {"query": "who owns billing"}))
+
+    run_with_client(service, body)
+    (text,) = (part.text for part in results[0].content)
+    assert "\n" not in text and json.loads(text) == structured(results[0])
+    assert structured(results[0])["results"][0]["title"] == "Billing owner"
+
+
 def test_a_text_rule_left_out_of_the_schema_is_still_enforced(service: MemoryService) -> None:
     texts: list[str] = []
 

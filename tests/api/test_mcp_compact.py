@@ -1,8 +1,10 @@
-"""The compact tool schema agents read (api.mcp_schema)."""
+"""What agents read of the tools, compact (api.mcp_compact)."""
 
 from __future__ import annotations
 
-from api.mcp_schema import for_agents
+from mcp_types import CallToolResult, ImageContent, TextContent
+
+from api.mcp_compact import compact_answer, compact_schema
 from hivemem.limits import text_pattern
 
 
@@ -20,7 +22,7 @@ def test_generated_titles_and_text_rules_go_and_everything_else_stays() -> None:
         },
         "required": ["title"],
     }
-    assert for_agents(schema) == {
+    assert compact_schema(schema) == {
         "type": "object",
         "$defs": {"Kind": {"enum": ["a", "b"], "type": "string"}},
         "properties": {
@@ -33,3 +35,18 @@ def test_generated_titles_and_text_rules_go_and_everything_else_stays() -> None:
         "required": ["title"],
     }
     assert schema["title"] == "memorizeArguments"  # the original is left as it was
+
+
+def test_a_structured_answer_is_written_on_one_line_and_nothing_else_is_touched() -> None:
+    answer = {"results": [{"title": "Zürich office", "score": 0.5}], "related": []}
+    indented = CallToolResult(content=[TextContent(type="text", text="{\n  ...\n}")], structured_content=answer)
+    compacted = compact_answer(indented)
+    assert compacted.content == [
+        TextContent(type="text", text='{"results":[{"title":"Zürich office","score":0.5}],"related":[]}')
+    ]
+    assert compacted.structured_content == answer
+    error = CallToolResult(content=[TextContent(type="text", text="not_found: no memory")], is_error=True)
+    image = ImageContent(type="image", data="aGk=", mime_type="image/png")
+    unstructured = CallToolResult(content=[TextContent(type="text", text="a\nb"), image])
+    for untouched in (error, unstructured, "plain"):
+        assert compact_answer(untouched) is untouched
