@@ -189,13 +189,15 @@ def _parser() -> argparse.ArgumentParser:
     consolidate.add_argument(
         "--scope", default=None, help="the goal's scope (default: derived from the working directory)"
     )
-    sleep = memory_sub.add_parser(
-        "sleep-consolidate", help="turn clusters of near-identical recent memories into one insight each, now"
+    consolidate_only = memory_sub.add_parser(
+        "sleep-consolidate",
+        help="turn clusters of near-identical recent memories into one insight each, now (no archiving)",
     )
-    sleep.add_argument("--scope", default=None, help="default: derived from the working directory")
-    sleep.add_argument("--threshold", type=float, default=None, help="cosine to a cluster's seed (default: 0.85)")
-    sleep.add_argument("--min-size", dest="min_size", type=int, default=None, help="memories per cluster (default: 3)")
-    sleep.add_argument("--dry-run", dest="dry_run", action="store_true", help="report the clusters, write nothing")
+    _sleep_options(consolidate_only)
+    whole_pass = sub.add_parser(
+        "sleep", help="the scheduled sleep pass, now: consolidate recent near-duplicates, archive what has faded"
+    )
+    _sleep_options(whole_pass)
 
     add_knowledge_parser(sub)
     sub.add_parser("config", help="print the effective settings")
@@ -367,6 +369,15 @@ def _memorize_body(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _sleep_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scope", default=None, help="default: derived from the working directory")
+    parser.add_argument("--threshold", type=float, default=None, help="cosine to a cluster's seed (default: 0.85)")
+    parser.add_argument("--min-size", dest="min_size", type=int, default=None, help="memories per cluster (default: 3)")
+    parser.add_argument(
+        "--dry-run", dest="dry_run", action="store_true", help="report what would change, write nothing"
+    )
+
+
 def _recall_body(args: argparse.Namespace) -> dict[str, Any]:
     """``POST /v1/remember``'s body from the command line."""
     return {
@@ -461,9 +472,13 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         request = schemas.memory_create.model_validate(_given(_memorize_body(args)))
     elif args.command == "remember":
         recall = schemas.recall.model_validate(_given(_recall_body(args)))
-    elif args.command == "memory" and args.memory_command == "sleep-consolidate":
+    elif args.command == "sleep" or (args.command == "memory" and args.memory_command == "sleep-consolidate"):
         sleep_request = SleepRequest(
-            scope=args.scope, threshold=args.threshold, min_size=args.min_size, dry_run=args.dry_run
+            scope=args.scope,
+            threshold=args.threshold,
+            min_size=args.min_size,
+            dry_run=args.dry_run,
+            archive=args.command == "sleep",
         )
 
     from api.service import Caller, MemoryService
@@ -494,7 +509,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         elif args.command == "memory" and args.memory_command == "consolidate":
             plan = service.consolidate_goal(args.goal_id, caller, scope=args.scope)
             _print_json(None if plan is None else plan.model_dump(mode="json"))
-        elif args.command == "memory" and args.memory_command == "sleep-consolidate":
+        elif args.command == "sleep" or (args.command == "memory" and args.memory_command == "sleep-consolidate"):
             _print_json(service.sleep(sleep_request, caller).model_dump(mode="json"))
         elif args.command == "memory":
             done = service.undo(args.audit_id, caller)

@@ -28,6 +28,7 @@ from hivemem.audit import AuditQuery
 from hivemem.audit_schemas import AuditRequest
 from hivemem.config import Settings
 from hivemem.consolidation import Consolidation
+from hivemem.decay import raw_strength
 from hivemem.embedding import Embedder, parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.engineering import handoff_content
@@ -63,6 +64,7 @@ from hivemem.read_write_lock import ReadWriteLock
 from hivemem.rerank import Reranker
 from hivemem.schemas import (
     MAX_CONTENT_CHARS,
+    ArchivedPublic,
     AuditPublic,
     BulkMemorizeResult,
     ConsolidationPublic,
@@ -91,7 +93,7 @@ from search.base import DEFAULT_STATES, KeepsSecondVectors, ReEmbeds, Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
-from workers.lifecycle import consolidate_goal, last_sleep, sleep_consolidate, sleep_policy
+from workers.lifecycle import archive_faded, consolidate_goal, last_sleep, sleep_consolidate, sleep_policy
 from workers.rerankers import load_reranker
 from workers.runner import InProcessRunner, Runner
 from workers.sleep_timer import SleepTimer
@@ -623,7 +625,8 @@ class MemoryService:
         return None if plan is None else _consolidation_public(plan, self.store)
 
     def sleep(self, request: SleepRequest, caller: Caller = Caller()) -> SleepResult:
-        """One sleep pass over the caller's scope (or ``request.scope``), now, whenever it last ran."""
+        """One sleep pass over the caller's scope (or ``request.scope``), now, whenever it last ran:
+        consolidation, then (unless ``request.archive`` is false) archiving, as the scheduled pass."""
         scope = caller.scope_for(request.scope, write=True)
         base = sleep_policy(self.settings)
         policy = replace(
@@ -631,13 +634,24 @@ class MemoryService:
             threshold=base.threshold if request.threshold is None else request.threshold,
             min_size=base.min_size if request.min_size is None else request.min_size,
         )
-        report = sleep_consolidate(self.store, self.embedder, scope, utcnow(), policy, dry_run=request.dry_run)
+        now = utcnow()
+        report = sleep_consolidate(self.store, self.embedder, scope, now, policy, dry_run=request.dry_run)
+        faded = archive_faded(self.store, scope, now, policy, dry_run=request.dry_run) if request.archive else []
         written = None if report.dry_run else self.store
         return SleepResult(
             scope=scope,
             candidates=report.candidates,
             dry_run=report.dry_run,
             consolidations=[_consolidation_public(p, written) for p in report.consolidations],
+            archived=[
+                ArchivedPublic(
+                    id=m.id,
+                    title=m.title,
+                    memory_type=m.memory_type,
+                    strength=round(raw_strength(m, now, **policy.decay), 4),
+                )
+                for m in faded
+            ],
         )
 
     def save_handoff(self, request: HandoffSave, caller: Caller = Caller()) -> MemorizeResult | MemorizeAccepted:

@@ -5,8 +5,10 @@ memory folded in). Undo puts them back: a superseded memory is valid again and l
 ``supersedes`` edge; a merged memory gets its own text back and the folded-in memory is stored on
 its own, under the id it was given. Restored texts are embedded again. A consolidation's sources
 get their state and importance back and lose their ``derived_from`` edges; a parent it made (a
-sleep insight) is archived, one it lifted (a goal's closing note) gets its importance back. The
-undo is itself audited, and an audit record can be undone once.
+sleep insight) is archived, one it lifted (a goal's closing note) gets its importance back. A
+memory taken back out of the archive counts as used at that moment, so that it fades again from
+there instead of going straight back at the next sleep. The undo is itself audited, and an audit
+record can be undone once.
 """
 
 from __future__ import annotations
@@ -43,7 +45,10 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
     if event.action == "consolidate":
         ids = _unconsolidate(store, event, now)
     elif event.action == "archive":
-        store.put(restored(store.get(event.memory_id), detail["before"], now), DuplicatePolicy.OVERWRITE)
+        # Taken back out by someone: counted as used now, or the next sleep would archive it again
+        # at once (nothing else about it changed) and the undo would last a day.
+        back = replace(restored(store.get(event.memory_id), detail["before"], now), last_accessed_at=now)
+        store.put(back, DuplicatePolicy.OVERWRITE)
         ids = [event.memory_id]
     elif event.action == "supersede":
         old = store.get(str(detail["superseded"]))

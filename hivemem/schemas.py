@@ -642,6 +642,19 @@ class SleepRequest(BaseModel):
     threshold: Annotated[StrictFloat, Field(ge=0.5, le=1.0)] | None = None
     min_size: Annotated[StrictInt, Field(ge=2, le=100), BeforeValidator(_whole_number)] | None = None
     dry_run: StrictBool = False
+    archive: StrictBool = Field(
+        default=True,
+        description="Also move what has faded to the archive, as the scheduled pass does (false: consolidate only).",
+    )
+
+
+class ArchivedPublic(BaseModel):
+    """A memory a sleep pass moved to the archive (or would move, dry), and how far it had faded."""
+
+    id: str
+    title: str
+    memory_type: MemoryType
+    strength: float = Field(description="Its strength when the pass ran, under the floor of 0.05.")
 
 
 class SleepResult(BaseModel):
@@ -651,6 +664,11 @@ class SleepResult(BaseModel):
     candidates: int = Field(description="Working memories of the window that were looked at.")
     dry_run: bool
     consolidations: list[ConsolidationPublic]
+    archived: list[ArchivedPublic] = Field(
+        default_factory=list,
+        description="Memories moved to the archive: out of default recall, still stored; each move is "
+        "audited (`archive`) and undone like a merge.",
+    )
 
 
 class RelationPublic(BaseModel):

@@ -203,7 +203,8 @@ class SleepReport:
     candidates: int
     consolidations: tuple[Consolidation, ...]
     dry_run: bool
-    archived: tuple[str, ...] = ()
+    archived: tuple[Memory, ...] = ()
+    """The memories the pass moved to the archive, as they were before (without vectors)."""
 
 
 def _sleep_marker(scope: str) -> str:
@@ -297,9 +298,12 @@ _ARCHIVE_SCAN = 20_000  # the memories of a scope one archiving pass looks at (n
 _ARCHIVE_PAGE = 500  # faded memories whose edges and their far ends are read at once
 
 
-def archive_faded(store: Store, scope: str, now: datetime, policy: SleepPolicy = SleepPolicy()) -> list[str]:
+def archive_faded(
+    store: Store, scope: str, now: datetime, policy: SleepPolicy = SleepPolicy(), *, dry_run: bool = False
+) -> list[Memory]:
     """Archive the memories of ``scope`` that have faded (strength under the floor, idle for a week)
-    unless an edge ties them to a memory still strong (chain protection); the ids archived.
+    unless an edge ties them to a memory still strong (chain protection); the memories moved, as
+    they were (read without vectors), or on a ``dry_run`` those that would be, nothing written.
 
     Archived memories leave default recall and stay stored, found with ``states: [archived]``;
     each move is audited (``archive``) and undone like a merge.
@@ -312,25 +316,30 @@ def archive_faded(store: Store, scope: str, now: datetime, policy: SleepPolicy =
     # Read without vectors: most of what a scope holds stays; the ones that move are read whole below.
     scanned = store.list_memories(where, _ARCHIVE_SCAN, vectors=False)
     faded = [m for m in scanned if archivable(m, now, **policy.decay)]
-    archived: list[str] = []
+    archived: list[Memory] = []
+    leaving: set[str] = set()  # the ids found unprotected so far: they protect nothing further on
     for start in range(0, len(faded), _ARCHIVE_PAGE):
-        unprotected = _unprotected(store, faded[start : start + _ARCHIVE_PAGE], set(archived), now, policy)
+        unprotected = _unprotected(store, faded[start : start + _ARCHIVE_PAGE], leaving, now, policy)
+        if dry_run:
+            archived += unprotected
+            continue
         moving = store.get_many([m.id for m in unprotected])  # with their vectors: the writes keep them
         # One write of the memories, one of their records: on OpenSearch each write waits for a refresh.
         store.put_many(
             [replace(m, state=MemoryState.ARCHIVED, updated_at=now) for m in moving], DuplicatePolicy.OVERWRITE
         )
         store.audit_many([_archive_record(m, now, policy) for m in moving])
-        archived += [m.id for m in moving]
+        moved = {m.id for m in moving}  # one forgotten meanwhile is not among them
+        archived += [m for m in unprotected if m.id in moved]
     return archived
 
 
 def _unprotected(
     store: Store, faded: list[Memory], archived: set[str], now: datetime, policy: SleepPolicy
 ) -> list[Memory]:
-    """The memories of ``faded`` that no edge ties to a memory still strong, in order: one archived
-    (in ``archived``, or found unprotected earlier in ``faded``) protects nothing. The edges and
-    their far ends are read once for all of ``faded``."""
+    """The memories of ``faded`` that no edge ties to a memory still strong, in order, each added to
+    ``archived``: one in it (found unprotected on an earlier page, or earlier in ``faded``) protects
+    nothing. The edges and their far ends are read once for all of ``faded``."""
     ids = {m.id for m in faded}
     others: dict[str, set[str]] = {}
     for edge in store.relations_of(sorted(ids)):

@@ -55,8 +55,13 @@ class SleepTimer:
         while not self._stopped.wait(wait):
             try:
                 for report in sleep_due(self._store, self._embedder, utcnow(), self._policy, self._interval):
-                    if report.consolidations:
-                        log.info("sleep: %s: %d insight(s)", report.scope, len(report.consolidations))
+                    if report.consolidations or report.archived:
+                        log.info(
+                            "sleep: %s: %d insight(s), %d archived",
+                            report.scope,
+                            len(report.consolidations),
+                            len(report.archived),
+                        )
             except Exception:  # the next check tries again
                 log.exception("a sleep pass failed")
             self.passes += 1

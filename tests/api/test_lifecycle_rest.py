@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,45 @@ def test_sleep_dry_run_reports_the_clusters_and_writes_nothing(client: TestClien
     assert bad.status_code == 422
 
 
+def _fade(client: TestClient, memory_id: str, days: int = 400) -> None:
+    """Make a memory as a year of nobody recalling it leaves it: created long ago, never accessed."""
+    store = client.app.state.service.store  # type: ignore[attr-defined]
+    stored = store.get(memory_id)
+    then = stored.created_at - timedelta(days=days)
+    store.put(replace(stored, created_at=then, updated_at=then, importance=0.2), DuplicatePolicy.OVERWRITE)
+
+
+def test_sleep_archives_what_has_faded_and_a_dry_run_only_says_what_it_would(client: TestClient) -> None:
+    faded = _memorize(client, "The old build server was called hamster and ran Jenkins.")
+    fresh = _memorize(client, "Builds run on the shared CI runners of the platform team.")
+    _fade(client, faded)
+
+    dry = client.post("/v1/sleep", json={"scope": SCOPE, "dry_run": True})
+    assert dry.status_code == 200, dry.text
+    [foreseen] = dry.json()["archived"]
+    assert foreseen["id"] == faded and foreseen["memory_type"] == "fact" and foreseen["strength"] < 0.05
+    assert foreseen["title"].startswith("The old build server")
+    shown = client.get(f"/v1/memories/{faded}", params={"scope": SCOPE}).json()
+    assert shown["state"] == "working"
+
+    alone = client.post("/v1/sleep", json={"scope": SCOPE, "archive": False}).json()
+    assert alone["archived"] == []
+    assert client.get(f"/v1/memories/{faded}", params={"scope": SCOPE}).json()["state"] == "working"
+
+    done = client.post("/v1/sleep", json={"scope": SCOPE}).json()
+    assert [m["id"] for m in done["archived"]] == [faded] and done["dry_run"] is False
+    states = {i: client.get(f"/v1/memories/{i}", params={"scope": SCOPE}).json()["state"] for i in (faded, fresh)}
+    assert states == {faded: "archived", fresh: "working"}
+    trail = client.get("/v1/audit", params={"memory_id": faded, "scope": SCOPE})
+    [record] = [e for e in trail.json() if e["action"] == "archive"]
+    undone = client.post(f"/v1/audit/{record['id']}/undo")
+    assert undone.status_code == 200, undone.text
+    assert client.get(f"/v1/memories/{faded}", params={"scope": SCOPE}).json()["state"] == "working"
+    # Taken back out by hand, it counts as used now: the next pass leaves it alone.
+    assert client.post("/v1/sleep", json={"scope": SCOPE}).json()["archived"] == []
+    assert client.post("/v1/sleep", json={"scope": SCOPE, "archive": "yes"}).status_code == 422
+
+
 def test_the_cli_links_on_memorize_consolidates_a_goal_and_sleeps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -182,7 +222,9 @@ def test_the_cli_links_on_memorize_consolidates_a_goal_and_sleeps(
     plan = cli_json("memory", "consolidate", goal["id"], "--scope", SCOPE)
     assert plan["parent_id"] == goal["id"] and plan["source_ids"] == [finding["id"]]
     report = cli_json("memory", "sleep-consolidate", "--scope", SCOPE, "--dry-run", "--min-size", "2")
-    assert report["dry_run"] is True and report["scope"] == SCOPE
+    assert report["dry_run"] is True and report["scope"] == SCOPE and report["archived"] == []
+    whole = cli_json("sleep", "--scope", SCOPE, "--dry-run")
+    assert whole["dry_run"] is True and whole["archived"] == [] and whole["consolidations"] == []
     with pytest.raises(SystemExit) as usage:
         main(["memorize", "--title", "A title here", "--content", "Some content for it.", "--related-to", "achieves"])
     assert usage.value.code == 2

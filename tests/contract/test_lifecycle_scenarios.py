@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from api.undo import undo
 from hivemem.embedding import HashEmbedder
 from hivemem.hashing import content_hash
-from hivemem.model import Link, Memory, MemoryState, MemoryType, Relation, RelationType, new_memory_id
+from hivemem.model import Link, Memory, MemoryState, MemoryType, Relation, RelationType, new_memory_id, utcnow
 from search import SearchFilter, Store
 from search.recall import Recaller, RecallParams, RetrievalMode
 from workers import jobs
@@ -243,7 +243,10 @@ def test_a_faded_memory_is_archived_unless_tied_to_a_strong_one_and_found_on_req
     year_later = START + timedelta(days=365)
     store.record_access([keeper], year_later - timedelta(days=1))  # the keeper is in use
 
-    archived = archive_faded(store, "team/api", year_later)
+    foreseen = [m.id for m in archive_faded(store, "team/api", year_later, dry_run=True)]
+    assert store.get(faded).state is MemoryState.WORKING  # a dry run moves nothing
+    archived = [m.id for m in archive_faded(store, "team/api", year_later)]
+    assert archived == foreseen
     assert faded in archived and tied not in archived and keeper not in archived
     assert set(pair) <= set(archived)
     assert store.get(faded).state is MemoryState.ARCHIVED
@@ -257,6 +260,11 @@ def test_a_faded_memory_is_archived_unless_tied_to_a_strong_one_and_found_on_req
     assert archive_faded(store, "team/api", year_later) == []  # already archived: nothing new
 
     record = next(e for e in store.audit_log(faded) if e.action == "archive")
+    before_undo = utcnow()
     undo(store, embedder, record, "alice")
-    assert store.get(faded).state is MemoryState.WORKING
+    back = store.get(faded)
+    assert back.state is MemoryState.WORKING
+    # Counted as used when it was taken back, so it fades again from there.
+    assert back.last_accessed_at is not None and back.last_accessed_at >= before_undo
+    assert faded not in [m.id for m in archive_faded(store, "team/api", before_undo + timedelta(days=1))]
     assert len(everything(store)) == 11  # archived or not, nothing was deleted
