@@ -76,7 +76,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ingest.add_argument("--scope", default=None, help="default: derived from the working directory")
     ingest.add_argument("--glob", action="append", default=[], help="only files matching (repeatable), e.g. '*.pdf'")
     ingest.add_argument("--force", action="store_true", help="index unchanged documents again")
+    ingest.add_argument(
+        "--prune", action="store_true", help="first remove the documents of the named folders whose files are gone"
+    )
     ingest.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    prune = commands.add_parser(
+        "prune", help="remove the documents indexed from folders whose files are gone (deleted or moved away)"
+    )
+    prune.add_argument("folders", nargs="+", metavar="FOLDER", help="folders indexed before")
+    prune.add_argument("--scope", default=None, help=_SCOPE_HELP)
+    prune.add_argument("--dry-run", dest="dry_run", action="store_true", help="list them, remove nothing")
+    prune.add_argument("--json", action="store_true", help="print JSON")
 
     sources = commands.add_parser("sources", help="list indexed documents")
     sources.add_argument("--scope", default=None, help=_SCOPE_HELP)
@@ -131,6 +142,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         MAX_STORED_TEXT,
         KnowledgeDeleteRequest,
         KnowledgeMatchRequest,
+        KnowledgePruneRequest,
         KnowledgeReadRequest,
         KnowledgeSearchRequest,
         KnowledgeStoreRequest,
@@ -193,6 +205,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         elif command == "delete":
             deleted = knowledge.delete(KnowledgeDeleteRequest(source=args.source, scope=args.scope), caller, access)
             _dump(deleted.model_dump(mode="json"))
+        elif command == "prune":
+            pruned = knowledge.prune(
+                KnowledgePruneRequest(folders=args.folders, scope=args.scope, dry_run=args.dry_run), caller, access
+            )
+            if args.json:
+                _dump(pruned.model_dump(mode="json"))
+            else:
+                verb = "would remove" if pruned.dry_run else "removed"
+                print(f"{verb} {len(pruned.removed)} documents whose files are gone")
+                for gone in pruned.removed:
+                    print(f"  {gone.source} ({gone.chunks} chunks)")
         elif command == "sources":
             listed = knowledge.sources(caller, args.scope)
             if args.json:
@@ -211,16 +234,47 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _ingest(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> int:
-    from hivemem.knowledge_schemas import IngestRequest
+    from hivemem.errors import ValidationError
+    from hivemem.knowledge_schemas import IngestReport, IngestRequest
 
     request = IngestRequest(paths=args.paths, scope=args.scope, glob=args.glob, force=args.force)
-    if knowledge.settings.broker_url:
-        return _ingest_on_workers(args, knowledge, request, caller, access)
-    expansion = knowledge.expand(request.paths, request.glob, access)
+    pruned = _pruned_first(request, knowledge, caller, access) if args.prune else []
+    try:
+        if knowledge.settings.broker_url:
+            return _ingest_on_workers(args, knowledge, request, caller, access, pruned)
+        expansion = knowledge.expand(request.paths, request.glob, access)
+    except ValidationError as exc:
+        if not pruned or exc.field != "paths":
+            raise
+        # The folders hold nothing to index any more: what they held is what the prune removed.
+        empty = IngestReport(
+            documents=0, indexed=0, unchanged=0, failed=0, chunks=0, failures=[], elapsed_s=0.0, pruned=pruned
+        )
+        return _summary(args, empty)
     progress = _Progress(len(expansion.sources), sys.stderr)
     report = knowledge.ingest(request, caller, access, progress, expansion=expansion)
     progress.finish()
-    return _summary(args, report)
+    return _summary(args, report.model_copy(update={"pruned": pruned}))
+
+
+def _pruned_first(request: IngestRequest, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> list[str]:
+    """``ingest --prune``: the documents removed from the named folders (the other paths are files
+    and URLs, which have nothing to prune)."""
+    from hivemem.errors import ValidationError
+    from hivemem.knowledge_schemas import KnowledgePruneRequest
+
+    folders = [given for given in request.paths if _is_folder(given)]
+    if not folders:
+        raise ValidationError("--prune removes the documents of folders whose files are gone: name a folder")
+    pruned = knowledge.prune(KnowledgePruneRequest(folders=folders, scope=request.scope), caller, access)
+    return [gone.source for gone in pruned.removed]
+
+
+def _is_folder(given: str) -> bool:
+    try:
+        return Path(given).expanduser().is_dir()
+    except (OSError, RuntimeError):
+        return False
 
 
 def _summary(args: argparse.Namespace, report: IngestReport) -> int:
@@ -237,11 +291,18 @@ def _summary(args: argparse.Namespace, report: IngestReport) -> int:
             print(f"  failed: {failure.source}: {failure.error}")
         if report.left_out:
             print(f"  left out: {left_out_words(report.left_out)}")
+        for gone in report.pruned:
+            print(f"  removed, its file is gone: {gone}")
     return PARTIAL if report.failed else 0
 
 
 def _ingest_on_workers(
-    args: argparse.Namespace, knowledge: KnowledgeService, request: IngestRequest, caller: Caller, access: FileAccess
+    args: argparse.Namespace,
+    knowledge: KnowledgeService,
+    request: IngestRequest,
+    caller: Caller,
+    access: FileAccess,
+    pruned: list[str],
 ) -> int:
     """The distributed shape: one job, a task per document on the workers; progress from the job board."""
     assert knowledge.runner is not None
@@ -278,6 +339,7 @@ def _ingest_on_workers(
         failures=failures,
         elapsed_s=round(time.monotonic() - began, 3),
         left_out=job.left_out,
+        pruned=pruned,
     )
     return _summary(args, report)
 

@@ -44,6 +44,8 @@ from hivemem.knowledge_schemas import (
     KnowledgeMatch,
     KnowledgeMatchRequest,
     KnowledgeMatchResponse,
+    KnowledgePruned,
+    KnowledgePruneRequest,
     KnowledgeReadRequest,
     KnowledgeReadResponse,
     KnowledgeSearchRequest,
@@ -330,6 +332,24 @@ class KnowledgeService:
         removed = self.store.delete_source(scope, uri)
         return KnowledgeDeleted(source=uri, scope=scope, chunks=removed.chunk_count)
 
+    def prune(self, request: KnowledgePruneRequest, caller: Caller, access: FileAccess) -> KnowledgePruned:
+        """Remove from the caller's scope the documents indexed from under ``request.folders`` whose
+        files are gone (deleted, or moved away: a moved file is indexed again under its new path; a
+        folder gone whole takes all its documents). Every folder is checked before anything is
+        removed: a file, or a folder outside those this caller may name, is refused."""
+        scope = caller.scope_for(request.scope, write=True)
+        folders = [_folder(given, access) for given in request.folders]
+        gone = [s for s in self.store.sources([scope]) if _file_gone(s.uri, folders)]
+        removed = []
+        for source in gone:
+            if not request.dry_run:
+                try:
+                    self.store.delete_source(scope, source.uri)
+                except SourceNotFoundError:  # removed meanwhile (another prune, a delete)
+                    continue
+            removed.append(KnowledgeDeleted(source=source.uri, scope=scope, chunks=source.chunk_count))
+        return KnowledgePruned(scope=scope, dry_run=request.dry_run, removed=removed)
+
     def sources(self, caller: Caller, scope: str | None = None) -> list[SourcePublic]:
         """The documents indexed in the scope set."""
         return [SourcePublic.of(s) for s in self.store.sources(caller.readable(scope))]
@@ -452,6 +472,41 @@ class KnowledgeService:
     def _readers(self, sources: Sequence[str], access: FileAccess) -> Iterator[Callable[[], Document]]:
         for source in sources:
             yield lambda source=source: self._document(source, access)  # type: ignore[misc]
+
+
+def _folder(given: str, access: FileAccess) -> Path:
+    """The real path of a folder named to prune (it may be gone whole), checked as a folder to
+    ingest is. Raises ``ValidationError`` for a file or a name the file system refuses,
+    ``DocumentAccessDenied`` outside the folders this caller may name."""
+    try:
+        path = Path(given).expanduser()
+        real = path.resolve()
+        a_file = real.exists() and not real.is_dir()
+    except (OSError, RuntimeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ValidationError(f"{given!r} cannot be looked at: {reason}", field="folders") from exc
+    if a_file:
+        raise ValidationError(
+            f"{given!r} is not a folder: prune removes the documents of a folder whose files are gone "
+            "(a single document: `knowledge delete`)",
+            field="folders",
+        )
+    if access.allowed is not None and (
+        not path.is_absolute() or not any(real.is_relative_to(f) for f in access.allowed)
+    ):
+        access.resolve(given)  # raises the refusal with its reason
+    return real
+
+
+def _file_gone(uri: str, folders: Sequence[Path]) -> bool:
+    """Whether ``uri`` is a file's path under one of ``folders`` that no longer names a file."""
+    if uri.startswith(STORED_PREFIXES) or is_url(uri):
+        return False
+    path = Path(uri)
+    try:
+        return any(path.is_relative_to(folder) for folder in folders) and not path.is_file()
+    except (OSError, ValueError):  # a path the file system refuses to look at now: kept
+        return False
 
 
 def _citation(chunk: KnowledgeChunk, score: float) -> ChunkCitation:

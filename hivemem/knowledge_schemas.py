@@ -24,6 +24,8 @@ __all__ = [
     "KnowledgeMatch",
     "KnowledgeMatchRequest",
     "KnowledgeMatchResponse",
+    "KnowledgePruneRequest",
+    "KnowledgePruned",
     "KnowledgeReadRequest",
     "KnowledgeReadResponse",
     "KnowledgeSearchRequest",
@@ -131,6 +133,23 @@ class IngestRequest(BaseModel):
     force: StrictBool = False
 
 
+FolderPath = Annotated[
+    StrictStr,
+    Field(min_length=1, max_length=4096, json_schema_extra=_TEXT_1.schema(), description="A folder's path."),
+    AfterValidator(_TEXT_1),
+]
+
+
+class KnowledgePruneRequest(BaseModel):
+    """Remove the documents indexed from folders whose files are gone (deleted, or moved away)."""
+
+    model_config = _STRICT
+
+    folders: Annotated[list[FolderPath], Field(min_length=1, max_length=MAX_INGEST_PATHS)]
+    scope: ScopeName | None = None
+    dry_run: StrictBool = Field(default=False, description="List what would be removed; remove nothing.")
+
+
 class ChunkCitation(BaseModel):
     """A found chunk with what a citation needs."""
 
@@ -212,6 +231,14 @@ class KnowledgeDeleted(BaseModel):
     chunks: int
 
 
+class KnowledgePruned(BaseModel):
+    """What a prune removed from one scope (or, dry, would remove)."""
+
+    scope: str
+    dry_run: bool
+    removed: list[KnowledgeDeleted] = Field(description="The documents whose files are gone, each with its chunks.")
+
+
 class SourcePublic(BaseModel):
     uri: str
     scope: str
@@ -246,6 +273,9 @@ class IngestReport(BaseModel):
     failures: list[IngestFailure]
     elapsed_s: float
     left_out: dict[str, int] = Field(default_factory=dict, description=_LEFT_OUT)
+    pruned: list[str] = Field(
+        default_factory=list, description="Documents of the named folders removed first: their files are gone."
+    )
 
 
 class IngestAccepted(JobPublic):

@@ -19,6 +19,8 @@ from hivemem.knowledge_schemas import (
     KnowledgeDeleteRequest,
     KnowledgeMatchRequest,
     KnowledgeMatchResponse,
+    KnowledgePruned,
+    KnowledgePruneRequest,
     KnowledgeReadRequest,
     KnowledgeReadResponse,
     KnowledgeSearchRequest,
@@ -73,6 +75,13 @@ def store(body: KnowledgeStoreRequest, service: ServiceDep, caller: CallerDep) -
 def delete(body: KnowledgeDeleteRequest, service: ServiceDep, caller: CallerDep) -> KnowledgeDeleted:
     """Remove an indexed document and its chunks; 404 when the scope holds none by that name."""
     return service.knowledge.delete(body, caller, _access(service))
+
+
+@router.post("/prune", response_model=KnowledgePruned)
+def prune(body: KnowledgePruneRequest, service: ServiceDep, caller: CallerDep) -> KnowledgePruned:
+    """Remove the documents indexed from these folders (inside the allowed folders) whose files are
+    gone; `dry_run` lists them and removes nothing. 422 for a name that is not a folder now."""
+    return service.knowledge.prune(body, caller, _access(service))
 
 
 @router.post("/ingest", status_code=202, response_model=IngestAccepted)
