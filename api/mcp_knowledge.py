@@ -23,6 +23,7 @@ from hivemem.knowledge_schemas import (
     KnowledgeReadRequest,
     KnowledgeSearchRequest,
     KnowledgeStoreRequest,
+    SourcePublic,
 )
 from hivemem.schemas import QueryText, ScopeName
 from workers.documents.sources import FileAccess
@@ -41,8 +42,8 @@ read now (not allowed here, gone, a site down) is read from its indexed copy (`s
 indexed chunks.
 - `store` (`key`, `text`, optional `title`): index text under a key in this project's scope.
 - `delete` (`source`: `key:NAME`, a file or a URL): remove an indexed document.
-- `sources`: the documents indexed in this project's scope and global, each with its title, format and \
-chunks, or why its last indexing failed.
+- `sources` (optional `offset`, `limit`): the documents indexed in this project's scope and global, \
+{page} at a time, each with its title, format and chunks, or why its last indexing failed; `total` counts them all.
 {files}"""
 
 _USES: dict[str, set[str]] = {
@@ -51,8 +52,11 @@ _USES: dict[str, set[str]] = {
     "match": {"pattern", "source", "ignore_case", "limit", "scope"},
     "store": {"key", "text", "title", "scope"},
     "delete": {"source", "scope"},
-    "sources": {"scope"},
+    "sources": {"offset", "limit", "scope"},
 }
+SOURCES_PAGE = 50
+"""Documents one ``sources`` answer lists unless ``limit`` says otherwise (about 15,000 characters):
+a team's index can hold thousands, more than an agent's context should take at once."""
 _NEEDS: dict[str, set[str]] = {
     "search": {"query"},
     "read": {"source"},
@@ -107,8 +111,12 @@ def knowledge_tool(
         title: Annotated[
             Annotated[StrictStr, Field(max_length=200)] | None, Field(description="store: a title.")
         ] = None,
-        offset: Annotated[StrictInt | None, Field(ge=0, description="read: first character.")] = None,
-        limit: Annotated[StrictInt | None, Field(ge=1, description="search/match: results; read: characters.")] = None,
+        offset: Annotated[
+            StrictInt | None, Field(ge=0, description="read: first character; sources: first document.")
+        ] = None,
+        limit: Annotated[
+            StrictInt | None, Field(ge=1, description="search/match: results; read: characters; sources: documents.")
+        ] = None,
         scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
     ) -> dict[str, Any]:
         given = {
@@ -152,11 +160,22 @@ def knowledge_tool(
             stored = KnowledgeStoreRequest(key=key, text=text, title=title or "", **options)
             return knowledge.store_text(stored, who).model_dump(mode="json")
         if command == "sources":
-            return {"sources": [held.model_dump(mode="json") for held in knowledge.sources(who, scope)]}
+            return _page_of_sources(knowledge.sources(who, scope), offset or 0, limit or SOURCES_PAGE)
         return knowledge.delete(KnowledgeDeleteRequest(**options), who, files).model_dump(mode="json")
 
     return Tool.from_function(
         knowledge,
-        description=KNOWLEDGE.format(files=files_text(over_stdio)),
+        description=KNOWLEDGE.format(files=files_text(over_stdio), page=SOURCES_PAGE),
         annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=True),
     )
+
+
+def _page_of_sources(listed: list[SourcePublic], offset: int, limit: int) -> dict[str, Any]:
+    """One page of a ``sources`` answer, with what the next page starts at (None: this is the last)."""
+    page = listed[offset : offset + limit]
+    following = offset + len(page)
+    return {
+        "sources": [held.model_dump(mode="json") for held in page],
+        "total": len(listed),
+        "next_offset": following if following < len(listed) else None,
+    }

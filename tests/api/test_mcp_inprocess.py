@@ -14,9 +14,10 @@ from mcp import Client
 import hivemem
 from api import mcp_server
 from api.mcp_server import SessionScope, build_mcp
-from api.service import MemoryService
+from api.service import Caller, MemoryService
 from hivemem.config import Settings
 from hivemem.errors import MemoryNotFoundError
+from hivemem.knowledge_schemas import KnowledgeStoreRequest
 from hivemem.schemas import MemoryCreate
 
 SCOPE = "github.com/acme/api"
@@ -628,7 +629,32 @@ def test_the_knowledge_tool_lists_the_documents_of_the_scope_and_global(service:
         seen.append(error_text(await client.call_tool("knowledge", {"command": "sources", "query": "x"})))
 
     run_with_client(service, body)
-    assert seen[0] == {"sources": []}
+    assert seen[0] == {"sources": [], "total": 0, "next_offset": None}
     listed = {(s["scope"], s["uri"], s["chunk_count"]) for s in seen[1]["sources"]}
     assert listed == {(SCOPE, "key:runbook", 1), ("", "key:glossary", 1)}  # not another project's
+    assert (seen[1]["total"], seen[1]["next_offset"]) == (2, None)
     assert "`sources` does not take query" in seen[2]
+
+
+def test_the_knowledge_tool_lists_many_documents_a_page_at_a_time(service: MemoryService) -> None:
+    for n in range(120):
+        service.knowledge.store_text(
+            KnowledgeStoreRequest(key=f"note-{n:03}", text=f"Note {n} of the team's runbook.", scope=SCOPE),
+            Caller(default_scope=SCOPE),
+        )
+    pages: list[dict[str, Any]] = []
+
+    async def body(client: Client) -> None:
+        pages.append(structured(await client.call_tool("knowledge", {"command": "sources"})))
+        pages.append(structured(await client.call_tool("knowledge", {"command": "sources", "offset": 50})))
+        pages.append(
+            structured(await client.call_tool("knowledge", {"command": "sources", "offset": 100, "limit": 30}))
+        )
+
+    run_with_client(service, body)
+    # An index of thousands must not land in an agent's context at once: 50 a page unless asked.
+    assert [len(p["sources"]) for p in pages] == [50, 50, 20]
+    assert [p["next_offset"] for p in pages] == [50, 100, None]
+    assert {p["total"] for p in pages} == {120}
+    uris = [s["uri"] for p in pages for s in p["sources"]]
+    assert uris == sorted(uris) and len(set(uris)) == 120
