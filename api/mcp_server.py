@@ -181,7 +181,8 @@ something they may have said before, and before `memorize` (to avoid duplicates)
 {reads_from}
 Give 1-5 queries phrased differently (the error message, the component, the question); results are fused, \
 best first. [CONFIRMED] results were confirmed by a user; [INFERRED] ones were concluded by an agent: \
-verify those before relying on them.
+verify those before relying on them. A result with `valid_to` was superseded by a newer memory: history, \
+not the current fact.
 Optional filters: memory_types, tags, created_after/created_before (RFC 3339 with timezone)."""
 
 FORGET = """Delete one memory for good (the deletion is audited). Only for memories that are wrong, \

@@ -522,6 +522,8 @@ def test_the_memory_tool_gets_a_memory_reads_its_history_and_undoes_a_supersede(
             )
         )["id"]
         out["got"] = structured(await client.call_tool("memory", {"action": "get", "id": new}))
+        recalled = structured(await client.call_tool("remember", {"query": "which day do deploys go out"}))
+        out["recalled"] = {r["id"]: r.get("valid_to") for r in recalled["results"]}
         (record,) = structured(await client.call_tool("memory", {"action": "history", "id": new}))["records"]
         out["record"] = record
         out["undone"] = structured(await client.call_tool("memory", {"action": "undo", "audit_id": record["id"]}))
@@ -541,6 +543,8 @@ def test_the_memory_tool_gets_a_memory_reads_its_history_and_undoes_a_supersede(
 
     run_with_client(service, body)
     assert out["got"]["title"] == "Deploy day now"
+    # Recall says which of the two is history (the tool's description tells agents what valid_to means).
+    assert out["recalled"][out["got"]["id"]] is None and out["recalled"][out["old"]["id"]] is not None
     assert [(r["type"], r["target_id"]) for r in out["got"]["relations"]] == [("supersedes", out["old"]["id"])]
     assert out["record"]["action"] == "supersede"
     assert out["undone"] == {"audit_id": out["record"]["id"], "action": "supersede", "restored": [out["old"]["id"]]}
