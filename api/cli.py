@@ -348,7 +348,13 @@ def _print_recall(response: dict[str, Any], *, as_json: bool) -> None:
     if not response["results"]:
         print("no memories found")
     for r in response["results"]:
-        print(f"{r['label']} {r['score']:.3f}  {r['title']}  ({r['memory_type']}, {r['scope'] or 'global'}, {r['id']})")
+        about = [r["memory_type"], r["scope"] or "global", r["id"]]
+        # Said in words, as the JSON says it in fields: history is not to be read as the current fact.
+        if r.get("valid_to"):
+            about.append(f"superseded {r['valid_to'][:10]}")
+        if r.get("state", "working") != "working":
+            about.append(r["state"])
+        print(f"{r['label']} {r['score']:.3f}  {r['title']}  ({', '.join(about)})")
         print(f"    {r['content']}")
 
 

@@ -225,6 +225,15 @@ def test_the_cli_links_on_memorize_consolidates_a_goal_and_sleeps(
     assert report["dry_run"] is True and report["scope"] == SCOPE and report["archived"] == []
     whole = cli_json("sleep", "--scope", SCOPE, "--dry-run")
     assert whole["dry_run"] is True and whole["archived"] == [] and whole["consolidations"] == []
+    newer = cli_json(
+        "memorize", "--title", "Upload test fixed", "--content", "test_upload waits on the file, no sleep left in it.",
+        "--scope", SCOPE, "--related-to", f"supersedes:{finding['id']}",
+    )  # fmt: skip
+    assert main(["remember", "test_upload waits", "--scope", SCOPE, "--limit", "5"]) == 0
+    lines = {line.split("  (")[1] for line in capsys.readouterr().out.splitlines() if "  (" in line}
+    # The text output says which result is history, as the JSON's valid_to and state do.
+    assert any(f"{finding['id']}, superseded " in line and line.endswith(", consolidated)") for line in lines)
+    assert f"fact, {SCOPE}, {newer['id']})" in lines
     with pytest.raises(SystemExit) as usage:
         main(["memorize", "--title", "A title here", "--content", "Some content for it.", "--related-to", "achieves"])
     assert usage.value.code == 2
