@@ -96,6 +96,7 @@ from workers.embed import load_embedder
 from workers.lifecycle import archive_faded, consolidate_goal, last_sleep, sleep_consolidate, sleep_policy
 from workers.rerankers import load_reranker
 from workers.runner import InProcessRunner, Runner
+from workers.sleep_lock import sleep_lock
 from workers.sleep_timer import SleepTimer
 
 if TYPE_CHECKING:
@@ -634,9 +635,13 @@ class MemoryService:
             threshold=base.threshold if request.threshold is None else request.threshold,
             min_size=base.min_size if request.min_size is None else request.min_size,
         )
-        now = utcnow()
-        report = sleep_consolidate(self.store, self.embedder, scope, now, policy, dry_run=request.dry_run)
-        faded = archive_faded(self.store, scope, now, policy, dry_run=request.dry_run) if request.archive else []
+        # After any pass of another process (or of the timer) has ended: one pass at a time plans
+        # from what the store holds, not from what another is rewriting.
+        dry = request.dry_run
+        with sleep_lock(self.settings.data_dir, wait=True):
+            now = utcnow()
+            report = sleep_consolidate(self.store, self.embedder, scope, now, policy, dry_run=dry)
+            faded = archive_faded(self.store, scope, now, policy, dry_run=dry) if request.archive else []
         written = None if report.dry_run else self.store
         return SleepResult(
             scope=scope,
@@ -737,8 +742,14 @@ class MemoryService:
         shape; with a broker, beat schedules it). Stopped by ``close``."""
         if self.settings.broker_url or self.settings.sleep_interval_hours <= 0 or self._sleep_timer is not None:
             return
+        data_dir = self.settings.data_dir
         self._sleep_timer = SleepTimer(
-            self.store, self.embedder, sleep_policy(self.settings), timedelta(hours=self.settings.sleep_interval_hours)
+            self.store,
+            self.embedder,
+            sleep_policy(self.settings),
+            timedelta(hours=self.settings.sleep_interval_hours),
+            # Every process serving this store runs a timer (a server, each stdio session): one sleeps.
+            lock=lambda: sleep_lock(data_dir, wait=False),
         )
         self._sleep_timer.start()
 

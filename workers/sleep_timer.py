@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import timedelta
 
 from hivemem.embedding import Embedder
@@ -32,9 +34,13 @@ class SleepTimer:
         interval: timedelta,
         *,
         startup_delay_s: float = 60.0,
+        lock: Callable[[], AbstractContextManager[bool]] = lambda: nullcontext(True),
     ) -> None:
+        """``lock``: entered around each check, it says whether this process may sleep the store
+        now (:func:`workers.sleep_lock.sleep_lock`; the default: it is the store's only sleeper)."""
         self._store, self._embedder, self._policy, self._interval = store, embedder, policy, interval
         self._startup_delay_s = startup_delay_s
+        self._lock = lock
         self._stopped = threading.Event()
         self.passes = 0  # checks completed, for tests and diagnostics
         self._thread = threading.Thread(target=self._loop, name="hivemem-sleep", daemon=True)
@@ -54,15 +60,22 @@ class SleepTimer:
         check_every = min(self._interval.total_seconds(), 3600.0)
         while not self._stopped.wait(wait):
             try:
-                for report in sleep_due(self._store, self._embedder, utcnow(), self._policy, self._interval):
-                    if report.consolidations or report.archived:
-                        log.info(
-                            "sleep: %s: %d insight(s), %d archived",
-                            report.scope,
-                            len(report.consolidations),
-                            len(report.archived),
-                        )
+                with self._lock() as held:
+                    # Not held: another process sleeps the store now, and the scopes it sleeps
+                    # are not due at the next check.
+                    if held:
+                        self._sleep_due()
             except Exception:  # the next check tries again
                 log.exception("a sleep pass failed")
             self.passes += 1
             wait = check_every
+
+    def _sleep_due(self) -> None:
+        for report in sleep_due(self._store, self._embedder, utcnow(), self._policy, self._interval):
+            if report.consolidations or report.archived:
+                log.info(
+                    "sleep: %s: %d insight(s), %d archived",
+                    report.scope,
+                    len(report.consolidations),
+                    len(report.archived),
+                )
