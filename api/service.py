@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import gc
 import logging
-from contextlib import suppress
+from contextlib import AbstractContextManager, suppress
 from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -96,7 +96,7 @@ from workers.embed import load_embedder
 from workers.lifecycle import archive_faded, consolidate_goal, last_sleep, sleep_consolidate, sleep_policy
 from workers.rerankers import load_reranker
 from workers.runner import InProcessRunner, Runner
-from workers.sleep_lock import sleep_lock
+from workers.sleep_lock import broker_sleep_lock, sleep_lock
 from workers.sleep_timer import SleepTimer
 
 if TYPE_CHECKING:
@@ -638,7 +638,7 @@ class MemoryService:
         # After any pass of another process (or of the timer) has ended: one pass at a time plans
         # from what the store holds, not from what another is rewriting.
         dry = request.dry_run
-        with sleep_lock(self.settings.data_dir, wait=True):
+        with self.sleep_lock(wait=True):
             now = utcnow()
             report = sleep_consolidate(self.store, self.embedder, scope, now, policy, dry_run=dry)
             faded = archive_faded(self.store, scope, now, policy, dry_run=dry) if request.archive else []
@@ -737,19 +737,26 @@ class MemoryService:
             rerank_fallbacks=dict(getattr(self.recaller.reranker, "fallbacks", {})),
         )
 
+    def sleep_lock(self, *, wait: bool) -> AbstractContextManager[bool]:
+        """The lock every sleep pass over this store takes (:mod:`workers.sleep_lock`): the broker's,
+        shared with the workers' scheduled pass, when there is one; else the data folder's, shared
+        with the other processes serving the store. It yields whether it is held."""
+        if self.settings.broker_url:
+            return broker_sleep_lock(self.settings.broker_url, wait=wait)
+        return sleep_lock(self.settings.data_dir, wait=wait)
+
     def start_sleep_timer(self) -> None:
         """Sleep-consolidate each scope once per ``sleep_interval_hours`` in the background (embedded
         shape; with a broker, beat schedules it). Stopped by ``close``."""
         if self.settings.broker_url or self.settings.sleep_interval_hours <= 0 or self._sleep_timer is not None:
             return
-        data_dir = self.settings.data_dir
         self._sleep_timer = SleepTimer(
             self.store,
             self.embedder,
             sleep_policy(self.settings),
             timedelta(hours=self.settings.sleep_interval_hours),
             # Every process serving this store runs a timer (a server, each stdio session): one sleeps.
-            lock=lambda: sleep_lock(data_dir, wait=False),
+            lock=lambda: self.sleep_lock(wait=False),
         )
         self._sleep_timer.start()
 

@@ -8,18 +8,30 @@ archiving done and audited twice. The distributed shape serialises its passes wi
 (``workers.tasks``); here the lock is a file in the data folder, held with ``flock``, which the
 kernel releases when the block ends or its process dies, so a crashed pass never holds it. Two
 threads of one process exclude each other too: each opens the file on its own.
+
+With a broker, the workers' scheduled pass and a pass asked of a gateway share a Redis lock
+instead (:func:`redis_sleep_lock`); it expires after an hour, so a worker that died holding it
+holds it no longer than that.
 """
 
 from __future__ import annotations
 
 import fcntl
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["sleep_lock"]
+from hivemem.errors import BrokerUnavailableError
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["REDIS_SLEEP_LOCK", "broker_sleep_lock", "redis_sleep_lock", "sleep_lock"]
 
 LOCK_NAME = "sleep.lock"
+REDIS_SLEEP_LOCK = "hivemem:lock:sleep"
+_REDIS_LOCK_S = 3600  # longer than a pass takes; what a dead holder keeps it for
 
 
 @contextmanager
@@ -38,3 +50,32 @@ def sleep_lock(data_dir: Path, *, wait: bool) -> Iterator[bool]:
             yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def redis_sleep_lock(client: redis.Redis, *, wait: bool) -> Iterator[bool]:
+    """As :func:`sleep_lock`, for the processes of one broker (workers and gateways)."""
+    lock = client.lock(REDIS_SLEEP_LOCK, timeout=_REDIS_LOCK_S)
+    if not lock.acquire(blocking=wait):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        with suppress(Exception):  # expired meanwhile (a pass over an hour): nothing left to release
+            lock.release()
+
+
+@contextmanager
+def broker_sleep_lock(broker_url: str, *, wait: bool) -> Iterator[bool]:
+    """:func:`redis_sleep_lock` on a connection of its own to ``broker_url`` (a pass asked of a
+    gateway). Raises ``BrokerUnavailableError`` when the broker cannot be reached."""
+    import redis
+
+    with redis.Redis.from_url(broker_url) as client:
+        try:
+            client.ping()  # unreachable: said now, in the words the job board uses
+        except redis.RedisError as exc:
+            raise BrokerUnavailableError(f"the job broker is unreachable: {exc}") from exc
+        with redis_sleep_lock(client, wait=wait) as held:
+            yield held

@@ -40,6 +40,7 @@ from workers.lifecycle import sleep_due, sleep_policy
 from workers.queues import Task
 from workers.reconcile import reconcile
 from workers.scope_lock import ScopeBusyError, scope_locks
+from workers.sleep_lock import redis_sleep_lock
 
 __all__ = ["register_tasks"]
 
@@ -217,10 +218,9 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         """Sleep-consolidate each scope whose last pass is an interval old (scheduled by beat)."""
         context = current()
         # One pass at a time across the pool: a second would plan from what the first is rewriting.
-        lock = context.redis.lock("hivemem:lock:sleep", timeout=3600)
-        if not lock.acquire(blocking=False):
-            return {"skipped": 1}
-        try:
+        with redis_sleep_lock(context.redis, wait=False) as held:
+            if not held:
+                return {"skipped": 1}
             reports = sleep_due(
                 context.store,
                 context.embedder,
@@ -228,7 +228,4 @@ def register_tasks(app: Celery, settings: Settings) -> None:
                 sleep_policy(settings),
                 timedelta(hours=settings.sleep_interval_hours),
             )
-        finally:
-            with suppress(Exception):
-                lock.release()
         return {r.scope: len(r.consolidations) for r in reports}
