@@ -115,6 +115,10 @@ def test_ingest_with_prune_from_the_cli_keeps_a_folder_and_its_index_alike(
     capsys.readouterr()
 
     second.unlink()
+    assert cli_main(["knowledge", "sources", "--scope", SCOPE]) == 0
+    listing = capsys.readouterr().out
+    assert f"{second.resolve()}  (markdown, 1 chunks, its file is gone (knowledge prune))" in listing
+    assert f"{first.resolve()}  (markdown, 1 chunks)\n" in listing
     assert cli_main(["knowledge", "prune", str(folder), "--scope", SCOPE, "--dry-run"]) == 0
     assert capsys.readouterr().out.startswith(f"would remove 1 documents whose files are gone\n  {second.resolve()}")
     assert cli_main([*ingest, "--prune"]) == 0
