@@ -1,4 +1,4 @@
-"""``hivemem knowledge search|read|match|store|delete|ingest|sources``: documents from the command line.
+"""``hivemem knowledge search|read|match|store|delete|ingest|prune|sources``: documents from the command line.
 
 The CLI reads the caller's own files (as the stdio MCP server does). ``ingest`` shows a live
 progress line on stderr (documents, chunks, errors, rate, ETA), ends with a summary that lists
