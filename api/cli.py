@@ -474,6 +474,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     schemas = request_schemas(Limits.from_settings(settings))
     request: MemoryCreate | None = None
     recall: RecallRequest | None = None
+    sleep_request: SleepRequest | None = None
     if args.command == "memorize":
         request = schemas.memory_create.model_validate(_given(_memorize_body(args)))
     elif args.command == "remember":
@@ -515,7 +516,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         elif args.command == "memory" and args.memory_command == "consolidate":
             plan = service.consolidate_goal(args.goal_id, caller, scope=args.scope)
             _print_json(None if plan is None else plan.model_dump(mode="json"))
-        elif args.command == "sleep" or (args.command == "memory" and args.memory_command == "sleep-consolidate"):
+        elif sleep_request is not None:
             _print_json(service.sleep(sleep_request, caller).model_dump(mode="json"))
         elif args.command == "memory":
             done = service.undo(args.audit_id, caller)

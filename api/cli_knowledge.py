@@ -137,6 +137,7 @@ class _Progress:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run one ``knowledge`` subcommand; the exit code."""
+    from api.knowledge_service import file_gone
     from api.service import Caller, MemoryService
     from hivemem.knowledge_schemas import (
         MAX_STORED_TEXT,
@@ -225,7 +226,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 for s in listed:
                     state = f"error: {s.last_error}" if s.last_error else f"{s.chunk_count} chunks"
-                    hint = ", its file is gone (knowledge prune)" if _file_gone(s.uri) else ""
+                    hint = ", its file is gone (knowledge prune)" if file_gone(s.uri) else ""
                     print(f"{s.scope or 'global'}  {s.uri}  ({s.format.value}, {state}{hint})")
         else:
             return _ingest(args, knowledge, caller, access)
@@ -269,16 +270,6 @@ def _pruned_first(request: IngestRequest, knowledge: KnowledgeService, caller: C
         raise ValidationError("--prune removes the documents of folders whose files are gone: name a folder")
     pruned = knowledge.prune(KnowledgePruneRequest(folders=folders, scope=request.scope), caller, access)
     return [gone.source for gone in pruned.removed]
-
-
-def _file_gone(uri: str) -> bool:
-    """Whether ``uri`` names a file of this machine that no longer exists (a URL or a key never does)."""
-    if not uri.startswith("/"):
-        return False
-    try:
-        return not Path(uri).is_file()
-    except OSError:
-        return False
 
 
 def _is_folder(given: str) -> bool:

@@ -339,7 +339,7 @@ class KnowledgeService:
         removed: a file, or a folder outside those this caller may name, is refused."""
         scope = caller.scope_for(request.scope, write=True)
         folders = [_folder(given, access) for given in request.folders]
-        gone = [s for s in self.store.sources([scope]) if _file_gone(s.uri, folders)]
+        gone = [s for s in self.store.sources([scope]) if file_gone(s.uri, folders)]
         removed = []
         for source in gone:
             if not request.dry_run:
@@ -498,13 +498,15 @@ def _folder(given: str, access: FileAccess) -> Path:
     return real
 
 
-def _file_gone(uri: str, folders: Sequence[Path]) -> bool:
-    """Whether ``uri`` is a file's path under one of ``folders`` that no longer names a file."""
+def file_gone(uri: str, folders: Sequence[Path] | None = None) -> bool:
+    """Whether the indexed ``uri`` is a file's path (under one of ``folders``, when given) that no
+    longer names a file on this machine; a URL or stored text never is."""
     if uri.startswith(STORED_PREFIXES) or is_url(uri):
         return False
     path = Path(uri)
     try:
-        return any(path.is_relative_to(folder) for folder in folders) and not path.is_file()
+        under = folders is None or any(path.is_relative_to(folder) for folder in folders)
+        return under and not path.is_file()
     except (OSError, ValueError):  # a path the file system refuses to look at now: kept
         return False
 
