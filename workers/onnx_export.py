@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from workers.model_folder import built_folder
+from workers.pretrained import as_float32
 
 __all__ = ["ExportedModel", "exported_model"]
 
@@ -75,7 +76,7 @@ def _export(source: Path, target: Path) -> None:
     transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(source))
-        model = AutoModel.from_pretrained(str(source)).eval()
+        model = AutoModel.from_pretrained(str(source), **as_float32()).eval()
     finally:
         transformers_logging.set_verbosity(verbosity)
     if not getattr(tokenizer, "is_fast", False):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-__all__ = ["load_pretrained", "token_window"]
+__all__ = ["as_float32", "load_pretrained", "token_window"]
 
 
 def load_pretrained(
@@ -16,9 +16,10 @@ def load_pretrained(
 ) -> tuple[Any, Any]:
     """The tokenizer and model of ``source`` (a folder or hub id), in eval mode on ``device``.
 
-    fp16 on CUDA; gradients off for the process; ``threads`` (when set) caps torch's CPU threads,
-    per process, so that several workers on one host do not each take every core. Raises whatever
-    transformers raises; callers say which model failed.
+    fp32 on a CPU and fp16 on CUDA, whatever the folder stores; gradients off for the process;
+    ``threads`` (when set) caps torch's CPU threads, per process, so that several workers on one
+    host do not each take every core. Raises whatever transformers raises; callers say which model
+    failed.
     """
     import torch
     from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
@@ -32,7 +33,7 @@ def load_pretrained(
     verbosity = transformers_logging.get_verbosity()
     transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     try:
-        model = model_class.from_pretrained(source).to(device)
+        model = model_class.from_pretrained(source, **as_float32()).to(device)
     finally:
         transformers_logging.set_verbosity(verbosity)
     model.eval()
@@ -42,6 +43,21 @@ def load_pretrained(
     if threads:
         torch.set_num_threads(threads)
     return tokenizer, model
+
+
+def as_float32() -> dict[str, Any]:
+    """``from_pretrained``'s keyword that loads weights as fp32, whatever type a folder stores.
+
+    transformers 5 loads weights in the type they are stored in: a folder saved in fp16 would run
+    in fp16 on a CPU (several times slower, less exact) and export an fp16 ONNX graph.
+    """
+    import torch
+    import transformers
+    from packaging.version import Version
+
+    # 4.56 renamed torch_dtype to dtype; 5.x warns on the old name.
+    name = "dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"
+    return {name: torch.float32}
 
 
 def token_window(tokenizer: Any, wanted: int) -> int:

@@ -119,3 +119,25 @@ def test_a_damaged_export_falls_back_to_torch_or_is_refused(
     strict = OnnxEmbedder(packaged_model_path(), tmp_path, model_id=PACKAGED_MODEL_ID)
     with pytest.raises(EmbeddingError, match="cannot load the ONNX copy"):
         strict.embed_queries(["a query"])
+
+
+def test_a_folder_stored_in_fp16_is_exported_and_run_in_fp32(tmp_path: Path) -> None:
+    # transformers 5 would load it as fp16, and an fp16 graph runs poorly (or not) on onnxruntime's CPU.
+    from transformers import BertModel
+
+    from tests.rerank_models import tiny_bert
+
+    half = tmp_path / "half"
+    tiny_bert(tmp_path / "full", BertModel)
+    BertModel.from_pretrained(str(tmp_path / "full")).half().save_pretrained(str(half))
+    shutil.copy(tmp_path / "full" / "tokenizer.json", half / "tokenizer.json")
+    shutil.copy(tmp_path / "full" / "tokenizer_config.json", half / "tokenizer_config.json")
+    onnx = OnnxEmbedder(half, tmp_path / "cache", model_id="tiny")
+    ours = np.asarray(onnx.embed_passages(TEXTS))
+    assert ours.dtype == np.float64 and np.linalg.norm(ours, axis=1) == pytest.approx([1.0] * len(TEXTS), abs=1e-5)
+    theirs = np.asarray(TransformersEmbedder(str(half)).embed_passages(TEXTS))
+    assert (ours * theirs).sum(axis=1).min() > 0.9999
+    import onnx as onnx_format
+
+    graph = onnx_format.load(str(exported_model(half, tmp_path / "cache").model_file)).graph
+    assert {init.data_type for init in graph.initializer} <= {onnx_format.TensorProto.FLOAT, onnx_format.TensorProto.INT64}

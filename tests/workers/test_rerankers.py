@@ -73,3 +73,20 @@ def test_the_pool_needs_a_broker_and_a_model() -> None:
         Settings(rerank_pool=True, rerank_model="bi:hash:32")
     with pytest.raises(ValueError, match="HIVEMEM_RERANK_MODEL"):
         Settings(rerank_pool=True, broker_url="redis://127.0.0.1:6379/0")
+
+
+def test_a_model_folder_stored_in_fp16_runs_in_fp32_on_a_cpu(cross_folder: Path, tmp_path: Path) -> None:
+    # Many published folders store fp16 weights; transformers 5 would load them as fp16 and a CPU
+    # would compute in fp16, slower and less exactly.
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from workers.pretrained import load_pretrained
+
+    half = tmp_path / "half"
+    AutoModelForSequenceClassification.from_pretrained(str(cross_folder)).half().save_pretrained(str(half))
+    AutoTokenizer.from_pretrained(str(cross_folder)).save_pretrained(str(half))
+    _, model = load_pretrained(str(half), "sequence-classification", device="cpu", threads=0)
+    assert model.dtype == torch.float32
+    stored = CrossEncoderReranker(str(cross_folder)).score("which runner", ["we use vitest"])
+    assert CrossEncoderReranker(str(half)).score("which runner", ["we use vitest"]) == pytest.approx(stored, abs=1e-2)
