@@ -307,6 +307,9 @@ def _parser() -> argparse.ArgumentParser:
     em.add_argument("--batch-sizes", type=_int_list, default=[], help="comma list (default: the setting)")
     em.add_argument("--texts", type=_positive_int, default=2000, help="texts of each set embedded (default 2000)")
     em.add_argument("--queries", type=_positive_int, default=100, help="queries embedded one at a time (default 100)")
+    em.add_argument(
+        "--warmup", type=_positive_int, default=32, help="texts of each set embedded before timing (default 32)"
+    )
     em.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     rp = bench_sub.add_parser(
         "rerank-pool", help="the rerank pool's round trip (gateway -> worker -> gateway) against scoring in process"
@@ -326,6 +329,9 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both score (default cpu)")
     rp.add_argument("--top-n", type=_positive_int, default=30, help="passages per request (default 30)")
     rp.add_argument("--requests", type=_positive_int, default=100, help="requests per data set (default 100)")
+    rp.add_argument(
+        "--warmup", type=_positive_int, default=5, help="requests before measuring (default 5; a GPU wants ~50)"
+    )
     rp.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     osr = bench_sub.add_parser(
         "opensearch-requests",
@@ -614,6 +620,7 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
             batch_sizes=args.batch_sizes,
             texts=args.texts,
             queries=args.queries,
+            warmup=args.warmup,
         )
         emit(report, args.json_out)
         return 0
@@ -629,6 +636,7 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
             device=args.device,
             top_n=args.top_n,
             requests=args.requests,
+            warmup=args.warmup,
         )
         emit(report, args.json_out)
         return 0

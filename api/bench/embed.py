@@ -86,9 +86,15 @@ def run_embed(
     batch_sizes: Sequence[int] = (),
     texts: int = 2000,
     queries: int = 100,
+    warmup: int = 32,
     progress: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
 ) -> dict[str, Any]:
-    """Embed the same texts on each device (and batch size, default the setting's); the report of each."""
+    """Embed the same texts on each device (and batch size, default the setting's); the report of each.
+
+    ``warmup`` texts of each set (and as many queries) go through first, untimed: CUDA loads its
+    kernels on first use and a new batch shape costs more the first time; a few hundred texts
+    bring a GPU to its steady rate.
+    """
     from workers.embed import load_embedder
 
     sets = embed_texts(data, max(texts, queries))
@@ -104,7 +110,10 @@ def run_embed(
             embedder = load_embedder(
                 settings.model_copy(update={"embed_device": device, "embed_batch_size": batch_size})
             )
-            embedder.embed_passages(["warm up: loads the model and, on a GPU, its kernels"])
+            for kind in kinds:
+                _embed(embedder, kind, sets[kind][-warmup:])  # the sample's far end: other texts, same kind
+            for query in sets.get("queries", [])[-warmup:]:
+                embedder.embed_queries([query])
             run: dict[str, Any] = {
                 "device": device,
                 "device_name": described[device],

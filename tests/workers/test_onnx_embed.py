@@ -140,4 +140,7 @@ def test_a_folder_stored_in_fp16_is_exported_and_run_in_fp32(tmp_path: Path) -> 
     import onnx as onnx_format
 
     graph = onnx_format.load(str(exported_model(half, tmp_path / "cache").model_file)).graph
-    assert {init.data_type for init in graph.initializer} <= {onnx_format.TensorProto.FLOAT, onnx_format.TensorProto.INT64}
+    assert {init.data_type for init in graph.initializer} <= {
+        onnx_format.TensorProto.FLOAT,
+        onnx_format.TensorProto.INT64,
+    }
