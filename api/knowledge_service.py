@@ -340,14 +340,11 @@ class KnowledgeService:
         scope = caller.scope_for(request.scope, write=True)
         folders = [_folder(given, access) for given in request.folders]
         gone = [s for s in self.store.sources([scope]) if file_gone(s.uri, folders)]
-        removed = []
-        for source in gone:
-            if not request.dry_run:
-                try:
-                    self.store.delete_source(scope, source.uri)
-                except SourceNotFoundError:  # removed meanwhile (another prune, a delete)
-                    continue
-            removed.append(KnowledgeDeleted(source=source.uri, scope=scope, chunks=source.chunk_count))
+        if not request.dry_run:
+            # One batch, whatever the number (a folder gone whole); a source removed meanwhile (by
+            # another prune, a delete) is left out of what it answers.
+            gone = self.store.delete_sources(scope, [s.uri for s in gone])
+        removed = [KnowledgeDeleted(source=s.uri, scope=scope, chunks=s.chunk_count) for s in gone]
         return KnowledgePruned(scope=scope, dry_run=request.dry_run, removed=removed)
 
     def sources(self, caller: Caller, scope: str | None = None) -> list[SourcePublic]:

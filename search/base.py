@@ -303,6 +303,12 @@ class KnowledgeStore(Protocol):
         """Remove a source and its chunks; return what was removed. Raises ``SourceNotFoundError``."""
         ...
 
+    def delete_sources(self, scope: str, uris: Sequence[str]) -> list[KnowledgeSource]:
+        """Remove the sources of ``scope`` that ``uris`` name, with their chunks, in a few requests
+        whatever their number (a prune of a folder gone whole); return those removed, in the order
+        asked, leaving out any not indexed (or named twice)."""
+        ...
+
     def source_chunks(self, scope: str, uri: str) -> list[KnowledgeChunk]:
         """The chunks of one source in reading order, embeddings included; [] for an unknown one."""
         ...

@@ -38,6 +38,9 @@ class DelegatesKnowledge:
     def delete_source(self, scope: str, uri: str) -> KnowledgeSource:
         return self._knowledge.delete_source(scope, uri)
 
+    def delete_sources(self, scope: str, uris: Sequence[str]) -> list[KnowledgeSource]:
+        return self._knowledge.delete_sources(scope, uris)
+
     def source_chunks(self, scope: str, uri: str) -> list[KnowledgeChunk]:
         return self._knowledge.source_chunks(scope, uri)
 

@@ -26,6 +26,10 @@ __all__ = ["KnowledgeIndices", "chunk_from_doc"]
 
 Json = dict[str, Any]
 
+# Sources per request of a batch delete: an ``_mget`` of ids and a ``terms`` query of uris, each well
+# inside the cluster's default limits (65,536 terms; a few hundred kilobytes of request).
+_URIS_PER_REQUEST = 1000
+
 
 def _source_doc(source: KnowledgeSource) -> Json:
     return {
@@ -163,6 +167,41 @@ class KnowledgeIndices:
             lambda: client.delete(index=self._names.sources, id=sid, refresh=True, ignore=[404]),
         )
         self._delete_chunks(scope, uri, keep_hash=None)
+        return held
+
+    def delete_sources(self, scope: str, uris: Sequence[str]) -> list[KnowledgeSource]:
+        wanted = list(dict.fromkeys(uris))
+        removed: list[KnowledgeSource] = []
+        for start in range(0, len(wanted), _URIS_PER_REQUEST):
+            removed += self._delete_some(scope, wanted[start : start + _URIS_PER_REQUEST])
+        return removed
+
+    def _delete_some(self, scope: str, uris: list[str]) -> list[KnowledgeSource]:
+        """Three requests: read the sources, delete them (one ``_bulk``), delete their chunks (one
+        ``_delete_by_query``). Sources first, as ``delete_source`` does: a read skips chunks whose
+        source is gone, so a crash in between leaves nothing visible."""
+        client = self._cluster.client
+        ids = [knowledge_bodies.source_id(scope, uri) for uri in uris]
+        response = self._cluster.call(
+            "reading sources", lambda: client.mget(index=self._names.sources, body={"ids": ids})
+        )
+        held = [_source_from_doc(doc["_source"]) for doc in response["docs"] if doc.get("found")]
+        if not held:
+            return []
+        self._cluster.bulk(
+            [
+                {"delete": {"_index": self._names.sources, "_id": knowledge_bodies.source_id(scope, s.uri)}}
+                for s in held
+            ],
+            refresh="true",
+        )
+        query = {"bool": {"filter": [{"term": {"scope": scope}}, {"terms": {"uri": [s.uri for s in held]}}]}}
+        self._cluster.call(
+            "deleting chunks",
+            lambda: client.delete_by_query(
+                index=self._names.chunks, body={"query": query}, refresh=True, conflicts="proceed"
+            ),
+        )
         return held
 
     # -- reads ---------------------------------------------------------------------------------

@@ -248,6 +248,10 @@ class OpenSearchStore(DelegatesKnowledge):
         with self._writes.reading():
             return self._knowledge.delete_source(scope, uri)
 
+    def delete_sources(self, scope: str, uris: Sequence[str]) -> list[KnowledgeSource]:
+        with self._writes.reading():
+            return self._knowledge.delete_sources(scope, uris)
+
     def add_relation(self, relation: Relation) -> None:
         self.add_relations([relation])
 

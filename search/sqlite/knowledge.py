@@ -35,6 +35,8 @@ _Unit = Callable[[], AbstractContextManager[sqlite3.Connection]]
 _SOURCE_COLUMNS = "scope, uri, title, format, content_hash, size, fetched_at, indexed_at, chunk_count, last_error"
 CHUNK_COLUMNS = "id, scope, uri, ordinal, text, title, section, page, start_offset, end_offset"
 _SOURCE_MARKS = marks(_SOURCE_COLUMNS.split(","))
+# Uris bound in one statement of a batch delete: well under SQLite's limit on bound values.
+_URIS_PER_STATEMENT = 500
 _CHUNK_ROW_MARKS = marks([*CHUNK_COLUMNS.split(","), "embedding"])
 BUMP_KNOWLEDGE_VERSION = (
     "INSERT INTO meta(key, value) VALUES ('knowledge_version', '1') "
@@ -153,6 +155,21 @@ class KnowledgeTables:
             conn.execute("DELETE FROM knowledge_sources WHERE scope = ? AND uri = ?", (scope, uri))
             conn.execute(BUMP_KNOWLEDGE_VERSION)
         return _source_from_row(row)
+
+    def delete_sources(self, scope: str, uris: Sequence[str]) -> list[KnowledgeSource]:
+        wanted = list(dict.fromkeys(uris))
+        rows: list[sqlite3.Row] = []
+        with self._write() as conn:  # one transaction: all of them go, or none
+            for start in range(0, len(wanted), _URIS_PER_STATEMENT):
+                part = wanted[start : start + _URIS_PER_STATEMENT]
+                named = f"scope = ? AND uri IN ({marks(part)})"
+                rows += conn.execute(f"SELECT {_SOURCE_COLUMNS} FROM knowledge_sources WHERE {named}", (scope, *part))
+                conn.execute(f"DELETE FROM knowledge_chunks WHERE {named}", (scope, *part))
+                conn.execute(f"DELETE FROM knowledge_sources WHERE {named}", (scope, *part))
+            if rows:
+                conn.execute(BUMP_KNOWLEDGE_VERSION)
+        removed = {source.uri: source for source in map(_source_from_row, rows)}
+        return [removed[uri] for uri in wanted if uri in removed]
 
     # -- reads ---------------------------------------------------------------------------------
 

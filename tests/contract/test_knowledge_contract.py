@@ -162,6 +162,20 @@ def test_sources_list_and_delete(store: Store, embedder: HashEmbedder) -> None:
         store.delete_source("p", "/a.md")
 
 
+def test_many_sources_are_deleted_at_once(store: Store, embedder: HashEmbedder) -> None:
+    for uri, scope in (("/a.md", "p"), ("/b.md", "p"), ("/c.md", "p"), ("/a.md", "q")):
+        src = source(uri, scope=scope, chunks=1)
+        store.replace_source(src, chunks_of(embedder, src, [f"content of {uri}"]))
+    removed = store.delete_sources("p", ["/c.md", "/missing.md", "/a.md", "/c.md"])
+    assert [(s.scope, s.uri, s.chunk_count) for s in removed] == [("p", "/c.md", 1), ("p", "/a.md", 1)]
+    assert [(s.scope, s.uri) for s in store.sources(["p", "q"])] == [("p", "/b.md"), ("q", "/a.md")]
+    assert store.source_chunks("p", "/a.md") == [] and store.source_chunks("p", "/c.md") == []
+    assert len(store.source_chunks("q", "/a.md")) == 1  # the same uri in another scope stays
+    found = store.chunk_keyword_search("content", ChunkFilter(scopes=["p", "q"]), 10)
+    assert sorted(c.id for c in found) == sorted([chunk_id("p", "/b.md", "h1", 0), chunk_id("q", "/a.md", "h1", 0)])
+    assert store.delete_sources("p", ["/a.md"]) == [] and store.delete_sources("p", []) == []
+
+
 def test_get_chunks_and_scan(store: Store, embedder: HashEmbedder) -> None:
     a = source("/a.md", chunks=2)
     store.replace_source(a, chunks_of(embedder, a, ["one", "two"]))

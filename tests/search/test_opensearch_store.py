@@ -292,3 +292,20 @@ def test_driver_errors_come_out_as_typed_store_errors(store: Any) -> None:
     existing = client.indices.get_alias(name=store._names.claims)
     with pytest.raises(AlreadyExists), translate_errors(target.display, "creating"):
         client.indices.create(index=next(iter(existing)))
+
+
+def test_deleting_many_sources_is_three_requests(
+    store: Any, embedder: HashEmbedder, spec_validator: SpecValidator | None
+) -> None:
+    if spec_validator is None:
+        pytest.skip(NO_SPEC_REASON)
+    from tests.contract.test_knowledge_contract import chunks_of, source
+
+    for n in range(30):
+        src = source(f"/gone/{n}.md", chunks=2)
+        store.replace_source(src, chunks_of(embedder, src, [f"first part {n}", f"second part {n}"]))
+    before = len(spec_validator.seen)
+    removed = store.delete_sources("p", [f"/gone/{n}.md" for n in range(30)])
+    sent = [path.rsplit("/", 1)[-1] for _, path in spec_validator.seen[before:]]
+    assert sent == ["_mget", "_bulk", "_delete_by_query"]  # not three requests a document
+    assert len(removed) == 30 and store.sources(["p"]) == []
