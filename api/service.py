@@ -89,7 +89,7 @@ from hivemem.schemas import (
 )
 from hivemem.tickets import Ticket
 from search import SearchFilter, Store, open_store, recorded_embedding
-from search.base import DEFAULT_STATES, KeepsSecondVectors, ReEmbeds, Warms
+from search.base import DEFAULT_STATES, KeepsSecondVectors, LeasesSleep, ReEmbeds, Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
@@ -739,10 +739,13 @@ class MemoryService:
 
     def sleep_lock(self, *, wait: bool) -> AbstractContextManager[bool]:
         """The lock every sleep pass over this store takes (:mod:`workers.sleep_lock`): the broker's,
-        shared with the workers' scheduled pass, when there is one; else the data folder's, shared
+        shared with the workers' scheduled pass, when there is one; else the store's own where it
+        may be served from several machines (an OpenSearch cluster); else the data folder's, shared
         with the other processes serving the store. It yields whether it is held."""
         if self.settings.broker_url:
             return broker_sleep_lock(self.settings.broker_url, wait=wait)
+        if isinstance(self.store, LeasesSleep):
+            return self.store.sleep_lease(wait=wait)
         return sleep_lock(self.settings.data_dir, wait=wait)
 
     def start_sleep_timer(self) -> None:

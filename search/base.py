@@ -18,6 +18,7 @@ Rules every implementation follows:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -36,6 +37,7 @@ __all__ = [
     "FusesNatively",
     "KeepsSecondVectors",
     "KnowledgeStore",
+    "LeasesSleep",
     "LegQuery",
     "Legs",
     "MemoryStore",
@@ -394,6 +396,17 @@ class Warms(Protocol):
 
     def warm(self) -> None:
         """Load it now."""
+        ...
+
+
+@runtime_checkable
+class LeasesSleep(Protocol):
+    """A store that processes on several machines may serve, which holds the lock of its sleep
+    passes itself: one process at a time consolidates and archives, wherever it runs."""
+
+    def sleep_lease(self, *, wait: bool) -> AbstractContextManager[bool]:
+        """Whether the block holds the lease: with ``wait``, always, once another pass has ended;
+        without, only if none runs now. A holder that died keeps it for an hour at most."""
         ...
 
 

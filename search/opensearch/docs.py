@@ -57,6 +57,11 @@ def scope_lease_id(scope: str) -> str:
     return _digest("scope-lease", scope)
 
 
+def sleep_lease_id() -> str:
+    """The id of the lease document that lets one process at a time run a sleep pass (in the claims index)."""
+    return _digest("sleep-lease")
+
+
 def relation_id(relation: Relation) -> str:
     """The id of an edge's document: one per source, target and type, so writes are idempotent."""
     return _digest("relation", relation.source_id, relation.target_id, relation.type.value)

@@ -15,6 +15,9 @@ taken. A holder that died leaves it behind: once older than ``lease_s`` it is ta
 version, so of several waiters one wins. This is the per-scope serialization of the distributed
 shape's Redis resolve lock (``workers.scope_lock``), kept by the store itself so every process that
 writes a cluster, with or without a broker, obeys it.
+
+The same documents serve one lock that is no scope's: the sleep pass's, held for minutes by one
+process at a time (:meth:`ScopeLeases.held_if_free`), where no broker holds it.
 """
 
 from __future__ import annotations
@@ -74,28 +77,50 @@ class ScopeLeases:
     def _body(self, scope: str, token: str) -> Json:
         return {"memory_id": token, "scope": scope, "content_hash": "", "claimed_at": to_iso(datetime.now(UTC))}
 
-    def _take(self, scope: str) -> _Held:
-        doc_id = scope_lease_id(scope)
+    @contextmanager
+    def held_if_free(self, doc_id: str, *, wait: bool, poll_s: float = 1.0) -> Iterator[bool]:
+        """Whether the block holds the lease ``doc_id`` (not a scope's: the sleep pass's, say): with
+        ``wait``, always, once its holder has released it or held it past ``lease_s``, asked again
+        about every ``poll_s``; without, only if it is free now (False: another process holds it)."""
+        taken = self._try_take(doc_id, "")
+        while taken is None and wait:
+            time.sleep(poll_s * (0.5 + random.random()))
+            taken = self._try_take(doc_id, "")
+        if taken is None:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self._release(taken)
+
+    def _try_take(self, doc_id: str, scope: str) -> _Held | None:
+        """The lease, created or taken over from a holder older than ``lease_s``; None while it is held."""
         body = self._body(scope, uuid.uuid4().hex)
         client = self._cluster.client
+        try:
+            created = self._cluster.call(
+                "taking a lease",
+                partial(client.index, index=self._names.claims, id=doc_id, body=body, op_type="create"),
+            )
+            return _Held(doc_id, int(created["_seq_no"]), int(created["_primary_term"]))
+        except Conflict:
+            pass
+        current = self._cluster.get_doc(self._names.claims, doc_id)
+        if current is not None and current.get("found", False):
+            age = (datetime.now(UTC) - from_iso(current["_source"]["claimed_at"])).total_seconds()
+            if age >= self._lease_s:
+                return self._take_over(doc_id, body, current)
+        return None
+
+    def _take(self, scope: str) -> _Held:
+        doc_id = scope_lease_id(scope)
         deadline = time.monotonic() + self._wait_s
         attempt = 0
         while True:
-            try:
-                created = self._cluster.call(
-                    "taking a scope lease",
-                    partial(client.index, index=self._names.claims, id=doc_id, body=body, op_type="create"),
-                )
-                return _Held(doc_id, int(created["_seq_no"]), int(created["_primary_term"]))
-            except Conflict:
-                pass
-            current = self._cluster.get_doc(self._names.claims, doc_id)
-            if current is not None and current.get("found", False):
-                age = (datetime.now(UTC) - from_iso(current["_source"]["claimed_at"])).total_seconds()
-                if age >= self._lease_s:
-                    taken = self._take_over(doc_id, body, current)
-                    if taken is not None:
-                        return taken
+            taken = self._try_take(doc_id, scope)
+            if taken is not None:
+                return taken
             if time.monotonic() >= deadline:
                 raise StoreUnavailableError(
                     f"scope {scope!r} stayed leased by another writer for {self._wait_s:.0f}s; try again"

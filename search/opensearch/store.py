@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from contextlib import suppress
+from contextlib import AbstractContextManager, suppress
 from dataclasses import replace
 from datetime import datetime
 from itertools import islice
@@ -74,6 +74,7 @@ from search.opensearch.docs import (
     relation_doc,
     relation_from_doc,
     relation_id,
+    sleep_lease_id,
     to_iso,
 )
 from search.opensearch.errors import translate_errors
@@ -94,6 +95,9 @@ _PREFIX = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,150}$")
 # Ids (or edges) per request of a batch path (a ``terms`` query, an ``_mget``, a ``_bulk`` of
 # edges): far under index.max_terms_count (65,536 by default), and a bounded body.
 _IDS_PER_REQUEST = 1_000
+# Longer than a sleep pass takes; what a process that died holding the sleep lease keeps it for (as
+# the broker's lock, workers.sleep_lock).
+SLEEP_LEASE_S = 3600.0
 # Unique, so search_after pages never skip an edge that ties with the page's last one.
 _RELATION_ORDER: list[Any] = [{"created_at": "asc"}, {"source_id": "asc"}, {"target_id": "asc"}, {"type": "asc"}]
 
@@ -141,6 +145,8 @@ class OpenSearchStore(DelegatesKnowledge):
             lease_s=settings.resolve_lock_timeout_s,
             wait_s=settings.resolve_lock_timeout_s,
         )
+        # A sleep pass runs for minutes: its lease is taken over only from a holder an hour old (dead).
+        self._sleep_leases = ScopeLeases(self._cluster, self._names, lease_s=SLEEP_LEASE_S, wait_s=0)
         self._vector_parts(dimension)
         self._reembedder = Reembedder(self._cluster, self._names, self._options)
         self._second = SecondVectors(
@@ -251,6 +257,9 @@ class OpenSearchStore(DelegatesKnowledge):
     def delete_sources(self, scope: str, uris: Sequence[str]) -> list[KnowledgeSource]:
         with self._writes.reading():
             return self._knowledge.delete_sources(scope, uris)
+
+    def sleep_lease(self, *, wait: bool) -> AbstractContextManager[bool]:
+        return self._sleep_leases.held_if_free(sleep_lease_id(), wait=wait)
 
     def add_relation(self, relation: Relation) -> None:
         self.add_relations([relation])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import socket
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -22,7 +23,7 @@ from hivemem.resolution import resolve
 from search import SearchFilter, open_store
 from search.base import LegQuery, SearchesLegsTogether
 from search.opensearch.client import parse_url
-from search.opensearch.docs import claim_id, to_iso
+from search.opensearch.docs import claim_id, sleep_lease_id, to_iso
 from search.recall import Recaller, RecallParams
 from tests.contract.test_memories_contract import make
 from tests.opensearch_backend import NO_SPEC_REASON, OpenSearchBackend
@@ -309,3 +310,61 @@ def test_deleting_many_sources_is_three_requests(
     sent = [path.rsplit("/", 1)[-1] for _, path in spec_validator.seen[before:]]
     assert sent == ["_mget", "_bulk", "_delete_by_query"]  # not three requests a document
     assert len(removed) == 30 and store.sources(["p"]) == []
+
+
+def test_one_process_at_a_time_holds_the_sleep_lease(store: Any, embedder: HashEmbedder) -> None:
+    # Two processes serving one cluster from two machines: no data folder is shared between them.
+    other = open_store(same_prefix_url(store), embedding_model=embedder.model_id, dimension=embedder.dimension)
+    try:
+        with store.sleep_lease(wait=False) as held:
+            assert held
+            with other.sleep_lease(wait=False) as also:
+                assert not also  # the pass is left to the holder
+        with other.sleep_lease(wait=False) as after:
+            assert after  # released when the pass ended
+        done: list[object] = []
+
+        def waiting_pass() -> None:
+            with other.sleep_lease(wait=True) as held:
+                done.append(("waiter", held))
+
+        with store.sleep_lease(wait=False) as held:
+            waiter = threading.Thread(target=waiting_pass)
+            waiter.start()
+            done.append("holder ends")
+        waiter.join(timeout=30)
+        assert done == ["holder ends", ("waiter", True)]  # it waited for the holder, then ran
+    finally:
+        other.close()
+
+
+def test_a_sleep_lease_left_by_a_dead_process_is_taken_over_after_an_hour(store: Any) -> None:
+    def left_behind(age: timedelta) -> None:
+        body = {"memory_id": "dead", "scope": "", "content_hash": "", "claimed_at": to_iso(datetime.now(UTC) - age)}
+        store.client.index(index=store.names.claims, id=sleep_lease_id(), body=body, refresh=True)
+
+    left_behind(timedelta(minutes=5))  # a pass running for five minutes: still its holder's
+    with store.sleep_lease(wait=False) as held:
+        assert not held
+    left_behind(timedelta(minutes=61))  # older than any pass: its holder died
+    with store.sleep_lease(wait=False) as held:
+        assert held
+    with store.sleep_lease(wait=False) as held:
+        assert held  # and released again at the end
+
+
+def test_a_service_on_opensearch_without_a_broker_sleeps_under_the_clusters_lease(
+    store: Any, embedder: HashEmbedder, tmp_path: Path
+) -> None:
+    from api.service import MemoryService
+
+    other = open_store(same_prefix_url(store), embedding_model=embedder.model_id, dimension=embedder.dimension)
+    # Each machine has a data folder of its own: a lock file there would let both sleep.
+    here = MemoryService(Settings(data_dir=tmp_path / "here", embed_model="hash:64"), store, embedder)
+    there = MemoryService(Settings(data_dir=tmp_path / "there", embed_model="hash:64"), other, embedder)
+    try:
+        with here.sleep_lock(wait=False) as held, there.sleep_lock(wait=False) as also:
+            assert held and not also
+    finally:
+        there.close()
+        here.runner.close()
