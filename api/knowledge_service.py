@@ -53,6 +53,7 @@ from hivemem.knowledge_schemas import (
     KnowledgeStored,
     KnowledgeStoreRequest,
     ReadSection,
+    SourcePage,
     SourcePublic,
 )
 from hivemem.model import utcnow
@@ -350,6 +351,10 @@ class KnowledgeService:
     def sources(self, caller: Caller, scope: str | None = None) -> list[SourcePublic]:
         """The documents indexed in the scope set."""
         return [SourcePublic.of(s) for s in self.store.sources(caller.readable(scope))]
+
+    def sources_page(self, caller: Caller, scope: str | None, offset: int, limit: int) -> SourcePage:
+        """A page of :meth:`sources`: what an agent's context or a dashboard table can hold."""
+        return SourcePage.of(self.sources(caller, scope), offset, limit)
 
     # -- bulk ----------------------------------------------------------------------------------
 

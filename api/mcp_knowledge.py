@@ -23,7 +23,6 @@ from hivemem.knowledge_schemas import (
     KnowledgeReadRequest,
     KnowledgeSearchRequest,
     KnowledgeStoreRequest,
-    SourcePublic,
 )
 from hivemem.schemas import QueryText, ScopeName
 from workers.documents.sources import FileAccess
@@ -160,7 +159,7 @@ def knowledge_tool(
             stored = KnowledgeStoreRequest(key=key, text=text, title=title or "", **options)
             return knowledge.store_text(stored, who).model_dump(mode="json")
         if command == "sources":
-            return _page_of_sources(knowledge.sources(who, scope), offset or 0, limit or SOURCES_PAGE)
+            return knowledge.sources_page(who, scope, offset or 0, limit or SOURCES_PAGE).model_dump(mode="json")
         return knowledge.delete(KnowledgeDeleteRequest(**options), who, files).model_dump(mode="json")
 
     return Tool.from_function(
@@ -168,14 +167,3 @@ def knowledge_tool(
         description=KNOWLEDGE.format(files=files_text(over_stdio), page=SOURCES_PAGE),
         annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=True),
     )
-
-
-def _page_of_sources(listed: list[SourcePublic], offset: int, limit: int) -> dict[str, Any]:
-    """One page of a ``sources`` answer, with what the next page starts at (None: this is the last)."""
-    page = listed[offset : offset + limit]
-    following = offset + len(page)
-    return {
-        "sources": [held.model_dump(mode="json") for held in page],
-        "total": len(listed),
-        "next_offset": following if following < len(listed) else None,
-    }

@@ -5,6 +5,7 @@ Every request field carries the limit the server enforces; unknown fields are re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -33,6 +34,7 @@ __all__ = [
     "KnowledgeStoreRequest",
     "KnowledgeStored",
     "ReadSection",
+    "SourcePage",
     "SourcePublic",
 ]
 
@@ -254,6 +256,22 @@ class SourcePublic(BaseModel):
     def of(cls, source: KnowledgeSource) -> SourcePublic:
         """The public view of a stored source (its fields are the source's own; the hash stays in)."""
         return cls.model_validate(source, from_attributes=True)
+
+
+class SourcePage(BaseModel):
+    """One page of the indexed documents, by scope then uri: ``total`` of them in all, and
+    ``next_offset`` where the next page starts (null on the last)."""
+
+    sources: list[SourcePublic]
+    total: int
+    next_offset: int | None
+
+    @classmethod
+    def of(cls, listed: Sequence[SourcePublic], offset: int, limit: int) -> SourcePage:
+        """The page of ``listed`` (every document, in order) from ``offset``, at most ``limit`` long."""
+        page = list(listed[offset : offset + limit])
+        following = offset + len(page)
+        return cls(sources=page, total=len(listed), next_offset=following if following < len(listed) else None)
 
 
 class IngestFailure(BaseModel):

@@ -27,7 +27,7 @@ from hivemem.knowledge_schemas import (
     KnowledgeSearchResponse,
     KnowledgeStored,
     KnowledgeStoreRequest,
-    SourcePublic,
+    SourcePage,
 )
 from hivemem.schemas import ScopeName
 from workers.documents.sources import FileAccess
@@ -35,6 +35,9 @@ from workers.documents.sources import FileAccess
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/knowledge", tags=["knowledge"])
+
+# Documents one page lists at most: a dashboard table, or a program's batch (about 300 KB of JSON).
+MAX_SOURCES_PAGE = 1000
 
 ScopeQuery = Annotated[
     ScopeName | None, Query(description="The project scope (plus global for reads); default: the caller's.")
@@ -93,10 +96,17 @@ def ingest(body: IngestRequest, service: ServiceDep, caller: CallerDep) -> Inges
     return service.knowledge.ingest_job(body, caller, _access(service))
 
 
-@router.get("/sources", response_model=list[SourcePublic])
-def sources(service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> list[SourcePublic]:
-    """The documents indexed in the scope and global."""
-    return service.knowledge.sources(caller, scope)
+@router.get("/sources", response_model=SourcePage)
+def sources(
+    service: ServiceDep,
+    caller: CallerDep,
+    scope: ScopeQuery = None,
+    offset: Annotated[int, Query(ge=0, description="The first document of the page.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_SOURCES_PAGE, description="Documents in the page.")] = 100,
+) -> SourcePage:
+    """The documents indexed in the scope and global, by scope then uri, a page at a time: `total`
+    in all, and `next_offset` (null on the last page) fetches the next page as `offset`."""
+    return service.knowledge.sources_page(caller, scope, offset, limit)
 
 
 @router.put("/documents", status_code=201, response_model=KnowledgeStored)

@@ -85,7 +85,7 @@ def test_a_folder_with_no_document_is_a_clear_refusal_naming_what_was_left_out(
         assert answer.status_code == 422 and "3 files not matching the glob" in answer.text, answer.text
         answer = client.post("/v1/knowledge/ingest", json={"paths": [str(empty)]}, headers=HEADERS)
         assert answer.status_code == 422 and "hold none" in answer.text, answer.text
-        assert client.get("/v1/knowledge/sources", headers=HEADERS).json() == []
+        assert client.get("/v1/knowledge/sources", headers=HEADERS).json()["sources"] == []
         jobs = client.get("/v1/jobs")
         assert jobs.status_code == 200 and [j for j in jobs.json() if j["kind"] == "ingest"] == [], jobs.text
 

@@ -27,7 +27,7 @@ def _write(path: Path, heading: str, body: str) -> Path:
 
 
 def _uris(client: TestClient) -> set[str]:
-    return {source["uri"] for source in client.get("/v1/knowledge/sources", headers=HEADERS).json()}
+    return {source["uri"] for source in client.get("/v1/knowledge/sources", headers=HEADERS).json()["sources"]}
 
 
 def test_prune_removes_only_the_documents_whose_files_are_gone(settings: Settings, tmp_path: Path) -> None:

@@ -153,6 +153,24 @@ def test_search_explain_graph_undo_and_forget(server: HivememServer, page: Page,
         page.screenshot(path=shots / "jobs.png", full_page=True)
 
 
+def test_the_indexed_documents_list_a_page_at_a_time(server: HivememServer, page: Page) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        for n in range(130):
+            stored = http.post(
+                "/v1/knowledge/store", json={"key": f"note-{n:03}", "text": f"Note {n}.", "scope": SCOPE}
+            )
+            assert stored.status_code == 201, stored.text
+    page.goto(f"{server.url}/ui#/knowledge?scope={SCOPE}")
+    listed = page.get_by_role("table", name="Indexed documents").locator("tbody tr")
+    expect(listed).to_have_count(100)
+    expect(page.locator("#sources")).to_contain_text("100 of 130 documents shown.")
+    page.locator("#sources").get_by_role("button", name="More").click()
+    expect(listed).to_have_count(130)
+    expect(page.locator("#sources")).to_contain_text("130 of 130 documents shown.")
+    expect(page.locator("#sources").get_by_role("button", name="More")).to_be_hidden()
+    expect(listed.last).to_contain_text("Note 129.")  # the last, by key: each document once
+
+
 def _handbook(folder: Path, count: int) -> None:
     folder.mkdir(parents=True)
     for n in range(count):

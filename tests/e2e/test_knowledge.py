@@ -95,7 +95,7 @@ def test_a_folder_of_good_and_bad_files_indexes_every_good_one_and_lists_each_ba
                 assert found[0]["page"] == where
             elif where:
                 assert where in found[0]["section"]
-        listed = http.get("/v1/knowledge/sources", params={"scope": SCOPE}).json()
+        listed = http.get("/v1/knowledge/sources", params={"scope": SCOPE}).json()["sources"]
         errors = {Path(s["uri"]).name: s["last_error"] for s in listed if s["last_error"]}
         assert set(errors) == set(failed)
         # Nothing of a refused document was written.

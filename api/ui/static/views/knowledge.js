@@ -8,6 +8,8 @@ import { scopePicker } from "../pickers.js";
 import { documentLink } from "./document.js";
 
 const POLL_MS = 500;
+// Documents the listing shows at first, and adds with each "More".
+const SOURCES_PAGE = 100;
 // Characters of the document shown before a cited passage when it is opened.
 const LEAD_CHARS = 400;
 
@@ -71,9 +73,8 @@ function deleteButton(source, removed) {
   );
 }
 
-function sourcesTable(sources, removed) {
-  if (!sources.length) return h("p", { class: "muted" }, "No documents indexed here yet.");
-  const rows = sources.map((source) => [
+function sourceCells(source, removed) {
+  return [
     source.chunk_count
       ? h("a", { href: documentLink(source.uri, source.scope), title: source.uri }, source.title || source.uri)
       : h("span", { title: source.uri }, source.title || source.uri),
@@ -83,8 +84,40 @@ function sourcesTable(sources, removed) {
     when(source.indexed_at),
     source.last_error ? h("span", { class: "error" }, source.last_error) : "ok",
     deleteButton(source, removed),
-  ]);
-  return table("Indexed documents", ["Document", "Scope", "Format", "Chunks", "Indexed", "Status", ""], rows);
+  ];
+}
+
+/** The documents of `scope` into `listing`, a page at a time ("More" adds the next); `removed()` redraws it. */
+async function listSources(listing, scope, removed) {
+  const rows = h("tbody", {});
+  const more = h("button", { type: "button", hidden: true }, "More");
+  const status = h("p", { class: "muted" });
+  let offset = 0;
+  async function page() {
+    more.hidden = true;
+    const answer = await get("/v1/knowledge/sources", { scope, offset, limit: SOURCES_PAGE });
+    for (const source of answer.sources) {
+      rows.append(h("tr", {}, sourceCells(source, removed).map((cell) => h("td", {}, cell))));
+    }
+    offset = answer.next_offset;
+    more.hidden = offset === null;
+    fill(status, `${number(rows.children.length)} of ${number(answer.total)} documents shown.`);
+    return answer.total;
+  }
+  more.addEventListener("click", async () => {
+    try {
+      await page();
+    } catch (error) {
+      fill(status, failure(error));
+    }
+  });
+  if (!(await page())) {
+    fill(listing, h("p", { class: "muted" }, "No documents indexed here yet."));
+    return;
+  }
+  const headings = ["Document", "Scope", "Format", "Chunks", "Indexed", "Status", ""];
+  const head = h("thead", {}, h("tr", {}, headings.map((heading) => h("th", { scope: "col" }, heading))));
+  fill(listing, h("table", {}, h("caption", { class: "sr" }, "Indexed documents"), head, rows), status, more);
 }
 
 /** Follow job `jobId` until it ends, drawing its progress into `panel`; `alive()` false stops it. */
@@ -140,7 +173,7 @@ export async function renderKnowledge(main, { query }) {
   const progress = h("section", { id: "ingest-progress", "aria-live": "polite" });
   async function list() {
     try {
-      fill(listing, sourcesTable(await get("/v1/knowledge/sources", { scope }), list));
+      await listSources(listing, scope, list);
     } catch (error) {
       fill(listing, failure(error));
     }

@@ -1,0 +1,43 @@
+"""GET /v1/knowledge/sources: a team's index lists a page at a time, as the MCP `sources` command does."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from api.service import Caller, MemoryService
+from hivemem.config import Settings
+from hivemem.knowledge_schemas import KnowledgeStoreRequest
+from tests.api.conftest import LOCAL_URL
+
+SCOPE = "github.com/acme/docs"
+HEADERS = {"X-Hivemem-Scope": SCOPE}
+
+
+def test_the_documents_are_listed_a_page_at_a_time(settings: Settings) -> None:
+    with TestClient(create_app(settings), base_url=LOCAL_URL) as client:
+        service: MemoryService = client.app.state.service  # type: ignore[attr-defined]
+        for n in range(230):
+            stored = KnowledgeStoreRequest(key=f"note-{n:03}", text=f"Note {n} of the runbook.", scope=SCOPE)
+            service.knowledge.store_text(stored, Caller(default_scope=SCOPE))
+        service.knowledge.store_text(KnowledgeStoreRequest(key="glossary", text="Terms.", scope=""), Caller())
+
+        first = client.get("/v1/knowledge/sources", headers=HEADERS).json()
+        assert (len(first["sources"]), first["total"], first["next_offset"]) == (100, 231, 100)
+        assert first["sources"][0]["uri"] == "key:glossary"  # global first, then the scope, by uri
+        uris = [s["uri"] for s in first["sources"]]
+        offset = first["next_offset"]
+        while offset is not None:
+            page = client.get("/v1/knowledge/sources", params={"offset": offset}, headers=HEADERS).json()
+            uris += [s["uri"] for s in page["sources"]]
+            offset = page["next_offset"]
+        assert uris == ["key:glossary", *(f"key:note-{n:03}" for n in range(230))]  # each once, in order
+
+        small = client.get("/v1/knowledge/sources", params={"limit": 7, "offset": 228}, headers=HEADERS).json()
+        assert [s["uri"] for s in small["sources"]] == ["key:note-227", "key:note-228", "key:note-229"]
+        assert small["next_offset"] is None
+        past = client.get("/v1/knowledge/sources", params={"offset": 500}, headers=HEADERS).json()
+        assert (past["sources"], past["total"], past["next_offset"]) == ([], 231, None)
+        for bad in ({"limit": 0}, {"limit": 1001}, {"offset": -1}, {"limit": "many"}):
+            refused = client.get("/v1/knowledge/sources", params=bad, headers=HEADERS)
+            assert refused.status_code == 422, (bad, refused.text)
