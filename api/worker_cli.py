@@ -48,6 +48,13 @@ def run_worker(
         # Pool processes build their settings from the environment: the device must travel there.
         os.environ["HIVEMEM_EMBED_DEVICE"] = device
         settings = settings.model_copy(update={"embed_device": device})
+    if settings.embed_device.startswith("cuda"):
+        from workers.pretrained import cuda_missing
+
+        # Said now, not as a failure of every task that embeds or reranks once the worker runs.
+        missing = cuda_missing()
+        if missing:
+            raise ConfigError(f"--device cuda: {missing}")
     from workers.celery_app import get_app
     from workers.job_board import RedisJobBoard
 

@@ -252,7 +252,11 @@ class Settings(BaseSettings):
         description="When the store holds another model's vectors: serve them with that model and re-embed "
         "everything with `embed_model` in the background (SQLite). False: refuse to start instead.",
     )
-    embed_device: str = Field(default="cpu", description="Torch device for the embedder: `cpu` or `cuda`.")
+    embed_device: str = Field(
+        default="cpu",
+        pattern=r"^(cpu|cuda(:\d{1,2})?)$",
+        description="Torch device for the embedder and the reranker: `cpu`, `cuda`, or `cuda:N` (the Nth GPU).",
+    )
     embed_batch_size: int = Field(default=32, ge=1, le=1024, description="Texts per embedder batch.")
     embed_threads: int = Field(
         default=0,

@@ -6,9 +6,11 @@ costs nothing and a worker's start-up stays within any process-init time limit.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any, Literal
 
-__all__ = ["as_float32", "load_pretrained", "token_window"]
+__all__ = ["as_float32", "cuda_missing", "load_pretrained", "token_window"]
 
 
 def load_pretrained(
@@ -37,12 +39,31 @@ def load_pretrained(
     finally:
         transformers_logging.set_verbosity(verbosity)
     model.eval()
-    if device == "cuda":
+    if device.startswith("cuda"):
         model = model.half()
     torch.set_grad_enabled(False)
     if threads:
         torch.set_num_threads(threads)
     return tokenizer, model
+
+
+def cuda_missing() -> str | None:
+    """Why torch cannot use a CUDA device here (a CPU build of torch, no driver, no GPU), or None.
+
+    Asked in a child process: ``torch.cuda.is_available()`` initialises CUDA in the process that
+    calls it, and a worker's pool processes, forked from it afterwards, could then use no GPU.
+    """
+    probe = "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)"
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return "torch did not say within two minutes whether it sees a CUDA device"
+    if done.returncode == 0:
+        return None
+    if done.returncode == 3:
+        return "torch sees no CUDA device here (a CPU build of torch, or no NVIDIA driver or GPU)"
+    lines = done.stderr.strip().splitlines()
+    return f"torch cannot be imported: {lines[-1] if lines else f'exit {done.returncode}'}"
 
 
 def as_float32() -> dict[str, Any]:

@@ -110,3 +110,10 @@ def test_the_cli_server_is_named_by_hivemem_url_or_hivemem_server_url(monkeypatc
     monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")  # the long name wins when both are set
     assert Settings().server_url == "off"
     assert Settings(server_url="http://other:1").server_url == "http://other:1"
+
+
+def test_the_device_is_cpu_or_a_cuda_device() -> None:
+    assert Settings(embed_device="cuda:1").embed_device == "cuda:1"
+    for wrong in ("gpu", "CUDA", "cuda:", "cuda:x", "mps"):
+        with pytest.raises(pydantic.ValidationError, match="embed_device"):
+            Settings(embed_device=wrong)

@@ -79,3 +79,18 @@ def test_worker_command_refuses_a_bad_concurrency(args: list[str], capsys: pytes
         main(args)
     assert exited.value.code == 2
     assert "--concurrency" in capsys.readouterr().err
+
+
+def test_worker_command_refuses_cuda_where_torch_sees_none(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch = pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device: the refusal is for machines without one")
+    monkeypatch.setenv("HIVEMEM_BROKER_URL", "redis://127.0.0.1:1/0")
+    # Said at start, not as a failure of each task once the worker runs.
+    assert main(["worker", "--queues", "embed,rerank", "--device", "cuda"]) == 2
+    assert "--device cuda: torch sees no CUDA device here" in capsys.readouterr().err
+    monkeypatch.setenv("HIVEMEM_EMBED_DEVICE", "cuda:1")
+    assert main(["worker", "--queues", "embed"]) == 2  # the setting, too
+    assert "torch sees no CUDA device" in capsys.readouterr().err
