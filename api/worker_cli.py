@@ -54,7 +54,7 @@ def run_worker(
         # Said now, not as a failure of every task that embeds or reranks once the worker runs.
         missing = cuda_missing()
         if missing:
-            raise ConfigError(f"--device cuda: {missing}")
+            raise ConfigError(f"device {settings.embed_device} (--device or HIVEMEM_EMBED_DEVICE): {missing}")
     from workers.celery_app import get_app
     from workers.job_board import RedisJobBoard
 

@@ -90,7 +90,7 @@ def test_worker_command_refuses_cuda_where_torch_sees_none(
     monkeypatch.setenv("HIVEMEM_BROKER_URL", "redis://127.0.0.1:1/0")
     # Said at start, not as a failure of each task once the worker runs.
     assert main(["worker", "--queues", "embed,rerank", "--device", "cuda"]) == 2
-    assert "--device cuda: torch sees no CUDA device here" in capsys.readouterr().err
+    assert "device cuda (--device or HIVEMEM_EMBED_DEVICE): torch sees no CUDA device" in capsys.readouterr().err
     monkeypatch.setenv("HIVEMEM_EMBED_DEVICE", "cuda:1")
     assert main(["worker", "--queues", "embed"]) == 2  # the setting, too
-    assert "torch sees no CUDA device" in capsys.readouterr().err
+    assert "device cuda:1 (--device or HIVEMEM_EMBED_DEVICE): torch sees no" in capsys.readouterr().err
