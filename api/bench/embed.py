@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import statistics
 import sys
@@ -100,6 +101,9 @@ def run_embed(
     sets = embed_texts(data, max(texts, queries))
     names = [device for device in devices if device != "cpu"]
     described = {device: _device_name(device) for device in ("cpu", *names)}  # a missing GPU fails first
+    # One call at a time, so each gets every core (onnxruntime's default is one thread a call, for
+    # a server's many calls at once), as the rerank-pool bench gives its model.
+    settings = settings.model_copy(update={"embed_threads": settings.embed_threads or os.cpu_count() or 1})
     reference_settings = settings.model_copy(update={"embed_device": "cpu", "embed_runtime": "torch"})
     reference_embedder = load_embedder(reference_settings)
     kinds = [kind for kind in ("memories", "documents") if kind in sets]
