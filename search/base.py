@@ -33,6 +33,7 @@ from hivemem.tokens import TokenRecord
 
 __all__ = [
     "DEFAULT_STATES",
+    "SLEEP_LOCK_S",
     "ChunkFilter",
     "FusesNatively",
     "KeepsSecondVectors",
@@ -399,6 +400,11 @@ class Warms(Protocol):
         ...
 
 
+SLEEP_LOCK_S = 3600
+"""How long a sleep lock outlives a holder that died (longer than a pass takes): the broker's
+lock expires after it, a store's lease is taken over after it."""
+
+
 @runtime_checkable
 class LeasesSleep(Protocol):
     """A store that processes on several machines may serve, which holds the lock of its sleep
@@ -406,7 +412,7 @@ class LeasesSleep(Protocol):
 
     def sleep_lease(self, *, wait: bool) -> AbstractContextManager[bool]:
         """Whether the block holds the lease: with ``wait``, always, once another pass has ended;
-        without, only if none runs now. A holder that died keeps it for an hour at most."""
+        without, only if none runs now. A holder that died keeps it ``SLEEP_LOCK_S`` at most."""
         ...
 
 

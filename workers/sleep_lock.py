@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hivemem.errors import BrokerUnavailableError
+from search.base import SLEEP_LOCK_S
 
 if TYPE_CHECKING:
     import redis
@@ -33,7 +34,6 @@ __all__ = ["REDIS_SLEEP_LOCK", "broker_sleep_lock", "redis_sleep_lock", "sleep_l
 
 LOCK_NAME = "sleep.lock"
 REDIS_SLEEP_LOCK = "hivemem:lock:sleep"
-_REDIS_LOCK_S = 3600  # longer than a pass takes; what a dead holder keeps it for
 
 
 @contextmanager
@@ -57,7 +57,7 @@ def sleep_lock(data_dir: Path, *, wait: bool) -> Iterator[bool]:
 @contextmanager
 def redis_sleep_lock(client: redis.Redis, *, wait: bool) -> Iterator[bool]:
     """As :func:`sleep_lock`, for the processes of one broker (workers and gateways)."""
-    lock = client.lock(REDIS_SLEEP_LOCK, timeout=_REDIS_LOCK_S)
+    lock = client.lock(REDIS_SLEEP_LOCK, timeout=SLEEP_LOCK_S)
     if not lock.acquire(blocking=wait):
         yield False
         return

@@ -52,6 +52,7 @@ from hivemem.read_write_lock import ReadWriteLock
 from hivemem.resolution import Resolution
 from hivemem.tokens import TokenRecord
 from search.base import (
+    SLEEP_LOCK_S,
     LegQuery,
     Legs,
     PageMark,
@@ -95,9 +96,6 @@ _PREFIX = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,150}$")
 # Ids (or edges) per request of a batch path (a ``terms`` query, an ``_mget``, a ``_bulk`` of
 # edges): far under index.max_terms_count (65,536 by default), and a bounded body.
 _IDS_PER_REQUEST = 1_000
-# Longer than a sleep pass takes; what a process that died holding the sleep lease keeps it for (as
-# the broker's lock, workers.sleep_lock).
-SLEEP_LEASE_S = 3600.0
 # Unique, so search_after pages never skip an edge that ties with the page's last one.
 _RELATION_ORDER: list[Any] = [{"created_at": "asc"}, {"source_id": "asc"}, {"target_id": "asc"}, {"type": "asc"}]
 
@@ -145,8 +143,8 @@ class OpenSearchStore(DelegatesKnowledge):
             lease_s=settings.resolve_lock_timeout_s,
             wait_s=settings.resolve_lock_timeout_s,
         )
-        # A sleep pass runs for minutes: its lease is taken over only from a holder an hour old (dead).
-        self._sleep_leases = ScopeLeases(self._cluster, self._names, lease_s=SLEEP_LEASE_S, wait_s=0)
+        # A sleep pass runs for minutes: its lease is taken over only from a holder that long dead.
+        self._sleep_leases = ScopeLeases(self._cluster, self._names, lease_s=SLEEP_LOCK_S, wait_s=0)
         self._vector_parts(dimension)
         self._reembedder = Reembedder(self._cluster, self._names, self._options)
         self._second = SecondVectors(
