@@ -354,7 +354,7 @@ class KnowledgeService:
 
     def sources_page(self, caller: Caller, scope: str | None, offset: int, limit: int) -> SourcePage:
         """A page of :meth:`sources`: what an agent's context or a dashboard table can hold."""
-        return SourcePage.of(self.sources(caller, scope), offset, limit)
+        return SourcePage.of(self.store.sources(caller.readable(scope)), offset, limit)
 
     # -- bulk ----------------------------------------------------------------------------------
 

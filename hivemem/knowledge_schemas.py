@@ -267,9 +267,10 @@ class SourcePage(BaseModel):
     next_offset: int | None
 
     @classmethod
-    def of(cls, listed: Sequence[SourcePublic], offset: int, limit: int) -> SourcePage:
-        """The page of ``listed`` (every document, in order) from ``offset``, at most ``limit`` long."""
-        page = list(listed[offset : offset + limit])
+    def of(cls, listed: Sequence[KnowledgeSource], offset: int, limit: int) -> SourcePage:
+        """The page of ``listed`` (every document, in order) from ``offset``, at most ``limit`` long;
+        only the page's documents are turned into their public view."""
+        page = [SourcePublic.of(source) for source in listed[offset : offset + limit]]
         following = offset + len(page)
         return cls(sources=page, total=len(listed), next_offset=following if following < len(listed) else None)
 
