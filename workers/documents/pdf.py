@@ -1,64 +1,108 @@
-"""PDF: page text from PDFium (pypdfium2), sections from the document's outline.
+"""PDF: page text from PDFium (pypdfium2), under the headings of the document's outline.
 
 pypdfium2 is one permissively licensed wheel and reads ~1,170 pages/s here (pypdf ~216).
-Each page's text is split into paragraphs; a page's section path is the outline entry that
-starts on or before it, with its parents. A PDF without an outline has no sections (every chunk
-still cites its page). Refused clearly: a PDF that needs a password, a damaged file, and a PDF
-with no text layer (a scan: it needs OCR, which hivemem does not do).
+A page is read in bands cut at its headings (:mod:`workers.documents.pdf_layout`), so text under a
+heading cites that heading's path with its parents even when the heading starts halfway down the
+page, and text above it keeps the section before. The headings are the outline's; a PDF without an
+outline takes as headings the lines set larger than its text (a man page's section names). Running
+headers and footers are left out. Refused clearly: a PDF that needs a password, a damaged file,
+and a PDF with no text layer (a scan: it needs OCR, which hivemem does not do).
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
 
 from hivemem.errors import DocumentError
 from hivemem.knowledge import Block, DocumentFormat, ParsedDocument
+from workers.documents.pdf_layout import (
+    Box,
+    PageLines,
+    SectionStart,
+    clean,
+    font_headings,
+    heading_sizes,
+    page_bands,
+    page_lines,
+    placed,
+    running_lines,
+)
 from workers.documents.text import paragraphs
 
 __all__ = ["parse_pdf"]
 
 _PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
-# PDFium marks a word hyphenated across a line end with \x02 before the line break: the word is
-# joined again, or BM25 would index "other" and "wise" for "otherwise". Glyphs of the private-use
-# area (pieces of drawn brackets in man pages) carry no text.
-_SOFT_HYPHEN = re.compile(r"\x02\r?\n?")
-_PRIVATE_USE = re.compile(r"[\ue000-\uf8ff]")
+# Outline destinations that say a height: /XYZ left top zoom, and /FitH, /FitBH top.
+_VIEW_XYZ, _VIEW_FITH, _VIEW_FITBH = 1, 3, 7
 
 
-def _clean(text: str) -> str:
-    # groff typesets a hyphen-minus as U+2212 (man pages: "−−login"): read it as the "-" it was.
-    return _PRIVATE_USE.sub("", _SOFT_HYPHEN.sub("", text)).replace("\r\n", "\n").replace("\u2212", "-")
+def _destination_top(destination: Any) -> float | None:
+    try:
+        mode, values = destination.get_view()
+    except Exception:
+        return None
+    top = None
+    if mode == _VIEW_XYZ and len(values) > 1:
+        top = values[1]
+    elif mode in (_VIEW_FITH, _VIEW_FITBH) and values:
+        top = values[0]
+    # An unset height reads as 0: the page's bottom would be no place for a heading.
+    return float(top) if top else None
 
 
-def _page_sections(document: object, pages: int) -> list[tuple[str, ...]]:
-    """The heading path in force on each page, from the outline (bookmarks)."""
-    starts: list[tuple[int, tuple[str, ...]]] = []
+def _outline(document: Any) -> list[SectionStart]:
+    """The outline's headings in reading order (page, then top to bottom)."""
+    starts: list[SectionStart] = []
     path: list[str] = []
     try:
-        for item in document.get_toc(max_depth=6):  # type: ignore[attr-defined]
+        for item in document.get_toc(max_depth=6):
             title = (item.get_title() or "").strip()
             destination = item.get_dest()
             page = None if destination is None else destination.get_index()
             if page is None or not title:
                 continue
             path = [*path[: item.level], title]
-            starts.append((int(page), tuple(path)))
+            starts.append(SectionStart(int(page), _destination_top(destination), tuple(path)))
     except Exception:
-        starts = []
-    starts.sort(key=lambda start: start[0])
-    sections: list[tuple[str, ...]] = []
-    current: tuple[str, ...] = ()
-    position = 0
-    for page in range(pages):
-        while position < len(starts) and starts[position][0] <= page:
-            current = starts[position][1]
-            position += 1
-        sections.append(current)
-    return sections
+        return []
+    # sorted is stable: headings on one place of a page keep the outline's order.
+    return sorted(starts, key=lambda start: (start.page, -(start.top if start.top is not None else float("inf"))))
+
+
+class _Sections:
+    """Reads the pages in order, carrying the section in force from one page to the next."""
+
+    def __init__(self, pages: list[PageLines], outline: list[SectionStart]) -> None:
+        self._pages = pages
+        self._outline = outline
+        self._next_heading = 0
+        self._headers, self._footers = running_lines(pages)
+        self._levels = {} if outline else heading_sizes(pages)
+        self._section: tuple[str, ...] = ()
+        self._path: list[str] = []
+
+    def blocks(self, textpage: Any, box: Box, number: int) -> list[Block]:
+        """Page ``number``'s paragraphs, each under its section, running lines left out."""
+        page = self._pages[number]
+        headings = []
+        while self._next_heading < len(self._outline) and self._outline[self._next_heading].page <= number:
+            headings.append(self._outline[self._next_heading])
+            self._next_heading += 1
+        if self._outline:
+            headings = placed(textpage, box, page, headings)
+        else:
+            headings = font_headings(textpage, box, page, number, self._levels, self._path)
+        top = page.lines[0].bottom if page.first in self._headers else box[3]
+        bottom = page.lines[-1].top if page.last in self._footers else box[1]
+        bands, self._section = page_bands(textpage, box, page, (bottom, top), headings, self._section)
+        return [Block(part, path, number + 1) for path, text in bands for part in paragraphs(clean(text))]
 
 
 def parse_pdf(data: bytes, name: str) -> ParsedDocument:
-    """A PDF's text layer, page by page."""
+    """A PDF's text layer, page by page, cut into sections at its outline's headings (or, without
+    an outline, at lines set larger than its text)."""
     import pypdfium2 as pdfium
 
     try:
@@ -68,24 +112,34 @@ def parse_pdf(data: bytes, name: str) -> ParsedDocument:
             raise DocumentError("refused: the PDF is encrypted and needs a password", source=name) from exc
         raise DocumentError(f"cannot read this PDF, it is damaged or not a PDF ({exc})", source=name) from exc
     try:
-        pages = len(document)
-        sections = _page_sections(document, pages)
+        count = len(document)
+        # Two passes: which lines run on every page, and which sizes are headings, is known only
+        # once every page has been seen.
+        pages = [_read_page(document, number, page_lines) for number in range(count)]
+        sections = _Sections(pages, _outline(document))
         blocks: list[Block] = []
-        for number in range(pages):
-            page = document[number]
-            textpage = page.get_textpage()
-            try:
-                text = textpage.get_text_bounded()
-            finally:
-                textpage.close()
-                page.close()
-            blocks += [Block(part, sections[number], number + 1) for part in paragraphs(_clean(text))]
+        for number in range(count):
+            blocks += _read_page(document, number, partial(sections.blocks, number=number))
         metadata = document.get_metadata_dict(skip_empty=True)
     except pdfium.PdfiumError as exc:
         raise DocumentError(f"cannot read this PDF, a page is damaged ({exc})", source=name) from exc
     finally:
         document.close()
     if not blocks:
-        raise DocumentError(f"no text layer (needs OCR): none of its {pages} page(s) holds text", source=name)
+        raise DocumentError(f"no text layer (needs OCR): none of its {count} page(s) holds text", source=name)
     title = (metadata.get("Title") or "").strip() or blocks[0].text.split("\n", 1)[0]
     return ParsedDocument(title[:200], DocumentFormat.PDF, tuple(blocks))
+
+
+_Read = TypeVar("_Read")
+
+
+def _read_page(document: Any, number: int, read: Callable[[Any, Box], _Read]) -> _Read:
+    """``read(textpage, page box)`` of one page, its text page and page closed after."""
+    page = document[number]
+    textpage = page.get_textpage()
+    try:
+        return read(textpage, page.get_bbox())
+    finally:
+        textpage.close()
+        page.close()

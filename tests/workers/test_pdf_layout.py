@@ -1,0 +1,128 @@
+"""PDF layout, on PDFs written with fpdf2: sections that start halfway down a page, outlines that
+point at the wrong height, running headers and footers, and headings found by font size."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hivemem.knowledge import ParsedDocument
+
+pytest.importorskip("pypdfium2", reason="the ingest extra is not installed")
+fpdf = pytest.importorskip("fpdf", reason="fpdf2 (dev extra) makes the PDF fixtures")
+
+from workers.documents.pdf import parse_pdf  # noqa: E402
+from workers.documents.pdf_layout import RUNNING_LINE_PAGES  # noqa: E402
+
+_FILLER = "The reactor hall is inspected every morning by the shift lead before any work starts. "
+
+
+def _parse(pdf: Any) -> ParsedDocument:
+    return parse_pdf(bytes(pdf.output()), "manual.pdf")
+
+
+def _paragraph(pdf: Any, text: str) -> None:
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
+
+
+def _heading(pdf: Any, title: str, *, level: int = 0, outline_at_page_top: bool = False) -> None:
+    """A heading drawn as text, with its outline entry where it is drawn or (as some typesetters
+    place it) at the top of the page."""
+    if outline_at_page_top:
+        drawn_at = pdf.get_y()
+        pdf.set_y(pdf.t_margin)
+        pdf.start_section(title, level=level)
+        pdf.set_y(drawn_at)
+    else:
+        pdf.start_section(title, level=level)
+    pdf.set_font("Helvetica", "B", 14)
+    pdf.cell(0, 8, title, new_x="LMARGIN", new_y="NEXT")
+
+
+def _section_of(parsed: ParsedDocument, words: str) -> tuple[str, ...]:
+    return next(block.section for block in parsed.blocks if words in block.text)
+
+
+@pytest.mark.parametrize("outline_at_page_top", [False, True])
+def test_text_above_a_heading_halfway_down_a_page_keeps_the_section_before(outline_at_page_top: bool) -> None:
+    pdf = fpdf.FPDF()
+    pdf.add_page()
+    _heading(pdf, "Cooling")
+    _paragraph(pdf, "Prime the coolant pump with water before it is started.")
+    _heading(pdf, "Shutdown", outline_at_page_top=outline_at_page_top)
+    _paragraph(pdf, "Lower the control rods slowly over ten minutes.")
+    pdf.add_page()
+    _paragraph(pdf, "After a shutdown the logbook is signed by two operators.")
+
+    parsed = _parse(pdf)
+
+    assert _section_of(parsed, "coolant pump") == ("Cooling",)
+    assert _section_of(parsed, "control rods") == ("Shutdown",)
+    assert _section_of(parsed, "logbook") == ("Shutdown",)  # carried onto the next page
+    shutdown = next(block for block in parsed.blocks if "control rods" in block.text)
+    assert shutdown.text.startswith("Shutdown") and "coolant" not in shutdown.text
+    assert sum(block.text.count("Lower the control rods") for block in parsed.blocks) == 1
+
+
+def test_a_chapter_title_followed_at_once_by_its_first_section_is_no_block_of_its_own() -> None:
+    pdf = fpdf.FPDF()
+    pdf.add_page()
+    _heading(pdf, "Operations")
+    _heading(pdf, "Startup", level=1)
+    _paragraph(pdf, "Check the interlocks before the first start of the day.")
+
+    parsed = _parse(pdf)
+
+    assert [block.section for block in parsed.blocks] == [("Operations", "Startup")]
+    assert parsed.blocks[0].text.startswith("Startup")
+
+
+class _Paged(fpdf.FPDF):  # type: ignore[misc, name-defined]
+    def header(self) -> None:
+        self.set_font("Helvetica", "I", 9)
+        self.cell(0, 6, "Reactor operations manual, revision 4", new_x="LMARGIN", new_y="NEXT")
+
+    def footer(self) -> None:
+        self.set_y(-15)
+        self.set_font("Helvetica", "I", 9)
+        self.cell(0, 6, f"Page {self.page_no()} of the manual")
+
+
+def test_running_headers_and_footers_are_left_out_of_the_text() -> None:
+    pdf = _Paged()
+    for number in range(RUNNING_LINE_PAGES + 1):
+        pdf.add_page()
+        _paragraph(pdf, f"Checklist {number}: {_FILLER * 3}")
+
+    parsed = _parse(pdf)
+
+    assert "revision 4" not in parsed.text and "of the manual" not in parsed.text
+    assert [block.page for block in parsed.blocks if block.text.startswith("Checklist")] == [1, 2, 3, 4]
+
+
+def test_a_line_on_fewer_pages_than_a_running_line_needs_is_text() -> None:
+    pdf = _Paged()
+    for _ in range(RUNNING_LINE_PAGES - 1):
+        pdf.add_page()
+        _paragraph(pdf, _FILLER)
+
+    assert "revision 4" in _parse(pdf).text
+
+
+def test_without_an_outline_lines_set_larger_than_the_text_are_headings() -> None:
+    pdf = fpdf.FPDF()
+    pdf.add_page()
+    for size, title in ((18, "Reactor operations"), (14, "Cooling")):
+        pdf.set_font("Helvetica", "B", size)
+        pdf.cell(0, 10, title, new_x="LMARGIN", new_y="NEXT")
+    _paragraph(pdf, "Prime the coolant pump with water before it is started. " + _FILLER)
+    pdf.set_font("Helvetica", "B", 14)
+    pdf.cell(0, 10, "Shutdown", new_x="LMARGIN", new_y="NEXT")
+    _paragraph(pdf, "Lower the control rods slowly over ten minutes. " + _FILLER)
+
+    parsed = _parse(pdf)
+
+    assert _section_of(parsed, "coolant pump") == ("Reactor operations", "Cooling")
+    assert _section_of(parsed, "control rods") == ("Reactor operations", "Shutdown")
