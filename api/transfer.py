@@ -20,7 +20,7 @@ from api.caller import Caller
 from hivemem.access import Role
 from hivemem.embedding import Embedder
 from hivemem.errors import ValidationError
-from hivemem.knowledge import KnowledgeChunk
+from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, DuplicatePolicy, Memory, MemoryState, Relation
 from hivemem.transfer import export_lines, read_export
 from search.base import KnowledgeStore, MemoryStore, PageMark, RelationStore, SearchFilter
@@ -31,6 +31,8 @@ __all__ = ["ImportResult", "Transfer"]
 _BATCH = 64
 # Memories read per store call on export.
 _PAGE = 500
+# Chunks of imported documents gathered before one embedder call and one store write.
+_DOCUMENT_CHUNKS = 256
 
 
 class _Stores(MemoryStore, RelationStore, KnowledgeStore, Protocol):
@@ -123,6 +125,8 @@ class Transfer:
         chunks = 0
         batch: list[Memory] = []
         edges: list[Relation] = []
+        documents: list[tuple[KnowledgeSource, list[KnowledgeChunk]]] = []
+        waiting = 0  # chunks of the documents gathered
         for record in read_export(read()):
             if isinstance(record, Memory):
                 batch.append(record)
@@ -140,11 +144,15 @@ class Transfer:
                 continue
             self.store.add_relations(edges)
             edges = []
-            source, pieces = record
-            self.store.replace_source(source, self._embedded(pieces))
-            chunks += len(pieces)
+            documents.append(record)
+            chunks += len(record[1])
+            waiting += len(record[1])
+            if waiting >= _DOCUMENT_CHUNKS or len(documents) == _PAGE:
+                self._put_documents(documents)
+                documents, waiting = [], 0
         self._put(batch)
         self.store.add_relations(edges)
+        self._put_documents(documents)
         result = ImportResult(
             memories=counts["memory"],
             relations=counts["relation"],
@@ -206,8 +214,12 @@ class Transfer:
         embedded = [replace(m, embedding=v, embedding_model=model) for m, v in zip(memories, vectors, strict=True)]
         self.store.put_many(embedded, DuplicatePolicy.OVERWRITE)
 
-    def _embedded(self, chunks: list[KnowledgeChunk]) -> list[KnowledgeChunk]:
-        if not chunks:
-            return []
-        vectors = self.embedder.embed_documents([c.context for c in chunks])
-        return [replace(c, embedding=tuple(v)) for c, v in zip(chunks, vectors, strict=True)]
+    def _put_documents(self, documents: list[tuple[KnowledgeSource, list[KnowledgeChunk]]]) -> None:
+        """Embed the documents' chunks in one call and store them in one batch write."""
+        if not documents:
+            return
+        texts = [chunk.context for _, pieces in documents for chunk in pieces]
+        vectors = iter(self.embedder.embed_documents(texts) if texts else [])
+        self.store.replace_sources(
+            [(source, [replace(c, embedding=tuple(next(vectors))) for c in pieces]) for source, pieces in documents]
+        )

@@ -50,6 +50,7 @@ __all__ = [
     "ResolvesByMeaning",
     "SearchFilter",
     "SearchesLegsTogether",
+    "SourceChunks",
     "Store",
     "TokenStore",
     "Warms",
@@ -272,6 +273,10 @@ class ChunkFilter:
             raise ValueError("ChunkFilter.scopes must name at least one scope")
 
 
+SourceChunks = tuple[KnowledgeSource, Sequence[KnowledgeChunk]]
+"""A document to store: its source record and exactly its chunks."""
+
+
 class KnowledgeStore(Protocol):
     """The knowledge aggregate: indexed documents (sources) and their chunks, searched like memories.
 
@@ -283,6 +288,12 @@ class KnowledgeStore(Protocol):
         """Store ``source`` with exactly ``chunks`` (each with its embedding, or none), replacing
         whatever that (scope, uri) held, atomically. Raises ``EmbeddingMismatchError`` for a
         vector whose length is not ``dimension``; nothing is written then."""
+        ...
+
+    def replace_sources(self, documents: Sequence[SourceChunks]) -> None:
+        """:meth:`replace_source` for each (source, chunks), in as few writes as the backend can
+        (a bulk ingest's batch): each document is replaced atomically, as one would be; every vector
+        is checked before anything is written. A later pair for the same (scope, uri) wins."""
         ...
 
     def record_source_error(self, source: KnowledgeSource) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 
 from hivemem.fusion import Candidate
 from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
-from search.base import ChunkFilter, KnowledgeStore
+from search.base import ChunkFilter, KnowledgeStore, SourceChunks
 
 __all__ = ["DelegatesKnowledge"]
 
@@ -22,6 +22,9 @@ class DelegatesKnowledge:
 
     def replace_source(self, source: KnowledgeSource, chunks: Sequence[KnowledgeChunk]) -> None:
         self._knowledge.replace_source(source, chunks)
+
+    def replace_sources(self, documents: Sequence[SourceChunks]) -> None:
+        self._knowledge.replace_sources(documents)
 
     def record_source_error(self, source: KnowledgeSource) -> None:
         self._knowledge.record_source_error(source)

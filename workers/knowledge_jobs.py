@@ -168,10 +168,15 @@ def _write(store: Store, embedder: Embedder, batch: list[_Prepared], times: Phas
     texts = [chunk.context for prepared in batch for chunk in prepared.chunks]
     with times.phase("embed"), step("embed", texts=len(texts), model=embedder.model_id):
         vectors = iter(embedder.embed_documents(texts) if texts else [])
-    for prepared in batch:
-        chunks = [replace(chunk, embedding=tuple(next(vectors))) for chunk in prepared.chunks]
-        with times.phase("write"), step("store.write", chunks=len(chunks), store=type(store).__name__):
-            store.replace_source(prepared.source, chunks)
+    documents = [
+        (prepared.source, [replace(chunk, embedding=tuple(next(vectors))) for chunk in prepared.chunks])
+        for prepared in batch
+    ]
+    # The batch in one store write: on OpenSearch a few bulk requests and one refresh, not three
+    # refreshes a document.
+    with times.phase("write"), step("store.write", chunks=len(texts), store=type(store).__name__):
+        store.replace_sources(documents)
+    for prepared, (_, chunks) in zip(batch, documents, strict=True):
         yield IndexOutcome(
             prepared.source.uri, "indexed", len(chunks), prepared.source.title, position=prepared.position
         )

@@ -1,22 +1,27 @@
 """The OpenSearch store's knowledge aggregate: a sources index and a chunks index (BM25 + k-NN).
 
 OpenSearch has no transactions, so a document is replaced in an order that readers cannot see
-half-done: the new chunks are written first (in bulk, one refresh), then the source record is
-switched to the new content hash, then the old chunks are deleted. Every read keeps only the
-chunks whose content hash is the one their source names now, so a search in between sees the
-old version or the new one, never a mix; a crash in between leaves chunks no read returns, and
-the next write of that document deletes them.
+half-done: the new chunks are written first, then the source record is switched to the new content
+hash, then the old chunks are deleted. Every read keeps only the chunks whose content hash is the
+one their source names now (read by realtime ``mget``, which needs no refresh), so a search in
+between sees the old version or the new one, never a mix; a crash in between leaves chunks no read
+returns, and the next write of that document deletes them. A batch of documents (a bulk ingest's)
+is written so, all at once: its chunks in ``_bulk`` requests, its sources in one, its old chunks
+deleted by one query, then one refresh of both indices, so that what was written is searched and
+listed when the call returns. Not a refresh per request: on a cluster each forced refresh writes a
+segment of its own, and a bulk ingest sent three a document.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 from hivemem.errors import EmbeddingMismatchError, SourceNotFoundError
 from hivemem.fusion import Candidate
 from hivemem.knowledge import DocumentFormat, KnowledgeChunk, KnowledgeSource
-from search.base import ChunkFilter
+from search.base import ChunkFilter, SourceChunks
 from search.opensearch import bodies, knowledge_bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
 from search.opensearch.cluster import Cluster
@@ -29,6 +34,10 @@ Json = dict[str, Any]
 # Sources per request of a batch delete: an ``_mget`` of ids and a ``terms`` query of uris, each well
 # inside the cluster's default limits (65,536 terms; a few hundred kilobytes of request).
 _URIS_PER_REQUEST = 1000
+# Chunk documents per ``_bulk`` (each carries its vector: some kilobytes), and documents whose old
+# chunks one ``_delete_by_query`` removes (three clauses each, under the default 1,024 a query).
+_CHUNKS_PER_BULK = 500
+_DOCUMENTS_PER_DELETE = 200
 
 
 def _source_doc(source: KnowledgeSource) -> Json:
@@ -125,6 +134,29 @@ class KnowledgeIndices:
             ),
         )
 
+    def _delete_replaced(self, sources: list[KnowledgeSource]) -> None:
+        """Delete the chunks of each source's other versions, without a refresh (the caller's comes)."""
+        client = self._cluster.client
+        for start in range(0, len(sources), _DOCUMENTS_PER_DELETE):
+            versions = [
+                {
+                    "bool": {
+                        "filter": [{"term": {"scope": s.scope}}, {"term": {"uri": s.uri}}],
+                        "must_not": [{"term": {"content_hash": s.content_hash}}],
+                    }
+                }
+                for s in sources[start : start + _DOCUMENTS_PER_DELETE]
+            ]
+            query = {"bool": {"should": versions, "minimum_should_match": 1}}
+            delete = partial(
+                client.delete_by_query,
+                index=self._names.chunks,
+                body={"query": query},
+                refresh=False,
+                conflicts="proceed",
+            )
+            self._cluster.call("deleting replaced chunks", delete)
+
     def _put_source(self, source: KnowledgeSource) -> None:
         client = self._cluster.client
         sid = knowledge_bodies.source_id(source.scope, source.uri)
@@ -134,14 +166,30 @@ class KnowledgeIndices:
         )
 
     def replace_source(self, source: KnowledgeSource, chunks: Sequence[KnowledgeChunk]) -> None:
-        docs = [self._chunk_doc(chunk, source.content_hash) for chunk in chunks]  # checks vectors first
-        if docs:
+        self.replace_sources([(source, chunks)])
+
+    def replace_sources(self, documents: Sequence[SourceChunks]) -> None:
+        latest = {(source.scope, source.uri): (source, chunks) for source, chunks in documents}
+        docs = [  # checks every vector before anything is written
+            self._chunk_doc(chunk, source.content_hash) for source, chunks in latest.values() for chunk in chunks
+        ]
+        if not latest:
+            return
+        for start in range(0, len(docs), _CHUNKS_PER_BULK):
             lines: list[Json] = []
-            for doc in docs:
+            for doc in docs[start : start + _CHUNKS_PER_BULK]:
                 lines += [{"index": {"_index": self._names.chunks, "_id": doc["id"]}}, doc]
-            self._cluster.bulk(lines, refresh="true")
-        self._put_source(source)
-        self._delete_chunks(source.scope, source.uri, keep_hash=source.content_hash)
+            self._cluster.bulk(lines, refresh="false")
+        sources = [source for source, _ in latest.values()]
+        lines = []
+        for source in sources:
+            sid = knowledge_bodies.source_id(source.scope, source.uri)
+            lines += [{"index": {"_index": self._names.sources, "_id": sid}}, _source_doc(source)]
+        self._cluster.bulk(lines, refresh="false")
+        self._delete_replaced(sources)
+        client = self._cluster.client
+        indices = f"{self._names.chunks},{self._names.sources}"
+        self._cluster.call("refreshing the knowledge indices", lambda: client.indices.refresh(index=indices))
 
     def record_source_error(self, source: KnowledgeSource) -> None:
         held = self.get_source(source.scope, source.uri)

@@ -59,6 +59,7 @@ from search.base import (
     PlanDecision,
     ReembedBatch,
     SearchFilter,
+    SourceChunks,
     missing_end,
     refuse_stale_vectors,
 )
@@ -247,6 +248,10 @@ class OpenSearchStore(DelegatesKnowledge):
     def replace_source(self, source: KnowledgeSource, chunks: Sequence[KnowledgeChunk]) -> None:
         with self._writes.reading():
             self._knowledge.replace_source(source, chunks)
+
+    def replace_sources(self, documents: Sequence[SourceChunks]) -> None:
+        with self._writes.reading():
+            self._knowledge.replace_sources(documents)
 
     def delete_source(self, scope: str, uri: str) -> KnowledgeSource:
         with self._writes.reading():

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from hivemem.errors import EmbeddingMismatchError, SourceNotFoundError
 from hivemem.fusion import Candidate
 from hivemem.knowledge import DocumentFormat, KnowledgeChunk, KnowledgeSource
-from search.base import ChunkFilter
+from search.base import ChunkFilter, SourceChunks
 from search.sqlite.rows import to_timestamp
 from search.sqlite.sql import fts_query, marks
 
@@ -116,20 +116,29 @@ class KnowledgeTables:
         return (vector / norm if norm else vector).tobytes()
 
     def replace_source(self, source: KnowledgeSource, chunks: Sequence[KnowledgeChunk]) -> None:
+        self.replace_sources([(source, chunks)])
+
+    def replace_sources(self, documents: Sequence[SourceChunks]) -> None:
         rows = [
-            (c.id, c.scope, c.uri, c.ordinal, c.text, c.title, json.dumps(list(c.section)), c.page, c.start, c.end,
-             self._blob(c))
-            for c in chunks
+            [
+                (c.id, c.scope, c.uri, c.ordinal, c.text, c.title, json.dumps(list(c.section)), c.page, c.start,
+                 c.end, self._blob(c))
+                for c in chunks
+            ]
+            for _, chunks in documents
         ]  # fmt: skip
+        # One transaction for the batch: one fsync and one version bump, not one per document.
         with self._write() as conn:
-            conn.execute("DELETE FROM knowledge_chunks WHERE scope = ? AND uri = ?", (source.scope, source.uri))
-            conn.executemany(
-                f"INSERT INTO knowledge_chunks ({CHUNK_COLUMNS}, embedding) VALUES ({_CHUNK_ROW_MARKS})", rows
-            )
-            conn.execute(
-                f"INSERT OR REPLACE INTO knowledge_sources ({_SOURCE_COLUMNS}) VALUES ({_SOURCE_MARKS})",
-                _source_row(source),
-            )
+            for (source, _), chunk_rows in zip(documents, rows, strict=True):
+                conn.execute("DELETE FROM knowledge_chunks WHERE scope = ? AND uri = ?", (source.scope, source.uri))
+                conn.executemany(
+                    f"INSERT INTO knowledge_chunks ({CHUNK_COLUMNS}, embedding) VALUES ({_CHUNK_ROW_MARKS})",
+                    chunk_rows,
+                )
+                conn.execute(
+                    f"INSERT OR REPLACE INTO knowledge_sources ({_SOURCE_COLUMNS}) VALUES ({_SOURCE_MARKS})",
+                    _source_row(source),
+                )
             conn.execute(BUMP_KNOWLEDGE_VERSION)
 
     def record_source_error(self, source: KnowledgeSource) -> None:

@@ -83,6 +83,46 @@ def test_replacing_a_source_leaves_exactly_the_new_chunks(store: Store, embedder
     assert store.get_source("p", "/docs/a.md") == new
 
 
+def test_a_batch_replaces_each_of_its_documents(store: Store, embedder: HashEmbedder) -> None:
+    kept = source("/docs/kept.md", content_hash="k", chunks=1)
+    old = source("/docs/changed.md", content_hash="old", chunks=2)
+    store.replace_sources(
+        [(kept, chunks_of(embedder, kept, ["kept text"])), (old, chunks_of(embedder, old, ["alpha one", "alpha two"]))]
+    )
+    new = source("/docs/changed.md", content_hash="new", chunks=1)
+    added = source("/docs/added.md", scope="q", content_hash="a", chunks=1)
+    store.replace_sources(
+        [(new, chunks_of(embedder, new, ["beta only"])), (added, chunks_of(embedder, added, ["gamma text"]))]
+    )
+    assert [c.text for c in store.source_chunks("p", "/docs/changed.md")] == ["beta only"]
+    assert [c.text for c in store.source_chunks("p", "/docs/kept.md")] == ["kept text"]
+    assert [c.text for c in store.source_chunks("q", "/docs/added.md")] == ["gamma text"]
+    assert store.chunk_keyword_search("alpha", ChunkFilter(scopes=["p"]), 10) == []
+    assert len(store.chunk_keyword_search("beta", ChunkFilter(scopes=["p"]), 10)) == 1
+    assert [s.uri for s in store.sources(["p", "q"])] == ["/docs/changed.md", "/docs/kept.md", "/docs/added.md"]
+    assert store.get_source("p", "/docs/changed.md") == new
+
+
+def test_a_document_twice_in_one_batch_is_stored_as_the_later(store: Store, embedder: HashEmbedder) -> None:
+    first = source("/docs/twice.md", content_hash="one", chunks=2)
+    later = source("/docs/twice.md", content_hash="two", chunks=1)
+    store.replace_sources(
+        [(first, chunks_of(embedder, first, ["first a", "first b"])), (later, chunks_of(embedder, later, ["later"]))]
+    )
+    assert [c.text for c in store.source_chunks("p", "/docs/twice.md")] == ["later"]
+    assert store.get_source("p", "/docs/twice.md") == later
+
+
+def test_a_wrong_vector_anywhere_in_a_batch_writes_none_of_it(store: Store, embedder: HashEmbedder) -> None:
+    good = source("/docs/good.md", chunks=1)
+    bad = source("/docs/bad.md", chunks=1)
+    wrong = replace(chunks_of(embedder, bad, ["text"])[0], embedding=(0.1, 0.2))
+    with pytest.raises(EmbeddingMismatchError):
+        store.replace_sources([(good, chunks_of(embedder, good, ["good text"])), (bad, [wrong])])
+    assert store.get_source("p", "/docs/good.md") is None and store.get_source("p", "/docs/bad.md") is None
+    assert store.chunk_keyword_search("good", ChunkFilter(scopes=["p"]), 10) == []
+
+
 def test_keyword_search_stays_in_its_scopes_and_source(store: Store, embedder: HashEmbedder) -> None:
     a, b = source("/a.md", chunks=1), source("/b.md", chunks=1)
     elsewhere = source("/a.md", scope="q", chunks=1)

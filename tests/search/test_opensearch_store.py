@@ -21,7 +21,7 @@ from hivemem.errors import ConfigError, EmbeddingMismatchError, StoreUnavailable
 from hivemem.model import DuplicatePolicy, FusionMethod, RetrievalMode, WriteOutcome, utcnow
 from hivemem.resolution import resolve
 from search import SearchFilter, open_store
-from search.base import LegQuery, SearchesLegsTogether
+from search.base import ChunkFilter, LegQuery, SearchesLegsTogether
 from search.opensearch.client import parse_url
 from search.opensearch.docs import claim_id, sleep_lease_id, to_iso
 from search.recall import Recaller, RecallParams
@@ -310,6 +310,26 @@ def test_deleting_many_sources_is_three_requests(
     sent = [path.rsplit("/", 1)[-1] for _, path in spec_validator.seen[before:]]
     assert sent == ["_mget", "_bulk", "_delete_by_query"]  # not three requests a document
     assert len(removed) == 30 and store.sources(["p"]) == []
+
+
+def test_a_batch_of_documents_is_written_with_one_refresh(
+    store: Any, embedder: HashEmbedder, spec_validator: SpecValidator | None
+) -> None:
+    if spec_validator is None:
+        pytest.skip(NO_SPEC_REASON)
+    from tests.contract.test_knowledge_contract import chunks_of, source
+
+    documents = []
+    for n in range(30):
+        src = source(f"/batch/{n}.md", chunks=2)
+        documents.append((src, chunks_of(embedder, src, [f"first part {n}", f"second part {n}"])))
+    before = len(spec_validator.seen)
+    store.replace_sources(documents)
+    sent = [path.rsplit("/", 1)[-1] for _, path in spec_validator.seen[before:]]
+    # chunks, sources, the old versions' chunks, one refresh of both indices: not three a document
+    assert sent == ["_bulk", "_bulk", "_delete_by_query", "_refresh"]
+    assert len(store.sources(["p"])) == 30
+    assert len(store.chunk_keyword_search("part", ChunkFilter(scopes=["p"]), 100)) == 60  # searched at once
 
 
 def test_one_process_at_a_time_holds_the_sleep_lease(store: Any, embedder: HashEmbedder) -> None:
