@@ -27,8 +27,9 @@ from search.base import KnowledgeStore, MemoryStore, PageMark, RelationStore, Se
 
 __all__ = ["ImportResult", "Transfer"]
 
-# Memories embedded per model call on import.
-_BATCH = 64
+# Memories embedded in one call (the embedder cuts it into model batches) and written in one
+# put_many on import: on OpenSearch each put_many ends with a refresh, so not too few.
+_BATCH = 256
 # Memories read per store call on export.
 _PAGE = 500
 # Chunks of imported documents gathered before one embedder call and one store write.

@@ -3,14 +3,16 @@
 Against a real cluster (``--url``) or a private osmem-server (the ``dev`` extra's in-memory server
 with OpenSearch's API, started on a free port when no URL is given). Every HTTP request the store's
 client sends is counted, and among them the writes that wait for a refresh (``refresh=wait_for`` or
-``true``): on a cluster each of those waits up to the index's refresh interval (1 s by default), so
-they, more than the requests, are what a path costs there. The memories are embedded with the hash
-embedder (64 dimensions): what is measured is the store's traffic, not the model. Every index the
-run creates (two prefixes of its own) is deleted at the end.
+``true``, and ``_refresh`` requests): on a cluster each of those waits up to the index's refresh
+interval (1 s by default) or forces a segment of its own, so they, more than the requests, are what
+a path costs there. The memories and documents are embedded with the hash embedder (64
+dimensions): what is measured is the store's traffic, not the model. Every index the run creates
+(two prefixes of its own) is deleted at the end.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,16 +25,19 @@ from api.caller import Caller
 from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
+from hivemem.knowledge_schemas import IngestRequest
 from hivemem.model import Hit, Relation, RelationType, utcnow
 from hivemem.schemas import LinkCreate, MemoryCreate
 from search.base import SearchFilter
 from search.graph import graph_neighbours
+from workers.documents.sources import FileAccess
 from workers.lifecycle import archive_faded
 
 __all__ = ["run_opensearch_requests"]
 
 T = TypeVar("T")
 _SCOPE = "bench/requests"
+_DOCUMENTS = 100
 
 
 @contextmanager
@@ -101,6 +106,17 @@ def _note(i: int) -> MemoryCreate:
     )
 
 
+def _write_documents(folder: str, count: int) -> None:
+    """``count`` short Markdown documents of two sections each (one chunk a section)."""
+    for i in range(count):
+        text = (
+            f"# Runbook {i}\n\n## Deploy\n\nService {i} deploys from its main branch every Tuesday.\n\n"
+            f"## Rollback\n\nService {i} rolls back by redeploying the previous image tag.\n"
+        )
+        with open(f"{folder}/runbook-{i}.md", "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+
 def run_opensearch_requests(settings: Settings, *, url: str | None, memories: int) -> dict[str, Any]:
     """Run each path once over ``memories`` memories (at least 101); the report, one row per path.
 
@@ -141,6 +157,14 @@ def run_opensearch_requests(settings: Settings, *, url: str | None, memories: in
             archived = log.measure(
                 "archive pass (every memory faded)", rows, lambda: archive_faded(source.store, _SCOPE, years_later)
             )
+            with tempfile.TemporaryDirectory(prefix="hivemem-bench-requests-") as folder:
+                _write_documents(folder, _DOCUMENTS)
+                request = IngestRequest(paths=[folder], scope=_SCOPE)
+                log.measure(
+                    f"knowledge ingest ({_DOCUMENTS} documents)",
+                    rows,
+                    lambda: source.knowledge.ingest(request, Caller(), FileAccess()),
+                )
         finally:
             for service in (source, target):
                 service.store.drop()

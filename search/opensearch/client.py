@@ -107,7 +107,7 @@ _REFRESHING = (b"wait_for", b"true", "wait_for", "true", True)
 def reporting_connection(seen: Callable[[str, str, bool], None]) -> type[Any]:
     """A connection class for :func:`make_client` that reports each request to ``seen`` before
     sending it: its method, its path, and whether it waits for a refresh (``refresh=wait_for`` or
-    ``true``), which on a cluster takes up to the index's refresh interval."""
+    ``true``, or a ``_refresh`` itself), which on a cluster takes up to the index's refresh interval."""
     from opensearchpy import Urllib3HttpConnection
 
     class Reporting(Urllib3HttpConnection):
@@ -116,7 +116,10 @@ def reporting_connection(seen: Callable[[str, str, bool], None]) -> type[Any]:
         ) -> Any:
             path, _, query = url.partition("?")
             waits = (
-                (params or {}).get("refresh") in _REFRESHING or "refresh=wait_for" in query or "refresh=true" in query
+                (params or {}).get("refresh") in _REFRESHING
+                or "refresh=wait_for" in query
+                or "refresh=true" in query
+                or path.endswith("/_refresh")
             )
             seen(method, path, waits)
             return super().perform_request(method, url, params, body, *args, **kwargs)

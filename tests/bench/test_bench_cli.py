@@ -450,6 +450,7 @@ def test_opensearch_requests_bench_counts_each_batch_path(
         "export (150)",
         "import (150)",
         "archive pass (every memory faded)",
+        "knowledge ingest (100 documents)",
     ]
     # Each path is a few requests whatever the number of memories, and a refresh wait or two: one
     # request (or one wait) per memory would show here as 150 or more.
@@ -460,6 +461,10 @@ def test_opensearch_requests_bench_counts_each_batch_path(
     archive = paths["archive pass (every memory faded)"]
     assert archive["requests"] <= 10 and archive["refresh_waits"] <= 2
     assert paths["memorize with 3 related_to"]["refresh_waits"] <= 2
+    # 100 documents in one embedding batch: a read of each one's source (is it unchanged?), then
+    # one write of the batch with one refresh, not three refreshes a document.
+    ingest = paths["knowledge ingest (100 documents)"]
+    assert ingest["requests"] <= 110 and ingest["refresh_waits"] <= 2
     assert json.loads(capsys.readouterr().out) == report
 
 
