@@ -66,6 +66,30 @@ def test_text_above_a_heading_halfway_down_a_page_keeps_the_section_before(outli
     assert sum(block.text.count("Lower the control rods") for block in parsed.blocks) == 1
 
 
+def test_a_heading_in_the_right_column_leaves_the_left_column_whole() -> None:
+    pdf = fpdf.FPDF()
+    pdf.add_page()
+    _heading(pdf, "Overview")
+    top = pdf.get_y()
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(90, 6, "Left column. " + _FILLER * 4 + "End of the left column.", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_xy(110, top)
+    pdf.multi_cell(90, 6, "Right column opening. " + _FILLER, new_x="LEFT", new_y="NEXT")
+    pdf.set_x(110)
+    pdf.start_section("Cooling")
+    pdf.set_font("Helvetica", "B", 14)
+    pdf.cell(90, 8, "Cooling", new_x="LEFT", new_y="NEXT")
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(90, 6, "Prime the coolant pump with water before it is started.", new_x="LEFT", new_y="NEXT")
+
+    parsed = _parse(pdf)
+
+    left = next(block for block in parsed.blocks if "Left column" in block.text)
+    assert left.section == ("Overview",) and "End of the left column" in left.text  # not cut at the heading's height
+    assert _section_of(parsed, "Right column opening") == ("Overview",)
+    assert _section_of(parsed, "coolant pump") == ("Cooling",)
+
+
 def test_a_chapter_title_followed_at_once_by_its_first_section_is_no_block_of_its_own() -> None:
     pdf = fpdf.FPDF()
     pdf.add_page()

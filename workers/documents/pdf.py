@@ -1,9 +1,9 @@
 """PDF: page text from PDFium (pypdfium2), under the headings of the document's outline.
 
 pypdfium2 is one permissively licensed wheel and reads ~1,170 pages/s here (pypdf ~216).
-A page is read in bands cut at its headings (:mod:`workers.documents.pdf_layout`), so text under a
-heading cites that heading's path with its parents even when the heading starts halfway down the
-page, and text above it keeps the section before. The headings are the outline's; a PDF without an
+A page's text is cut where its headings start (:mod:`workers.documents.pdf_layout`), so text
+under a heading cites that heading's path with its parents even when the heading starts halfway
+down the page, and text before it keeps the section before. The headings are the outline's; a PDF without an
 outline takes as headings the lines set larger than its text (a man page's section names). Running
 headers and footers are left out. Refused clearly: a PDF that needs a password, a damaged file,
 and a PDF with no text layer (a scan: it needs OCR, which hivemem does not do).
@@ -24,9 +24,9 @@ from workers.documents.pdf_layout import (
     clean,
     font_headings,
     heading_sizes,
-    page_bands,
+    outline_headings,
     page_lines,
-    placed,
+    page_sections,
     running_lines,
 )
 from workers.documents.text import paragraphs
@@ -86,18 +86,18 @@ class _Sections:
     def blocks(self, textpage: Any, box: Box, number: int) -> list[Block]:
         """Page ``number``'s paragraphs, each under its section, running lines left out."""
         page = self._pages[number]
-        headings = []
+        starts = []
         while self._next_heading < len(self._outline) and self._outline[self._next_heading].page <= number:
-            headings.append(self._outline[self._next_heading])
+            starts.append(self._outline[self._next_heading])
             self._next_heading += 1
         if self._outline:
-            headings = placed(textpage, box, page, headings)
+            headings = outline_headings(textpage, starts)
         else:
-            headings = font_headings(textpage, box, page, number, self._levels, self._path)
-        top = page.lines[0].bottom if page.first in self._headers else box[3]
-        bottom = page.lines[-1].top if page.last in self._footers else box[1]
-        bands, self._section = page_bands(textpage, box, page, (bottom, top), headings, self._section)
-        return [Block(part, path, number + 1) for path, text in bands for part in paragraphs(clean(text))]
+            headings = font_headings(textpage, box, page, self._levels, self._path)
+        header = page.lines[0] if page.first in self._headers else None
+        footer = page.lines[-1] if page.last in self._footers and len(page.lines) > 1 else None
+        pieces, self._section = page_sections(textpage, box, (header, footer), headings, self._section)
+        return [Block(part, path, number + 1) for path, text in pieces for part in paragraphs(clean(text))]
 
 
 def parse_pdf(data: bytes, name: str) -> ParsedDocument:
@@ -115,8 +115,10 @@ def parse_pdf(data: bytes, name: str) -> ParsedDocument:
         count = len(document)
         # Two passes: which lines run on every page, and which sizes are headings, is known only
         # once every page has been seen.
-        pages = [_read_page(document, number, page_lines) for number in range(count)]
-        sections = _Sections(pages, _outline(document))
+        outline = _outline(document)
+        read_lines = partial(page_lines, sizes=not outline)
+        pages = [_read_page(document, number, read_lines) for number in range(count)]
+        sections = _Sections(pages, outline)
         blocks: list[Block] = []
         for number in range(count):
             blocks += _read_page(document, number, partial(sections.blocks, number=number))

@@ -1,13 +1,17 @@
-"""A PDF page's layout, from PDFium's text runs: its lines, the running headers and footers, where
-its headings are, and its text read in bands between them.
+"""A PDF page's layout, from PDFium's text: its lines, the running headers and footers, where its
+headings are, and its text cut into sections at them.
 
-PDFium gives a page's text and a rectangle for each run of it; lines, their font sizes and their
-heights come from the runs. Headings come from the outline (a title looked for on the line its
-destination points at) or, in a PDF without one, from lines set larger than the text. A page's
-first or last line that recurs on at least :data:`RUNNING_LINE_PAGES` pages with only its numbers
-changed is a running header or footer ("Chapter 3: Basic Shell Features 35", "GNU Bash 5.2 … 4")
-and is left out: repeated in every chunk it would match every query about a chapter's name, and it
-splits the paragraphs that cross a page.
+PDFium gives a page's characters in the order they are drawn (reading order for what typesetters
+make, a column at a time on a page of two) and a rectangle for each run of text; lines, their font
+sizes and heights come from the runs. A heading is found as the character where its title starts:
+an outline title searched for on its page (at or below the height its destination points at, since
+typesetters often point several headings of a page at its top), or, in a PDF without an outline, a
+line set larger than the text. A page's text is cut at those characters, not at heights, so a
+heading in the right column of a page of two does not split the left one. A page's first or last
+line that recurs on at least :data:`RUNNING_LINE_PAGES` pages with only its numbers changed is a
+running header or footer ("Chapter 3: Basic Shell Features 35", "GNU Bash 5.2 … 4") and its
+characters are left out: repeated in every chunk it would match every query about a chapter's name,
+and it splits the paragraphs that cross a page.
 """
 
 from __future__ import annotations
@@ -20,14 +24,16 @@ from typing import Any
 __all__ = [
     "RUNNING_LINE_PAGES",
     "Box",
+    "Heading",
+    "Line",
     "PageLines",
     "SectionStart",
     "clean",
     "font_headings",
     "heading_sizes",
-    "page_bands",
+    "outline_headings",
     "page_lines",
-    "placed",
+    "page_sections",
     "running_lines",
 ]
 
@@ -47,10 +53,13 @@ RUNNING_LINE_PAGES = 3
 # a man page's section names at 10.9 points over 10); a longer line than _HEADING_CHARS is text.
 _HEADING_SCALE = 1.05
 _HEADING_CHARS = 100
-# An outline title found on a line: at most this many characters of label (a section number)
-# before it, and at least this many of it on the first line of a heading that wraps.
+# A heading's title may have this many characters of label (a section number) before it on its line.
 _HEADING_LABEL_CHARS = 16
-_WRAPPED_HEADING_CHARS = 12
+# How far outside a line's height a character's middle may be and still be on it (points).
+_ON_LINE_SLACK = 0.5
+# How far above the height an outline destination points at a title may start (points): typesetters
+# point at the heading's top or a little below it.
+_DESTINATION_SLACK = 2.0
 _RUNNING_LINE_CHARS = 160  # longer than any header; a longer line is text, however often it recurs
 
 
@@ -71,13 +80,15 @@ class SectionStart:
 
 
 @dataclass(frozen=True, slots=True)
-class _Line:
-    """One line of a page: the height it spans (PDF points from the page's bottom) and the font
-    size of its smallest run."""
+class Line:
+    """One line of a page: the height it spans (PDF points from the page's bottom), where it starts
+    from the left, the font size of its smallest run, and its runs' boxes."""
 
     bottom: float
     top: float
+    left: float
     size: float
+    runs: tuple[Box, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +96,7 @@ class PageLines:
     """A page's lines, top first, and the text of its first and last with numbers masked (a
     running line's key)."""
 
-    lines: list[_Line]
+    lines: list[Line]
     first: str
     last: str
 
@@ -98,21 +109,28 @@ def _font_size(textpage: Any, rect: Box) -> float:
     return float(pdfium_c.FPDFText_GetFontSize(textpage.raw, index)) if index is not None and index >= 0 else 0.0
 
 
-def _lines(textpage: Any) -> list[_Line]:
-    """The page's lines, top first: runs of text whose middles lie within one another's height."""
+def _lines(textpage: Any, sizes: bool) -> list[Line]:
+    """The page's lines, top first: runs of text whose middles lie within one another's height
+    (with their font sizes when ``sizes``; 0 otherwise)."""
     runs = sorted((textpage.get_rect(index) for index in range(textpage.count_rects())), key=lambda rect: -rect[3])
-    lines: list[_Line] = []
+    lines: list[Line] = []
     for rect in runs:
-        size = _font_size(textpage, rect)
+        size = _font_size(textpage, rect) if sizes else 0.0
         line = lines[-1] if lines else None
         if line is not None and line.bottom <= (rect[1] + rect[3]) / 2 <= line.top:
-            lines[-1] = _Line(min(line.bottom, rect[1]), max(line.top, rect[3]), min(line.size, size))
+            lines[-1] = Line(
+                min(line.bottom, rect[1]),
+                max(line.top, rect[3]),
+                min(line.left, rect[0]),
+                min(line.size, size),
+                (*line.runs, rect),
+            )
         else:
-            lines.append(_Line(rect[1], rect[3], size))
+            lines.append(Line(rect[1], rect[3], rect[0], size, (rect,)))
     return lines
 
 
-def _line_text(textpage: Any, box: Box, line: _Line) -> str:
+def _line_text(textpage: Any, box: Box, line: Line) -> str:
     return " ".join(clean(textpage.get_text_bounded(box[0], line.bottom, box[2], line.top)).split())
 
 
@@ -120,8 +138,10 @@ def _running_key(text: str) -> str:
     return _NUMBERS.sub("#", text) if len(text) <= _RUNNING_LINE_CHARS else ""
 
 
-def page_lines(textpage: Any, box: Box) -> PageLines:
-    lines = _lines(textpage)
+def page_lines(textpage: Any, box: Box, *, sizes: bool) -> PageLines:
+    """A page's lines and the keys of its first and last; font sizes only when ``sizes`` (they are
+    read for a PDF without an outline, whose headings are found by them)."""
+    lines = _lines(textpage, sizes)
     if not lines:
         return PageLines([], "", "")
     return PageLines(
@@ -152,110 +172,135 @@ def heading_sizes(pages: list[PageLines]) -> dict[float, int]:
     return {size: level for level, size in enumerate(larger)}
 
 
-def font_headings(
-    textpage: Any,
-    box: Box,
-    page: PageLines,
-    number: int,
-    levels: dict[float, int],
-    path: list[str],
-) -> list[SectionStart]:
+Heading = tuple[int, tuple[str, ...]]
+"""A heading on a page: the index of the character its title starts at, and its heading path."""
+
+
+def font_headings(textpage: Any, box: Box, page: PageLines, levels: dict[float, int], path: list[str]) -> list[Heading]:
     """The page's headings by font size; ``path`` is the heading path so far, carried across pages."""
-    starts = []
+    found = []
     for line in page.lines:
         level = levels.get(round(line.size, 1))
         text = _line_text(textpage, box, line) if level is not None else ""
         if level is None or not text or len(text) > _HEADING_CHARS:
             continue
+        middle = (line.bottom + line.top) / 2
+        index = textpage.get_index(line.left + 0.5, middle, 1.0, (line.top - line.bottom) / 2)
+        if index is None or index < 0:
+            continue
         path[:] = [*path[:level], text]
-        starts.append(SectionStart(number, line.top, tuple(path)))
-    return starts
+        found.append((int(index), tuple(path)))
+    return found
+
+
+def outline_headings(textpage: Any, starts: list[SectionStart]) -> list[Heading]:
+    """The outline's headings on this page, each at the character where its title is drawn: the first
+    place, after the heading before, at or below the height the destination points at. A title not
+    on the page (drawn as an image, reworded in the outline) starts its section with the page."""
+    found = []
+    after = -1
+    for start in starts:
+        index = _title_at(textpage, start, after)
+        if index is None:
+            found.append((0, start.path))
+            continue
+        found.append((index, start.path))
+        after = index
+    return found
+
+
+def _title_at(textpage: Any, start: SectionStart, after: int) -> int | None:
+    searcher = textpage.search(start.path[-1], match_case=False)
+    try:
+        while (match := searcher.get_next()) is not None:
+            index = int(match[0])
+            if index <= after:
+                continue
+            top = textpage.get_charbox(index)[3]
+            if start.top is None or top <= start.top + _DESTINATION_SLACK:
+                return index
+        return None
+    finally:
+        searcher.close()
+
+
+def _line_start(text: str, index: int) -> int:
+    """``index`` moved back to the start of its line when at most a label's length is before it."""
+    start = max(text.rfind("\n", 0, index), text.rfind("\r", 0, index)) + 1
+    return start if index - start <= _HEADING_LABEL_CHARS else index
 
 
 def _normal_title(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _is_heading_line(line: str, title: str) -> bool:
-    """Whether a line (normalised) is the heading ``title``: the title with at most a short label
-    before it ("3.6.1 Redirecting Input", "Appendix B …"), or the start of a title that wraps."""
-    labels = [0] + [i + 1 for i, char in enumerate(line[: _HEADING_LABEL_CHARS + 1]) if char == " "]
-    for cut in labels:
-        rest = line[cut:]
-        if rest == title or (len(rest) >= _WRAPPED_HEADING_CHARS and title.startswith(rest)):
-            return True
-    return False
+def _is_heading_line(text: str, title: str) -> bool:
+    """Whether a band's text (normalised) is only the heading ``title``, with at most a short label
+    before it ("3.6.1 Redirecting Input", "Appendix B …")."""
+    labels = [0] + [i + 1 for i, char in enumerate(text[: _HEADING_LABEL_CHARS + 1]) if char == " "]
+    return any(text[cut:] == title for cut in labels)
 
 
-def placed(textpage: Any, box: Box, page: PageLines, headings: list[SectionStart]) -> list[SectionStart]:
-    """The outline's headings on this page, each at the top of the line that holds its title.
+def _line_chars(textpage: Any, count: int, line: Line) -> set[int]:
+    """The indices of a line's characters: from the character at each run's middle, those next to it
+    in drawing order whose middle lies within the line's height (the spaces and line break PDFium
+    adds sit on the line's baseline, so they count)."""
 
-    A destination's height is often not the heading's: typesetters point several headings of one
-    page at its top, or a little above the line. So each title is looked for among the page's lines
-    from the one it points at (and below the heading before); the destination itself is kept when no
-    line holds the title (a heading drawn as an image, a title reworded in the outline).
-    """
-    placed = []
-    texts: dict[int, str] = {}
-    start = 0
-    for heading in headings:
-        title = _normal_title(heading.path[-1])
-        found = None
-        for index in range(start, len(page.lines)):
-            line = page.lines[index]
-            if heading.top is not None and line.bottom > heading.top:
-                continue
-            if index not in texts:
-                texts[index] = _normal_title(clean(_line_text(textpage, box, line)))
-            if _is_heading_line(texts[index], title):
-                found = index
-                break
-        if found is None:
-            placed.append(heading)
+    def on_line(index: int) -> bool:
+        _, low, _, high = textpage.get_charbox(index)
+        return bool(line.bottom - _ON_LINE_SLACK <= (low + high) / 2 <= line.top + _ON_LINE_SLACK)
+
+    found: set[int] = set()
+    for left, bottom, right, top in line.runs:
+        index = textpage.get_index((left + right) / 2, (bottom + top) / 2, (right - left) / 2, (top - bottom) / 2)
+        if index is None or index < 0 or index in found:
             continue
-        placed.append(SectionStart(heading.page, page.lines[found].top, heading.path))
-        start = found + 1
-    return placed
+        first = last = int(index)
+        while first > 0 and on_line(first - 1):
+            first -= 1
+        while last + 1 < count and on_line(last + 1):
+            last += 1
+        found.update(range(first, last + 1))
+    return found
 
 
-def _snap(cut: float, lines: list[_Line]) -> float:
-    """``cut`` moved off a line it runs through, to the side where most of that line lies (PDFium's
-    bounded text takes every glyph a band touches: a cut through a line would read it twice)."""
-    for line in lines:
-        if line.bottom < cut < line.top:
-            return line.top if cut >= (line.bottom + line.top) / 2 else line.bottom
-    return cut
-
-
-def page_bands(
+def page_sections(
     textpage: Any,
     box: Box,
-    page: PageLines,
-    body: tuple[float, float],
-    headings: list[SectionStart],
+    running: tuple[Line | None, Line | None],
+    headings: list[Heading],
     section: tuple[str, ...],
 ) -> tuple[list[tuple[tuple[str, ...], str]], tuple[str, ...]]:
-    """The page's text between ``body`` (bottom, top), cut at its headings: (section, text) bands,
-    and the section in force at the page's end. A band that is only its heading's line (a chapter
-    title followed at once by its first section's) is left out: its title is in the path of every
-    section under it, as headings are in the other formats."""
-    bottom, top = body
-    bands: list[tuple[tuple[str, ...], str]] = []
-    upper = top
+    """The page's text, running lines left out, cut at its headings' characters: (section, text)
+    pieces, and the section in force at the page's end.
+
+    ``running`` is the page's running header and footer lines (None where it has none), whose
+    characters are left out. A piece that is only its heading's title (a chapter title followed at
+    once by its first section's) is left out: its title is in the path of every section under it,
+    as headings are in the other formats.
+    """
+    count = textpage.count_chars()
+    text = textpage.get_text_range(0, count) if count else ""
+    if len(text) != count:
+        # PDFium's string and its character list disagree (rare, outside UCS-2): the page is read
+        # whole between its running lines, under the last heading that starts on it.
+        for _, path in headings:
+            section = path
+        header, footer = running
+        top = box[3] if header is None else header.bottom
+        bottom = box[1] if footer is None else footer.top
+        return [(section, textpage.get_text_bounded(box[0], bottom, box[2], top))], section
+    dropped = set().union(*(_line_chars(textpage, count, line) for line in running if line is not None))
+    kept = [index not in dropped for index in range(count)]
+    # A heading starts at its line's start: its section number ("3.6.1 ") is drawn before its title.
+    headings = [(_line_start(text, index), path) for index, path in headings]
+    pieces: list[tuple[tuple[str, ...], str]] = []
     title = ""
-
-    def read(lower: float) -> None:
-        text = textpage.get_text_bounded(box[0], lower, box[2], upper)
-        if not (title and _is_heading_line(_normal_title(clean(text)), title)):
-            bands.append((section, text))
-
-    for heading in headings:
-        # A heading placed below the body (in the footer) starts its section on the next page.
-        cut = top if heading.top is None else max(bottom, min(top, _snap(heading.top, page.lines)))
-        if cut < upper:
-            read(cut)
-            upper = cut
-        section, title = heading.path, _normal_title(heading.path[-1])
-    if upper > bottom:
-        read(bottom)
-    return bands, section
+    begin = 0
+    for index, path in [*sorted(headings, key=lambda heading: heading[0]), (count, section)]:
+        piece = "".join(char for char, keep in zip(text[begin:index], kept[begin:index], strict=True) if keep)
+        if piece.strip() and not (title and _is_heading_line(_normal_title(clean(piece)), title)):
+            pieces.append((section, piece))
+        if index < count:
+            section, title, begin = path, _normal_title(path[-1]), index
+    return pieces, section
