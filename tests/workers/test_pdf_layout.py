@@ -27,16 +27,19 @@ def _paragraph(pdf: Any, text: str) -> None:
     pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
 
 
-def _heading(pdf: Any, title: str, *, level: int = 0, outline_at_page_top: bool = False) -> None:
-    """A heading drawn as text, with its outline entry where it is drawn or (as some typesetters
-    place it) at the top of the page."""
+def _heading(
+    pdf: Any, title: str, *, level: int = 0, outline_at_page_top: bool = False, outline_title: str = ""
+) -> None:
+    """A heading drawn as text (``title``, with its label if any), with its outline entry
+    (``outline_title``, else ``title``) where it is drawn or (as some typesetters place it) at the
+    top of the page."""
     if outline_at_page_top:
         drawn_at = pdf.get_y()
         pdf.set_y(pdf.t_margin)
-        pdf.start_section(title, level=level)
+        pdf.start_section(outline_title or title, level=level)
         pdf.set_y(drawn_at)
     else:
-        pdf.start_section(title, level=level)
+        pdf.start_section(outline_title or title, level=level)
     pdf.set_font("Helvetica", "B", 14)
     pdf.cell(0, 8, title, new_x="LMARGIN", new_y="NEXT")
 
@@ -90,17 +93,31 @@ def test_a_heading_in_the_right_column_leaves_the_left_column_whole() -> None:
     assert _section_of(parsed, "coolant pump") == ("Cooling",)
 
 
-def test_a_chapter_title_followed_at_once_by_its_first_section_is_no_block_of_its_own() -> None:
+def test_a_mention_of_a_title_in_the_text_is_not_its_heading() -> None:
     pdf = fpdf.FPDF()
     pdf.add_page()
     _heading(pdf, "Operations")
-    _heading(pdf, "Startup", level=1)
+    _paragraph(pdf, "Every operator reads the Shutdown steps before the first shift of the week.")
+    _heading(pdf, "Shutdown", outline_at_page_top=True)
+    _paragraph(pdf, "Lower the control rods slowly over ten minutes.")
+
+    parsed = _parse(pdf)
+
+    assert _section_of(parsed, "first shift") == ("Operations",)
+    assert _section_of(parsed, "control rods") == ("Shutdown",)
+
+
+def test_a_chapter_title_followed_at_once_by_its_first_section_is_no_block_of_its_own() -> None:
+    pdf = fpdf.FPDF()
+    pdf.add_page()
+    _heading(pdf, "Chapter 2: Operations", outline_title="Operations")
+    _heading(pdf, "2.1 Startup", level=1, outline_title="Startup")
     _paragraph(pdf, "Check the interlocks before the first start of the day.")
 
     parsed = _parse(pdf)
 
     assert [block.section for block in parsed.blocks] == [("Operations", "Startup")]
-    assert parsed.blocks[0].text.startswith("Startup")
+    assert parsed.blocks[0].text.startswith("2.1 Startup")  # the heading keeps its number
 
 
 class _Paged(fpdf.FPDF):  # type: ignore[misc, name-defined]

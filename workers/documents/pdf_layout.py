@@ -53,8 +53,9 @@ RUNNING_LINE_PAGES = 3
 # a man page's section names at 10.9 points over 10); a longer line than _HEADING_CHARS is text.
 _HEADING_SCALE = 1.05
 _HEADING_CHARS = 100
-# A heading's title may have this many characters of label (a section number) before it on its line.
-_HEADING_LABEL_CHARS = 16
+# A heading's title may have a label before it on its line: a section number, or a word and a number
+# or letter ("3.6.1", "Chapter 3:", "Appendix B", "Part II").
+_LABEL = re.compile(r"(?:\w+\s+)?(?:[A-Z]?[\d.]*\d[\w.]*|[A-Z]|[IVXLC]+)[.:]?\s+$|$")
 # How far outside a line's height a character's middle may be and still be on it (points).
 _ON_LINE_SLACK = 0.5
 # How far above the height an outline destination points at a title may start (points): typesetters
@@ -194,13 +195,18 @@ def font_headings(textpage: Any, box: Box, page: PageLines, levels: dict[float, 
 
 
 def outline_headings(textpage: Any, starts: list[SectionStart]) -> list[Heading]:
-    """The outline's headings on this page, each at the character where its title is drawn: the first
-    place, after the heading before, at or below the height the destination points at. A title not
-    on the page (drawn as an image, reworded in the outline) starts its section with the page."""
+    """The outline's headings on this page, each at the character where its title is drawn: after
+    the heading before, at or below the height the destination points at, and at the start of a
+    line where it is anywhere (a heading, not a mention of it in the text). A title not on the page
+    (drawn as an image, reworded in the outline) starts its section with the page."""
+    if not starts:
+        return []
+    count = textpage.count_chars()
+    text = textpage.get_text_range(0, count) if count else ""
     found = []
     after = -1
     for start in starts:
-        index = _title_at(textpage, start, after)
+        index = _title_at(textpage, text, start, after)
         if index is None:
             found.append((0, start.path))
             continue
@@ -209,36 +215,39 @@ def outline_headings(textpage: Any, starts: list[SectionStart]) -> list[Heading]
     return found
 
 
-def _title_at(textpage: Any, start: SectionStart, after: int) -> int | None:
+def _title_at(textpage: Any, text: str, start: SectionStart, after: int) -> int | None:
     searcher = textpage.search(start.path[-1], match_case=False)
+    first = None
     try:
         while (match := searcher.get_next()) is not None:
             index = int(match[0])
-            if index <= after:
+            above = start.top is not None and textpage.get_charbox(index)[3] > start.top + _DESTINATION_SLACK
+            if index <= after or above:
                 continue
-            top = textpage.get_charbox(index)[3]
-            if start.top is None or top <= start.top + _DESTINATION_SLACK:
-                return index
-        return None
+            if _line_start(text, index) != index or index == 0 or text[index - 1] in "\r\n":
+                return index  # a heading starts its line; a mention of its title sits in one
+            first = index if first is None else first
+        return first
     finally:
         searcher.close()
 
 
 def _line_start(text: str, index: int) -> int:
-    """``index`` moved back to the start of its line when at most a label's length is before it."""
+    """``index`` moved back to the start of its line when only a heading's label is before it there
+    ("3.6.1 ", "Chapter 3: ", "Appendix B "); else ``index``."""
     start = max(text.rfind("\n", 0, index), text.rfind("\r", 0, index)) + 1
-    return start if index - start <= _HEADING_LABEL_CHARS else index
+    return start if _LABEL.match(text[start:index]) else index
 
 
 def _normal_title(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _is_heading_line(text: str, title: str) -> bool:
-    """Whether a band's text (normalised) is only the heading ``title``, with at most a short label
-    before it ("3.6.1 Redirecting Input", "Appendix B …")."""
-    labels = [0] + [i + 1 for i, char in enumerate(text[: _HEADING_LABEL_CHARS + 1]) if char == " "]
-    return any(text[cut:] == title for cut in labels)
+def _is_heading_line(piece: str, title: str) -> bool:
+    """Whether a piece of text is only the heading ``title`` (normalised), its label aside."""
+    text = " ".join(clean(piece).split())
+    label = text[: len(text) - len(title)]
+    return _normal_title(text[len(label) :]) == title and _LABEL.match(label) is not None
 
 
 def _line_chars(textpage: Any, count: int, line: Line) -> set[int]:
@@ -299,7 +308,7 @@ def page_sections(
     begin = 0
     for index, path in [*sorted(headings, key=lambda heading: heading[0]), (count, section)]:
         piece = "".join(char for char, keep in zip(text[begin:index], kept[begin:index], strict=True) if keep)
-        if piece.strip() and not (title and _is_heading_line(_normal_title(clean(piece)), title)):
+        if piece.strip() and not (title and _is_heading_line(piece, title)):
             pieces.append((section, piece))
         if index < count:
             section, title, begin = path, _normal_title(path[-1]), index
