@@ -140,6 +140,7 @@ def test_running_headers_and_footers_are_left_out_of_the_text() -> None:
     parsed = _parse(pdf)
 
     assert "revision 4" not in parsed.text and "of the manual" not in parsed.text
+    assert parsed.title == "Reactor operations manual, revision 4"  # no metadata title: the first line
     assert [block.page for block in parsed.blocks if block.text.startswith("Checklist")] == [1, 2, 3, 4]
 
 

@@ -129,7 +129,10 @@ def parse_pdf(data: bytes, name: str) -> ParsedDocument:
         document.close()
     if not blocks:
         raise DocumentError(f"no text layer (needs OCR): none of its {count} page(s) holds text", source=name)
-    title = (metadata.get("Title") or "").strip() or blocks[0].text.split("\n", 1)[0]
+    # Without a title in its metadata, a document is named by its first line, running header or not
+    # (a man page's "BASH(1) General Commands Manual BASH(1)"): it is in every chunk's context.
+    first_line = next((page.first_text for page in pages if page.first_text), "")
+    title = (metadata.get("Title") or "").strip() or first_line or blocks[0].text.split("\n", 1)[0]
     return ParsedDocument(title[:200], DocumentFormat.PDF, tuple(blocks))
 
 

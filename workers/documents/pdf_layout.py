@@ -94,10 +94,11 @@ class Line:
 
 @dataclass(frozen=True, slots=True)
 class PageLines:
-    """A page's lines, top first, and the text of its first and last with numbers masked (a
-    running line's key)."""
+    """A page's lines, top first, the text of its first line, and the text of its first and last
+    with numbers masked (a running line's key)."""
 
     lines: list[Line]
+    first_text: str
     first: str
     last: str
 
@@ -144,12 +145,9 @@ def page_lines(textpage: Any, box: Box, *, sizes: bool) -> PageLines:
     read for a PDF without an outline, whose headings are found by them)."""
     lines = _lines(textpage, sizes)
     if not lines:
-        return PageLines([], "", "")
-    return PageLines(
-        lines,
-        _running_key(_line_text(textpage, box, lines[0])),
-        _running_key(_line_text(textpage, box, lines[-1])),
-    )
+        return PageLines([], "", "", "")
+    first = _line_text(textpage, box, lines[0])
+    return PageLines(lines, first, _running_key(first), _running_key(_line_text(textpage, box, lines[-1])))
 
 
 def running_lines(pages: list[PageLines]) -> tuple[set[str], set[str]]:
