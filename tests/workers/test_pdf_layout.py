@@ -122,8 +122,11 @@ def test_a_chapter_title_followed_at_once_by_its_first_section_is_no_block_of_it
 
 class _Paged(fpdf.FPDF):  # type: ignore[misc, name-defined]
     def header(self) -> None:
+        # The title at the left margin and the page number at the right, on one line with a wide gap.
         self.set_font("Helvetica", "I", 9)
-        self.cell(0, 6, "Reactor operations manual, revision 4", new_x="LMARGIN", new_y="NEXT")
+        self.cell(0, 6, "Reactor operations manual, revision 4")
+        self.set_x(self.l_margin)
+        self.cell(0, 6, str(self.page_no()), align="R", new_x="LMARGIN", new_y="NEXT")
 
     def footer(self) -> None:
         self.set_y(-15)
@@ -140,7 +143,7 @@ def test_running_headers_and_footers_are_left_out_of_the_text() -> None:
     parsed = _parse(pdf)
 
     assert "revision 4" not in parsed.text and "of the manual" not in parsed.text
-    assert parsed.title == "Reactor operations manual, revision 4"  # no metadata title: the first line
+    assert parsed.title == "Reactor operations manual, revision 4 1"  # no metadata title: the first line
     assert [block.page for block in parsed.blocks if block.text.startswith("Checklist")] == [1, 2, 3, 4]
 
 

@@ -103,12 +103,23 @@ class PageLines:
     last: str
 
 
+def _run_char(textpage: Any, rect: Box) -> int | None:
+    """The index of a character of a run of text: at its left end, else its middle, else its right
+    end (a run may hold a wide gap, as a header does between its title and its page number)."""
+    left, bottom, right, top = rect
+    middle, half = (bottom + top) / 2, (top - bottom) / 2
+    for x in (left + 0.5, (left + right) / 2, right - 0.5):
+        index = textpage.get_index(x, middle, 1.0, half)
+        if index is not None and index >= 0:
+            return int(index)
+    return None
+
+
 def _font_size(textpage: Any, rect: Box) -> float:
     import pypdfium2.raw as pdfium_c
 
-    left, bottom, right, top = rect
-    index = textpage.get_index((left + right) / 2, (bottom + top) / 2, (right - left) / 2, (top - bottom) / 2)
-    return float(pdfium_c.FPDFText_GetFontSize(textpage.raw, index)) if index is not None and index >= 0 else 0.0
+    index = _run_char(textpage, rect)
+    return 0.0 if index is None else float(pdfium_c.FPDFText_GetFontSize(textpage.raw, index))
 
 
 def _lines(textpage: Any, sizes: bool) -> list[Line]:
@@ -249,7 +260,7 @@ def _is_heading_line(piece: str, title: str) -> bool:
 
 
 def _line_chars(textpage: Any, count: int, line: Line) -> set[int]:
-    """The indices of a line's characters: from the character at each run's middle, those next to it
+    """The indices of a line's characters: from a character of each run, those next to it
     in drawing order whose middle lies within the line's height (the spaces and line break PDFium
     adds sit on the line's baseline, so they count)."""
 
@@ -258,11 +269,11 @@ def _line_chars(textpage: Any, count: int, line: Line) -> set[int]:
         return bool(line.bottom - _ON_LINE_SLACK <= (low + high) / 2 <= line.top + _ON_LINE_SLACK)
 
     found: set[int] = set()
-    for left, bottom, right, top in line.runs:
-        index = textpage.get_index((left + right) / 2, (bottom + top) / 2, (right - left) / 2, (top - bottom) / 2)
-        if index is None or index < 0 or index in found:
+    for run in line.runs:
+        index = _run_char(textpage, run)
+        if index is None or index in found:
             continue
-        first = last = int(index)
+        first = last = index
         while first > 0 and on_line(first - 1):
             first -= 1
         while last + 1 < count and on_line(last + 1):
