@@ -171,3 +171,11 @@ def test_without_an_outline_lines_set_larger_than_the_text_are_headings() -> Non
 
     assert _section_of(parsed, "coolant pump") == ("Reactor operations", "Cooling")
     assert _section_of(parsed, "control rods") == ("Reactor operations", "Shutdown")
+
+
+def test_a_word_hyphenated_at_a_line_end_is_read_whole() -> None:
+    pdf = fpdf.FPDF()
+    pdf.add_page()
+    _paragraph(pdf, "The alarm is sent in addi-\ntion to the pager message.")
+
+    assert "in addition to the pager" in _parse(pdf).text

@@ -40,10 +40,11 @@ __all__ = [
 Box = tuple[float, float, float, float]
 """A page's box in PDF points: left, bottom, right, top."""
 
-# PDFium marks a word hyphenated across a line end with \x02 before the line break: the word is
-# joined again, or BM25 would index "other" and "wise" for "otherwise". Glyphs of the private-use
-# area (pieces of drawn brackets in man pages) carry no text.
-_SOFT_HYPHEN = re.compile(r"\x02\r?\n?")
+# PDFium marks a word hyphenated across a line end with a soft hyphen before the line break: \x02
+# in a bounded text, U+FFFE in a range of characters. The word is joined again, or BM25 would index
+# "other" and "wise" for "otherwise". Glyphs of the private-use area (pieces of drawn brackets in
+# man pages) carry no text.
+_SOFT_HYPHEN = re.compile(r"[\x02\ufffe]\r?\n?")
 _PRIVATE_USE = re.compile(r"[\ue000-\uf8ff]")
 _NUMBERS = re.compile(r"\d+")
 
