@@ -122,18 +122,6 @@ class KnowledgeIndices:
             doc[bodies.VECTOR_FIELD] = list(chunk.embedding)
         return doc
 
-    def _delete_chunks(self, scope: str, uri: str, keep_hash: str | None) -> None:
-        query: Json = {"bool": {"filter": [{"term": {"scope": scope}}, {"term": {"uri": uri}}]}}
-        if keep_hash is not None:
-            query["bool"]["must_not"] = [{"term": {"content_hash": keep_hash}}]
-        client = self._cluster.client
-        self._cluster.call(
-            "deleting replaced chunks",
-            lambda: client.delete_by_query(
-                index=self._names.chunks, body={"query": query}, refresh=True, conflicts="proceed"
-            ),
-        )
-
     def _delete_replaced(self, sources: list[KnowledgeSource]) -> None:
         """Delete the chunks of each source's other versions, without a refresh (the caller's comes)."""
         client = self._cluster.client
@@ -170,11 +158,11 @@ class KnowledgeIndices:
 
     def replace_sources(self, documents: Sequence[SourceChunks]) -> None:
         latest = {(source.scope, source.uri): (source, chunks) for source, chunks in documents}
+        if not latest:
+            return
         docs = [  # checks every vector before anything is written
             self._chunk_doc(chunk, source.content_hash) for source, chunks in latest.values() for chunk in chunks
         ]
-        if not latest:
-            return
         for start in range(0, len(docs), _CHUNKS_PER_BULK):
             lines: list[Json] = []
             for doc in docs[start : start + _CHUNKS_PER_BULK]:
@@ -205,17 +193,10 @@ class KnowledgeIndices:
         )
 
     def delete_source(self, scope: str, uri: str) -> KnowledgeSource:
-        held = self.get_source(scope, uri)
-        if held is None:
+        removed = self._delete_some(scope, [uri])
+        if not removed:
             raise SourceNotFoundError(f"no indexed document {uri!r} in scope {scope!r}")
-        client = self._cluster.client
-        sid = knowledge_bodies.source_id(scope, uri)
-        self._cluster.call(
-            "deleting a source",
-            lambda: client.delete(index=self._names.sources, id=sid, refresh=True, ignore=[404]),
-        )
-        self._delete_chunks(scope, uri, keep_hash=None)
-        return held
+        return removed[0]
 
     def delete_sources(self, scope: str, uris: Sequence[str]) -> list[KnowledgeSource]:
         wanted = list(dict.fromkeys(uris))
@@ -226,8 +207,8 @@ class KnowledgeIndices:
 
     def _delete_some(self, scope: str, uris: list[str]) -> list[KnowledgeSource]:
         """Three requests: read the sources, delete them (one ``_bulk``), delete their chunks (one
-        ``_delete_by_query``). Sources first, as ``delete_source`` does: a read skips chunks whose
-        source is gone, so a crash in between leaves nothing visible."""
+        ``_delete_by_query``). Sources first: a read skips chunks whose source is gone, so a crash in
+        between leaves nothing visible."""
         client = self._cluster.client
         ids = [knowledge_bodies.source_id(scope, uri) for uri in uris]
         response = self._cluster.call(

@@ -154,16 +154,10 @@ class KnowledgeTables:
                 )
 
     def delete_source(self, scope: str, uri: str) -> KnowledgeSource:
-        with self._write() as conn:
-            row = conn.execute(
-                f"SELECT {_SOURCE_COLUMNS} FROM knowledge_sources WHERE scope = ? AND uri = ?", (scope, uri)
-            ).fetchone()
-            if row is None:
-                raise SourceNotFoundError(f"no indexed document {uri!r} in scope {scope!r}")
-            conn.execute("DELETE FROM knowledge_chunks WHERE scope = ? AND uri = ?", (scope, uri))
-            conn.execute("DELETE FROM knowledge_sources WHERE scope = ? AND uri = ?", (scope, uri))
-            conn.execute(BUMP_KNOWLEDGE_VERSION)
-        return _source_from_row(row)
+        removed = self.delete_sources(scope, [uri])
+        if not removed:
+            raise SourceNotFoundError(f"no indexed document {uri!r} in scope {scope!r}")
+        return removed[0]
 
     def delete_sources(self, scope: str, uris: Sequence[str]) -> list[KnowledgeSource]:
         wanted = list(dict.fromkeys(uris))
