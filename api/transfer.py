@@ -24,6 +24,7 @@ from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, DuplicatePolicy, Memory, MemoryState, Relation
 from hivemem.transfer import export_lines, read_export
 from search.base import KnowledgeStore, MemoryStore, PageMark, RelationStore, SearchFilter
+from workers.knowledge_jobs import EMBED_BATCH_CHUNKS, embedded_documents
 
 __all__ = ["ImportResult", "Transfer"]
 
@@ -32,8 +33,6 @@ __all__ = ["ImportResult", "Transfer"]
 _BATCH = 256
 # Memories read per store call on export.
 _PAGE = 500
-# Chunks of imported documents gathered before one embedder call and one store write.
-_DOCUMENT_CHUNKS = 256
 
 
 class _Stores(MemoryStore, RelationStore, KnowledgeStore, Protocol):
@@ -148,7 +147,7 @@ class Transfer:
             documents.append(record)
             chunks += len(record[1])
             waiting += len(record[1])
-            if waiting >= _DOCUMENT_CHUNKS or len(documents) == _PAGE:
+            if waiting >= EMBED_BATCH_CHUNKS or len(documents) == _PAGE:
                 self._put_documents(documents)
                 documents, waiting = [], 0
         self._put(batch)
@@ -217,10 +216,5 @@ class Transfer:
 
     def _put_documents(self, documents: list[tuple[KnowledgeSource, list[KnowledgeChunk]]]) -> None:
         """Embed the documents' chunks in one call and store them in one batch write."""
-        if not documents:
-            return
-        texts = [chunk.context for _, pieces in documents for chunk in pieces]
-        vectors = iter(self.embedder.embed_documents(texts) if texts else [])
-        self.store.replace_sources(
-            [(source, [replace(c, embedding=tuple(next(vectors))) for c in pieces]) for source, pieces in documents]
-        )
+        if documents:
+            self.store.replace_sources(embedded_documents(self.embedder, documents))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -27,10 +27,19 @@ from search.base import Store
 from workers.documents import GuardLimits, format_of, parse_document
 from workers.spans import step
 
-__all__ = ["IndexOutcome", "PhaseTimes", "guard_limits", "index_documents", "text_document"]
+__all__ = [
+    "EMBED_BATCH_CHUNKS",
+    "IndexOutcome",
+    "PhaseTimes",
+    "embedded_documents",
+    "guard_limits",
+    "index_documents",
+    "text_document",
+]
 
-# Chunks gathered before one embedder call: a few model batches, so pieces sort well by length.
-_EMBED_BATCH_CHUNKS = 256
+EMBED_BATCH_CHUNKS = 256
+"""Chunks gathered before one embedder call (and one store write): a few model batches, so pieces
+sort well by length."""
 
 
 class PhaseTimes:
@@ -164,17 +173,25 @@ def _record_failure(store: Store, scope: str, exc: DocumentError) -> None:
     store.record_source_error(_failure(scope, exc.source, fmt, "", 0, exc.reason))
 
 
-def _write(store: Store, embedder: Embedder, batch: list[_Prepared], times: PhaseTimes) -> Iterator[IndexOutcome]:
-    texts = [chunk.context for prepared in batch for chunk in prepared.chunks]
-    with times.phase("embed"), step("embed", texts=len(texts), model=embedder.model_id):
-        vectors = iter(embedder.embed_documents(texts) if texts else [])
-    documents = [
-        (prepared.source, [replace(chunk, embedding=tuple(next(vectors))) for chunk in prepared.chunks])
-        for prepared in batch
+def embedded_documents(
+    embedder: Embedder, documents: Sequence[tuple[KnowledgeSource, Sequence[KnowledgeChunk]]]
+) -> list[tuple[KnowledgeSource, list[KnowledgeChunk]]]:
+    """The documents with every chunk embedded, in one embedder call for them all (it cuts the
+    texts into its model batches): what :meth:`search.base.KnowledgeStore.replace_sources` takes."""
+    texts = [chunk.context for _, chunks in documents for chunk in chunks]
+    vectors = iter(embedder.embed_documents(texts) if texts else [])
+    return [
+        (source, [replace(chunk, embedding=tuple(next(vectors))) for chunk in chunks]) for source, chunks in documents
     ]
+
+
+def _write(store: Store, embedder: Embedder, batch: list[_Prepared], times: PhaseTimes) -> Iterator[IndexOutcome]:
+    chunk_count = sum(len(prepared.chunks) for prepared in batch)
+    with times.phase("embed"), step("embed", texts=chunk_count, model=embedder.model_id):
+        documents = embedded_documents(embedder, [(prepared.source, prepared.chunks) for prepared in batch])
     # The batch in one store write: on OpenSearch a few bulk requests and one refresh, not three
     # refreshes a document.
-    with times.phase("write"), step("store.write", chunks=len(texts), store=type(store).__name__):
+    with times.phase("write"), step("store.write", chunks=chunk_count, store=type(store).__name__):
         store.replace_sources(documents)
     for prepared, (_, chunks) in zip(batch, documents, strict=True):
         yield IndexOutcome(
@@ -219,7 +236,7 @@ def index_documents(
             continue
         pending.append(prepared)
         waiting += len(prepared.chunks)
-        if waiting >= _EMBED_BATCH_CHUNKS:
+        if waiting >= EMBED_BATCH_CHUNKS:
             yield from _write(store, embedder, pending, times)
             pending, waiting = [], 0
     if pending:
