@@ -27,6 +27,7 @@ from workers.documents.pdf_layout import (
     outline_headings,
     page_lines,
     page_sections,
+    page_text,
     running_lines,
 )
 from workers.documents.text import paragraphs
@@ -90,13 +91,14 @@ class _Sections:
         while self._next_heading < len(self._outline) and self._outline[self._next_heading].page <= number:
             starts.append(self._outline[self._next_heading])
             self._next_heading += 1
+        text = page_text(textpage)
         if self._outline:
-            headings = outline_headings(textpage, starts)
+            headings = outline_headings(textpage, text, starts)
         else:
             headings = font_headings(textpage, box, page, self._levels, self._path)
         header = page.lines[0] if page.first in self._headers else None
         footer = page.lines[-1] if page.last in self._footers and len(page.lines) > 1 else None
-        pieces, self._section = page_sections(textpage, box, (header, footer), headings, self._section)
+        pieces, self._section = page_sections(textpage, text, box, (header, footer), headings, self._section)
         return [Block(part, path, number + 1) for path, text in pieces for part in paragraphs(clean(text))]
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "outline_headings",
     "page_lines",
     "page_sections",
+    "page_text",
     "running_lines",
 ]
 
@@ -83,25 +84,32 @@ class SectionStart:
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One line of a page: the height it spans (PDF points from the page's bottom), where it starts
-    from the left, the font size of its smallest run, and its runs' boxes."""
+    """One line of a page: the height it spans (PDF points from the page's bottom), the font size of
+    its smallest run, and its runs' boxes."""
 
     bottom: float
     top: float
-    left: float
     size: float
     runs: tuple[Box, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class PageLines:
-    """A page's lines, top first, the text of its first line, and the text of its first and last
-    with numbers masked (a running line's key)."""
+    """A page's lines, top first, and the text of its first and last."""
 
     lines: list[Line]
     first_text: str
-    first: str
-    last: str
+    last_text: str
+
+    @property
+    def first(self) -> str:
+        """The first line's key as a running line: its text with numbers masked."""
+        return _running_key(self.first_text)
+
+    @property
+    def last(self) -> str:
+        """The last line's key as a running line."""
+        return _running_key(self.last_text)
 
 
 def _run_char(textpage: Any, rect: Box) -> int | None:
@@ -133,14 +141,10 @@ def _lines(textpage: Any, sizes: bool) -> list[Line]:
         line = lines[-1] if lines else None
         if line is not None and line.bottom <= (rect[1] + rect[3]) / 2 <= line.top:
             lines[-1] = Line(
-                min(line.bottom, rect[1]),
-                max(line.top, rect[3]),
-                min(line.left, rect[0]),
-                min(line.size, size),
-                (*line.runs, rect),
+                min(line.bottom, rect[1]), max(line.top, rect[3]), min(line.size, size), (*line.runs, rect)
             )
         else:
-            lines.append(Line(rect[1], rect[3], rect[0], size, (rect,)))
+            lines.append(Line(rect[1], rect[3], size, (rect,)))
     return lines
 
 
@@ -157,9 +161,8 @@ def page_lines(textpage: Any, box: Box, *, sizes: bool) -> PageLines:
     read for a PDF without an outline, whose headings are found by them)."""
     lines = _lines(textpage, sizes)
     if not lines:
-        return PageLines([], "", "", "")
-    first = _line_text(textpage, box, lines[0])
-    return PageLines(lines, first, _running_key(first), _running_key(_line_text(textpage, box, lines[-1])))
+        return PageLines([], "", "")
+    return PageLines(lines, _line_text(textpage, box, lines[0]), _line_text(textpage, box, lines[-1]))
 
 
 def running_lines(pages: list[PageLines]) -> tuple[set[str], set[str]]:
@@ -195,24 +198,28 @@ def font_headings(textpage: Any, box: Box, page: PageLines, levels: dict[float, 
         text = _line_text(textpage, box, line) if level is not None else ""
         if level is None or not text or len(text) > _HEADING_CHARS:
             continue
-        middle = (line.bottom + line.top) / 2
-        index = textpage.get_index(line.left + 0.5, middle, 1.0, (line.top - line.bottom) / 2)
-        if index is None or index < 0:
+        index = _run_char(textpage, min(line.runs, key=lambda run: run[0]))  # where the line starts
+        if index is None:
             continue
         path[:] = [*path[:level], text]
-        found.append((int(index), tuple(path)))
+        found.append((index, tuple(path)))
     return found
 
 
-def outline_headings(textpage: Any, starts: list[SectionStart]) -> list[Heading]:
+def page_text(textpage: Any) -> str:
+    """The page's characters in drawing order, one string character each where PDFium's string and
+    character list agree (see :func:`page_sections`)."""
+    count = textpage.count_chars()
+    return str(textpage.get_text_range(0, count)) if count else ""
+
+
+def outline_headings(textpage: Any, text: str, starts: list[SectionStart]) -> list[Heading]:
     """The outline's headings on this page, each at the character where its title is drawn: after
     the heading before, at or below the height the destination points at, and at the start of a
     line where it is anywhere (a heading, not a mention of it in the text). A title not on the page
     (drawn as an image, reworded in the outline) starts its section with the page."""
     if not starts:
         return []
-    count = textpage.count_chars()
-    text = textpage.get_text_range(0, count) if count else ""
     found = []
     after = -1
     for start in starts:
@@ -285,13 +292,14 @@ def _line_chars(textpage: Any, count: int, line: Line) -> set[int]:
 
 def page_sections(
     textpage: Any,
+    text: str,
     box: Box,
     running: tuple[Line | None, Line | None],
     headings: list[Heading],
     section: tuple[str, ...],
 ) -> tuple[list[tuple[tuple[str, ...], str]], tuple[str, ...]]:
-    """The page's text, running lines left out, cut at its headings' characters: (section, text)
-    pieces, and the section in force at the page's end.
+    """The page's text (:func:`page_text`), running lines left out, cut at its headings' characters:
+    (section, text) pieces, and the section in force at the page's end.
 
     ``running`` is the page's running header and footer lines (None where it has none), whose
     characters are left out. A piece that is only its heading's title (a chapter title followed at
@@ -299,7 +307,6 @@ def page_sections(
     as headings are in the other formats.
     """
     count = textpage.count_chars()
-    text = textpage.get_text_range(0, count) if count else ""
     if len(text) != count:
         # PDFium's string and its character list disagree (rare, outside UCS-2): the page is read
         # whole between its running lines, under the last heading that starts on it.
