@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from hivemem.access import Access, Role
 from hivemem.errors import MemoryNotFoundError, PermissionDeniedError, ValidationError
+from hivemem.jobs import Job
 from hivemem.model import GLOBAL_SCOPE, Memory
 from hivemem.scope import recall_scopes
 
@@ -74,10 +75,30 @@ class Caller:
         if self.access is not None and not self.access.manages_tokens:
             raise self.refused(f"{self.principal!r} may not {doing} (that takes admin on '*')", "*", Role.ADMIN)
 
-    def require_changing(self, memory: Memory) -> None:
-        """Refuse a change to ``memory`` (an edit, a forget) unless the caller wrote it and may write
-        in its scope, or administers its scope."""
-        self.require(memory.scope, Role.WRITE if memory.author == self.principal else Role.ADMIN)
+    def require_changing(self, memory: Memory, doing: str | None = None) -> None:
+        """Refuse a change to ``memory`` (an edit, a forget, an edge that rewrites it) unless the
+        caller wrote it and may write in its scope, or administers its scope. ``doing`` names the
+        change in the refusal (an edge's effect); without it the refusal names the role."""
+        needed = Role.WRITE if memory.author == self.principal else Role.ADMIN
+        if doing is None:
+            self.require(memory.scope, needed)
+        elif not self.may(memory.scope, needed):
+            whose = "a memory of its own" if needed is Role.WRITE else "another's memory"
+            raise self.refused(
+                f"{self.principal!r} may not {doing}: changing {whose} in {_named(memory.scope)} takes "
+                f"{needed.value} there",
+                memory.scope,
+                needed,
+            )
+
+    def may_read_job(self, job: Job) -> bool:
+        """Whether this caller may read ``job``: it asked for it, or administers every scope the job
+        writes in (a job of no scope, the server's own, is for admins on ``*``)."""
+        if self.access is None or (job.owner and job.owner == self.principal):
+            return True
+        if not job.scopes:
+            return self.access.manages_tokens
+        return all(self.access.may(scope, Role.ADMIN) for scope in job.scopes)
 
     def visible(self, memory: Memory, requested: str | None) -> Memory:
         """``memory``, if it lies in the scopes a read in ``requested`` searches; else the error an

@@ -452,7 +452,7 @@ class KnowledgeService:
         scope = caller.scope_for(request.scope, write=True)
         expansion = self.expand(request.paths, request.glob, access)
         checked = [self._checked(source, access) for source in expansion.sources]
-        job = Job(id=new_job_id(), kind=JobKind.INGEST, total=len(checked))
+        job = Job(id=new_job_id(), kind=JobKind.INGEST, total=len(checked), owner=caller.principal, scopes=(scope,))
         items = [document_item(job.id, i, scope, s, access, force=request.force) for i, s in enumerate(checked)]
         self.runner.ingest(job, items)
         started = JobPublic.of(self.runner.board.get(job.id))

@@ -557,9 +557,10 @@ def build_mcp(
         return service().status(caller(ctx), scope=scope).model_dump(mode="json")
 
     def job(
+        ctx: Context[Any, Any],
         job_id: Annotated[StrictStr, Field(min_length=1, max_length=200, description="The job_id a memorize gave.")],
     ) -> dict[str, Any]:
-        return service().job(job_id).model_dump(mode="json")
+        return service().job(job_id, caller(ctx)).model_dump(mode="json")
 
     # `global` is a Python keyword: the schema names it `global`, the function takes `global_`.
     @functools.wraps(memorize)

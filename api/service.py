@@ -402,7 +402,25 @@ class MemoryService:
                 raise MemoryNotFoundError(
                     f"related_to[{i}].target_id: no memory with id {asked.target_id} in scope {scope} or global"
                 )
+        for i, asked in enumerate(request.related_to):
+            self._check_edge_effect(f"related_to[{i}]", asked.link().type, found[asked.target_id], caller)
         return tuple(dict.fromkeys(k.link() for k in request.related_to))
+
+    def _check_edge_effect(self, where: str, kind: RelationType, target: Memory, caller: Caller) -> None:
+        """Refuse an edge whose effect rewrites what the caller may not change: ``supersedes`` ends
+        the target's validity, ``closes`` on a goal consolidates the goal's working findings. Each
+        takes what an edit of those memories takes (write for the caller's own, admin for others').
+        Any other edge only links, and reading the target is enough."""
+        if kind is RelationType.SUPERSEDES:
+            caller.require_changing(target, f"supersede memory {target.id} ({where}; it would no longer be valid)")
+        elif kind is RelationType.CLOSES and target.memory_type is MemoryType.GOAL:
+            doing = f"close goal {target.id} ({where}; its findings would be consolidated)"
+            caller.require_changing(target, doing)
+            edges = self.store.relations(target.id)
+            findings = [r.source_id for r in edges if r.type is RelationType.ACHIEVES and r.target_id == target.id]
+            for finding in self.store.get_many(findings, vectors=False):
+                if finding.state is MemoryState.WORKING and finding.scope == target.scope:
+                    caller.require_changing(finding, doing)
 
     def memorize(self, request: MemoryCreate, caller: Caller = Caller()) -> MemorizeResult | MemorizeAccepted:
         """Store a memory, or reinforce the identical one already in its scope.
@@ -443,9 +461,13 @@ class MemoryService:
         if self.second_leg is not None:
             self.second_leg.nudge()
 
-    def job(self, job_id: str) -> JobPublic:
-        """A job's state, progress and result. Raises ``JobNotFoundError``."""
-        return JobPublic.of(self.runner.board.get(job_id))
+    def job(self, job_id: str, caller: Caller = Caller()) -> JobPublic:
+        """A job's state, progress and result, for its owner or an admin of every scope it writes in.
+        Raises ``JobNotFoundError``, for another's job too: its id says nothing."""
+        job = self.runner.board.get(job_id)
+        if not caller.may_read_job(job):
+            raise JobNotFoundError(f"no job {job_id!r} (unknown, or expired)")
+        return JobPublic.of(job)
 
     def jobs(self, caller: Caller = Caller(), *, state: JobState | None = None, limit: int = 100) -> list[JobPublic]:
         """The newest jobs (in ``state`` when given), without their per-item results; admin on

@@ -58,7 +58,10 @@ class Transfer:
 
     def _scopes(self, caller: Caller, requested: Sequence[str] | None) -> list[str]:
         if requested:
-            return sorted({caller.require(scope, Role.READ) for scope in requested})
+            # scope_for: a session locked to a project exports that project (and global) only.
+            return sorted({caller.scope_for(scope, write=False) for scope in requested})
+        if caller.locked:
+            return caller.readable(None)
         known = {*self.store.scopes(), *self.store.source_scopes()}
         return sorted(scope for scope in known if caller.may(scope, Role.READ))
 

@@ -9,12 +9,13 @@ A task that fails for good (retries exhausted, or an error no retry can fix) lea
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from hivemem.model import utcnow
+from hivemem.model import Memory, utcnow
 
 __all__ = ["DeadLetter", "Job", "JobKind", "JobState", "failure_text", "new_job_id"]
 
@@ -54,7 +55,13 @@ class JobState(StrEnum):
 
 @dataclass(slots=True)
 class Job:
-    """One job as callers see it. ``progress`` is done/total items (0 when nothing is done)."""
+    """One job as callers see it. ``progress`` is done/total items (0 when nothing is done).
+
+    ``owner`` is the principal that asked for the work and ``scopes`` the scopes it writes in: the
+    record names memory ids, outcomes, file paths and errors, so only its owner, or an admin of
+    every scope it touches, may read it. A job of no owner (the server's re-embedding) is the
+    admins' on ``*``.
+    """
 
     id: str
     kind: JobKind
@@ -65,6 +72,20 @@ class Job:
     error: str | None = None
     created_at: datetime = field(default_factory=utcnow)
     updated_at: datetime = field(default_factory=utcnow)
+    owner: str = ""
+    scopes: tuple[str, ...] = ()
+
+    @classmethod
+    def of_memories(cls, kind: JobKind, memories: Sequence[Memory]) -> Job:
+        """A new job writing ``memories``, owned by their author, in their scopes."""
+        owner = memories[0].author if memories else ""
+        return cls(
+            id=new_job_id(),
+            kind=kind,
+            total=len(memories),
+            owner=owner,
+            scopes=tuple(sorted({m.scope for m in memories})),
+        )
 
     @property
     def progress(self) -> float:

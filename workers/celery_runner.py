@@ -18,7 +18,7 @@ from celery import Celery
 from hivemem.codec import memory_to_json
 from hivemem.config import Settings
 from hivemem.errors import BrokerUnavailableError, JobError
-from hivemem.jobs import Job, JobKind, JobState, new_job_id
+from hivemem.jobs import Job, JobKind, JobState
 from hivemem.model import Memory, WriteOutcome, utcnow
 from hivemem.tickets import ItemResult, Ticket
 from workers.batcher import MicroBatcher
@@ -77,14 +77,14 @@ class CeleryRunner:
 
     def memorize(self, memory: Memory) -> Ticket:
         """Queue one memorize (batched with concurrent ones for embedding); wait for its outcome."""
-        job = Job(id=new_job_id(), kind=JobKind.MEMORIZE, total=1)
+        job = Job.of_memories(JobKind.MEMORIZE, [memory])
         item = job_item(job.id, 0, memory)
         self._queue(job, [item], lambda: self._batcher.submit(item))
         return self._wait(job.id, self._settings.memorize_wait_s)
 
     def memorize_bulk(self, memories: Sequence[Memory], *, wait_s: float | None) -> Ticket:
         """Queue a bulk memorize as ``memorize_bulk`` tasks of ``BULK_CHUNK`` memories; wait up to ``wait_s``."""
-        job = Job(id=new_job_id(), kind=JobKind.MEMORIZE_BULK, total=len(memories))
+        job = Job.of_memories(JobKind.MEMORIZE_BULK, memories)
         items = [job_item(job.id, i, m) for i, m in enumerate(memories)]
 
         def send() -> None:

@@ -334,6 +334,8 @@ class RedisJobBoard:
             "republished": 0,
             "created_at": job.created_at.isoformat(),
             "updated_at": job.updated_at.isoformat(),
+            "owner": job.owner,
+            "scopes": json.dumps(list(job.scopes)),
         }
         pipe = self._redis.pipeline()
         pipe.hset(key, mapping=fields)
@@ -515,6 +517,8 @@ def _job_of(job_id: str, raw: dict[bytes, bytes]) -> Job:
         error=fields.get("error"),
         created_at=datetime.fromisoformat(fields["created_at"]),
         updated_at=datetime.fromisoformat(fields["updated_at"]),
+        owner=fields.get("owner", ""),
+        scopes=tuple(json.loads(fields.get("scopes", "[]"))),
     )
 
 

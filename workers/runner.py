@@ -17,7 +17,7 @@ from typing import Protocol
 from hivemem.coalescer import Coalescer
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
-from hivemem.jobs import Job, JobKind, JobState, failure_text, new_job_id
+from hivemem.jobs import Job, JobKind, JobState, failure_text
 from hivemem.model import Memory, utcnow
 from hivemem.resolution import Resolution
 from hivemem.tickets import Ticket, item_result
@@ -111,7 +111,7 @@ class InProcessRunner:
         return self._board
 
     def _run(self, kind: JobKind, memories: Sequence[Memory]) -> Ticket:
-        job = Job(id=new_job_id(), kind=kind, total=len(memories))
+        job = Job.of_memories(kind, memories)
         self._board.create(job)
         self._board.start(job.id)
         try:

@@ -16,10 +16,11 @@ router = APIRouter(prefix="/v1", tags=["jobs"])
 
 
 @router.get("/jobs/{job_id}", response_model=JobPublic)
-def get_job(job_id: str, service: ServiceDep) -> JobPublic:
+def get_job(job_id: str, service: ServiceDep, caller: CallerDep) -> JobPublic:
     """A job: `state` (`queued`, `running`, `done`, `failed`), `progress` (0-1), `result` once done
-    (each item's memory id and outcome), `error` once failed. 404 when unknown or expired."""
-    return service.job(job_id)
+    (each item's memory id and outcome), `error` once failed. Its owner, or an admin of every scope
+    it writes in, reads it; 404 for anyone else, and when unknown or expired."""
+    return service.job(job_id, caller)
 
 
 @router.get("/jobs", response_model=list[JobPublic])
