@@ -92,12 +92,20 @@ class _Stores(TokenStore, RelationStore, Protocol):
     """What authenticating reads (token records) and writes (the audit of bad tokens)."""
 
 
+# Bad tokens from every address together, per minute, as a multiple of what one address may send:
+# past it every bad token is refused with 429 and left unaudited, so a flood from many addresses
+# (or a proxy's) costs neither the audit log's rows nor the store's writes. Valid tokens pass.
+ALL_ADDRESSES_FACTOR = 10
+_EVERY_ADDRESS = "*"
+
+
 class Authenticator:
     """Turns a request's ``Authorization`` header and client address into its access.
 
-    Every bad token is audited (a ``denied`` record with the token's id and the address); a request
-    with no token is refused without a record: it names no one, and MCP clients send one such
-    request to discover how to authenticate.
+    Every bad token is audited (a ``denied`` record with the token's id and the address), up to
+    ``ALL_ADDRESSES_FACTOR`` times one address's limit a minute; past that, bad tokens are refused
+    with 429 and no record. A request with no token is refused without a record: it names no one,
+    and MCP clients send one such request to discover how to authenticate.
     """
 
     def __init__(
@@ -114,6 +122,7 @@ class Authenticator:
         self.team = settings.team
         self.trust_loopback = settings.trust_loopback
         self._failures = Throttle(settings.auth_failures_per_min)
+        self._all_failures = Throttle(settings.auth_failures_per_min * ALL_ADDRESSES_FACTOR)
         self._calls = Throttle(settings.rate_limit_per_min) if settings.rate_limit_per_min else None
         self._clock = clock
         self._now = wall_clock
@@ -161,6 +170,11 @@ class Authenticator:
         record = None if token_id is None else self.store.get_token(token_id)
         if record is None or not record.matches(token, self.key) or not record.live(self._now()):
             self._failures.record(address, now)
+            wait = self._all_failures.take(_EVERY_ADDRESS, now)
+            if wait:
+                raise TooManyAttempts(
+                    f"too many bad tokens from every address; try again in {wait} s", retry_after_s=wait
+                )
             reason, principal = _why_refused(record, token, self.key)
             audit_denial(self.store, token_refusal(token_id, principal, address, reason))
             raise AuthenticationError("the token is not valid: unknown, revoked or expired")

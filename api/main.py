@@ -7,6 +7,7 @@ import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from fastapi import Depends, FastAPI
@@ -16,6 +17,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 import hivemem
 from api.auth import METADATA_PATH, Authenticator, AuthGate, protected_resource_metadata
@@ -36,6 +38,9 @@ from hivemem.errors import ConfigError
 from hivemem.limits import Limits
 from hivemem.schemas import request_schemas
 from hivemem.scope import SCOPE_HEADER
+
+if TYPE_CHECKING:
+    import uvicorn
 
 __all__ = ["announce_first_admin", "create_app", "serve"]
 
@@ -147,7 +152,20 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     if metrics is not None:
         # Outside everything: requests the guard or the token gate refuse are counted too.
         app.add_middleware(MetricsMiddleware, metrics=metrics)
+    if settings.trusted_proxies:
+        # Outermost: the client address every layer sees (throttle, audit, loopback trust) is the
+        # forwarded one only when the request came from a proxy the operator named.
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
     return app
+
+
+def server_config(app: FastAPI, settings: Settings, **options: Any) -> uvicorn.Config:
+    """How uvicorn serves ``app``: without its own proxy-header handling, which trusts
+    ``X-Forwarded-For`` from 127.0.0.1 by default; :func:`create_app` trusts ``trusted_proxies`` only."""
+    import uvicorn
+
+    options.setdefault("log_level", settings.log_level)
+    return uvicorn.Config(app, host=settings.host, port=settings.port, proxy_headers=False, **options)
 
 
 def announce_first_admin(service: MemoryService) -> None:
@@ -214,9 +232,7 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
             f"store {redact_url(settings.resolved_store_url())}, jobs {jobs}",
             flush=True,
         )
-        config = uvicorn.Config(
-            create_app(settings, service), host=settings.host, port=settings.port, log_level=settings.log_level
-        )
+        config = server_config(create_app(settings, service), settings)
         server = uvicorn.Server(config)
 
         def stop() -> None:

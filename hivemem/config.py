@@ -9,6 +9,7 @@ when one is missing from the README.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -514,6 +515,12 @@ class Settings(BaseSettings):
         "`Host` header, besides the bind address and the loopback names. Every other host is refused (421), "
         "which stops DNS rebinding. Required for a non-loopback bind.",
     )
+    trusted_proxies: CommaList = Field(
+        default=(),
+        description="Addresses or networks (comma list, e.g. `127.0.0.1,10.0.0.0/8`) of the reverse proxies whose "
+        "`X-Forwarded-For` and `X-Forwarded-Proto` headers name the real client. Empty: every forwarded header is "
+        "ignored, so no client picks the address it is throttled, locked out and audited under.",
+    )
     cors_origins: CommaList = Field(
         default=(),
         description="Browser origins (comma list of `scheme://host[:port]`) allowed to call the API cross-origin. "
@@ -663,7 +670,7 @@ class Settings(BaseSettings):
             )
         return self
 
-    @field_validator("allowed_hosts", "cors_origins", "knowledge_allowed_paths", mode="before")
+    @field_validator("allowed_hosts", "cors_origins", "knowledge_allowed_paths", "trusted_proxies", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         return _comma_list(value)
@@ -676,6 +683,19 @@ class Settings(BaseSettings):
         if bad:
             raise ValueError(f"not host names: {bad} (give names such as memory.example.com, without ports)")
         return names
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = []
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                bad.append(entry)
+        if bad:
+            raise ValueError(f"not addresses or networks: {bad} (give IPs or CIDRs, such as 10.0.0.0/8)")
+        return value
 
     @field_validator("cors_origins")
     @classmethod

@@ -29,7 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from api.bench.local_cluster import free_port
 from api.caller import Caller
-from api.main import create_app
+from api.main import create_app, server_config
 from api.service import MemoryService
 from hivemem.access import Grant, Role
 from hivemem.config import Settings
@@ -99,7 +99,8 @@ class ServerThread:
     def __init__(self, service: MemoryService) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_app(service.settings, service), port=self.port, log_level="warning")
+        settings = service.settings.model_copy(update={"port": self.port, "host": "127.0.0.1"})
+        config = server_config(create_app(settings, service), settings, log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

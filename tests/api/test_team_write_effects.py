@@ -212,3 +212,37 @@ def test_a_locked_session_exports_its_project_only(service: MemoryService) -> No
     assert not own.is_error and "Acme rule" in own.structured_content["export"]
     assert beta not in own.structured_content["export"]
 
+
+def bad_token_addresses(service: MemoryService) -> list[str]:
+    """The client addresses the audit log recorded for refused tokens."""
+    return [e.detail["address"] for e in service.store.audit_log() if e.detail.get("request") == "authenticate"]
+
+
+def test_forwarded_addresses_from_loopback_are_ignored_unless_the_proxy_is_named(tmp_path: Path) -> None:
+    bad = {"Authorization": "Bearer hm_000000000000_" + "x" * 43}
+    for trusted, expected in (((), "127.0.0.1"), (("127.0.0.1",), "203.0.113.7")):
+        settings = Settings(
+            data_dir=tmp_path / f"data{len(trusted)}",
+            embed_model="hash:64",
+            team=True,
+            auth_failures_per_min=3,
+            trusted_proxies=trusted,
+        )
+        service = MemoryService.from_settings(settings)
+        try:
+            with ServerThread(service) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+                statuses = []
+                for i in range(5):
+                    # A new forged address each time: ignored, every request counts against loopback.
+                    forged = {"X-Forwarded-For": "203.0.113.7" if trusted else f"198.51.100.{i}"}
+                    statuses.append(http.get("/v1/status", headers={**bad, **forged}).status_code)
+            assert set(bad_token_addresses(service)) == {expected}
+            assert statuses == [401, 401, 401, 429, 429]
+        finally:
+            service.close()
+
+
+def test_a_trusted_proxy_must_be_an_address_or_network() -> None:
+    with pytest.raises(ValueError, match="not addresses or networks"):
+        Settings(trusted_proxies="proxy.example.com")
+    assert Settings(trusted_proxies="10.0.0.0/8, 127.0.0.1").trusted_proxies == ("10.0.0.0/8", "127.0.0.1")

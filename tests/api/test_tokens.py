@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api.auth import Authenticator, server_key
+from api.auth import ALL_ADDRESSES_FACTOR, Authenticator, server_key
 from api.cli import main as cli_main
 from api.main import announce_first_admin, create_app
 from api.service import Caller, MemoryService
@@ -182,3 +182,25 @@ def test_a_store_outage_keeps_the_last_answer_on_whether_tokens_exist(tmp_path: 
     assert auth.authenticate(None, "10.0.0.1") is None  # still the last answer, not an error
     with pytest.raises(StoreError):  # a token's record cannot be read: 503, neither in nor out
         auth.authenticate("Bearer hm_0123456789ab_" + "x" * 43, "10.0.0.1")
+
+
+def test_bad_tokens_from_many_addresses_have_a_global_bound_and_bounded_audit(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, team=True, auth_failures_per_min=2)
+    service = MemoryService.from_settings(settings)
+    try:
+        auth = Authenticator(service.store, server_key(settings), settings, clock=lambda: 100.0)
+        issued = service.tokens.create(TokenCreate(name="erin"), Caller(principal="cli"))
+        bound = 2 * ALL_ADDRESSES_FACTOR
+        refusals: list[str] = []
+        for i in range(bound + 15):  # each address stays under its own limit of 2
+            with pytest.raises(AuthenticationError) as refused:
+                auth.authenticate("Bearer hm_000000000000_" + "x" * 43, f"10.2.{i // 200}.{i % 200}")
+            refusals.append(type(refused.value).__name__)
+        assert refusals.count("AuthenticationError") == bound
+        assert refusals[bound:] == ["TooManyAttempts"] * 15
+        denied = [e for e in service.store.audit_log() if e.action == "denied"]
+        assert len(denied) == bound  # audited up to the bound, not one row a request
+        # A valid token still passes, from an address that sent no bad one.
+        assert auth.authenticate(f"Bearer {issued.token}", "10.9.9.9") is not None
+    finally:
+        service.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import threading
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import pytest
 from hivemem.errors import DocumentError
 from hivemem.knowledge import DocumentFormat
 from workers.documents import fetch
-from workers.documents.fetch import FetchLimits, fetch_url
+from workers.documents.fetch import FetchLimits, _refused, fetch_url
 
 PAGE = (
     b"<html><head><title>Wiki</title></head><body><article><h1>Runbook</h1><p>"
@@ -75,11 +76,28 @@ def site() -> Iterator[int]:
         "http://0.0.0.0/",
         "http://224.0.0.1/",
         "http://localhost/",
+        # IPv6 forms that embed a private or loopback IPv4: 6to4, Teredo, NAT64, IPv4-compatible.
+        "http://[2002:7f00:1::]/",
+        "http://[2002:a00:1::1]/",
+        "http://[2002:c0a8:1::]/",
+        "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",  # Teredo: client 127.0.0.1 (obfuscated)
+        "http://[2001:0:a00:1::1]/",  # Teredo: server 10.0.0.1
+        "http://[64:ff9b::7f00:1]/",
+        "http://[64:ff9b::a9fe:a9fe]/",  # the cloud metadata address through NAT64
+        "http://[64:ff9b:1::a00:1]/",
+        "http://[::127.0.0.1]/",
+        "http://[::10.0.0.1]/",
+        "http://[::ffff:10.0.0.1]/",
     ],
 )
 def test_private_and_reserved_addresses_are_refused_in_every_spelling(url: str) -> None:
     with pytest.raises(DocumentError, match="private or reserved address"):
         fetch_url(url, FetchLimits())
+
+
+def test_a_6to4_address_of_a_public_ipv4_is_judged_as_that_address() -> None:
+    assert not _refused(ipaddress.ip_address("2002:5db8:d822::1"))  # 93.184.216.34
+    assert _refused(ipaddress.ip_address("2002:c0a8:101::1"))  # 192.168.1.1
 
 
 @pytest.mark.parametrize(

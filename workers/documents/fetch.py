@@ -45,9 +45,34 @@ class FetchLimits:
     allow_private: bool = False
 
 
+# IPv6 forms that carry an IPv4 address a gateway or the host's stack may reach: NAT64's well-known
+# prefix (RFC 6052, the IPv4 in the last 32 bits) and the deprecated IPv4-compatible ::a.b.c.d.
+# NAT64's local-use prefix places the IPv4 by the operator's prefix length: refused whole.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address leads to: mapped, 6to4, Teredo (server and client),
+    NAT64 and IPv4-compatible."""
+    found = [a for a in (address.ipv4_mapped, address.sixtofour) if a is not None]
+    if address.teredo is not None:
+        found += list(address.teredo)
+    if address in _NAT64 or (address in _IPV4_COMPATIBLE and int(address) > 1):
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return found
+
+
 def _refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _NAT64_LOCAL:
+            return True
+        embedded = _embedded_ipv4(address)
+        if address.ipv4_mapped is not None:
+            return _refused(address.ipv4_mapped)
+        if any(_refused(v4) for v4 in embedded):
+            return True
     return (
         address.is_private
         or address.is_loopback
