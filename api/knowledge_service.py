@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from api.pattern_budget import compile_pattern
 from api.service import Caller
 from hivemem.access import Role
 from hivemem.admission import FairGate, search_gate_for
@@ -269,11 +270,7 @@ class KnowledgeService:
         """Regex matches in the indexed chunks of the scope set, capped and within the time budget."""
         import regex
 
-        flags = regex.IGNORECASE if request.ignore_case else 0
-        try:
-            compiled = regex.compile(request.pattern, flags)
-        except regex.error as exc:
-            raise ValidationError(f"pattern: not a valid regular expression ({exc})", field="pattern") from exc
+        compiled = compile_pattern(request.pattern, regex.IGNORECASE if request.ignore_case else 0)
         scopes = caller.readable(request.scope)
         uri = None if request.source is None else self._indexed_uri(request.source, caller, request.scope, access)
         cap = min(request.limit, self.settings.knowledge_match_max_results)

@@ -121,6 +121,12 @@ class HivememServer:
             time.sleep(0.1)
         raise AssertionError(f"hivemem serve not ready after {STARTUP_TIMEOUT_S}s:\n{self.log_text()}")
 
+    def peak_rss_bytes(self) -> int:
+        """The most resident memory the server process has held so far (the kernel's VmHWM)."""
+        assert self.process is not None, "not running"
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return next(int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:"))
+
     def stop(self) -> int:
         """SIGTERM, wait for a graceful exit (kill if it hangs), and return the exit status."""
         process, self.process = self.process, None

@@ -212,6 +212,13 @@ def test_upload_store_read_match_and_delete(docs_server: HivememServer, library:
         assert matched["matches"][0]["page"] == 2
         invalid = http.post("/v1/knowledge/match", json={"pattern": "(unclosed", "scope": SCOPE})
         assert invalid.status_code == 422
+        # 23 characters that compile to a billion nodes: refused by the compile budget, and the
+        # server's memory never sees it (it reached 20 GB before the kernel killed it).
+        huge = http.post("/v1/knowledge/match", json={"pattern": "((a{1000}){1000}){1000}", "scope": SCOPE})
+        assert huge.status_code == 422 and "too large once compiled" in huge.json()["message"], huge.text
+        assert docs_server.peak_rss_bytes() < 2 * 2**30
+        counted = _post(http, "/v1/knowledge/match", {"pattern": r"zorbla(x){1}\w{3,5}", "scope": SCOPE})
+        assert [m["match"] for m in counted["matches"]] == ["zorblaxite"]
 
         _post(http, "/v1/knowledge/store", {"key": "evil", "text": "a" * 5000 + "!", "scope": SCOPE}, 201)
         began = time.monotonic()
