@@ -162,3 +162,38 @@ def write_bad(folder: Path, *, big_bytes: int) -> dict[str, Path]:
     (folder / "drawing.xcf").write_bytes(b"gimp xcf v011")
     (folder / "deep.html").write_text("<html><body>" + "<div>" * 20_000 + "deep" + "</div>" * 20_000 + "</body></html>")
     return {name: folder / name for name in BAD_DOCUMENTS}
+
+
+def lying_docx(path: Path, *, packed_bytes: int) -> Path:
+    """A real .docx whose ``word/document.xml`` headers understate it: about ``packed_bytes`` of
+    deflated zeros (a thousand times that inflated) declared as 1 KiB, with the CRC of its first
+    KiB, so that every size and ratio the zip's directory states is within any guard's limits."""
+    import zlib
+
+    _docx(path)
+    declared = b"\x00" * 1024
+    squeezer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    # A fully flushed block is byte-aligned and independent of what came before: repeated, it
+    # continues the same stream.
+    block = squeezer.compress(b"\x00" * (1 << 20)) + squeezer.flush(zlib.Z_FULL_FLUSH)
+    stream = block * max(1, packed_bytes // len(block)) + squeezer.flush(zlib.Z_FINISH)
+    name = b"word/document.xml"
+    crc = zlib.crc32(declared)
+    local = b"PK\x03\x04" + (20).to_bytes(2, "little") + bytes(2) + (8).to_bytes(2, "little") + bytes(4)
+    local += crc.to_bytes(4, "little") + len(stream).to_bytes(4, "little") + len(declared).to_bytes(4, "little")
+    local += len(name).to_bytes(2, "little") + bytes(2) + name
+    with zipfile.ZipFile(path) as original:
+        parts = [(info, original.read(info)) for info in original.infolist() if info.filename != name.decode()]
+    with path.open("wb") as out, zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as rebuilt:
+        for info, data in parts:
+            rebuilt.writestr(info, data)
+        rebuilt.fp.flush()  # type: ignore[union-attr]
+        offset = out.tell()
+        out.write(local + stream)
+        lie = zipfile.ZipInfo(name.decode(), date_time=(2026, 1, 1, 0, 0, 0))
+        lie.compress_type, lie.header_offset, lie.CRC = zipfile.ZIP_DEFLATED, offset, crc
+        lie.compress_size, lie.file_size = len(stream), len(declared)
+        rebuilt.filelist.append(lie)
+        rebuilt.NameToInfo[lie.filename] = lie
+        rebuilt.start_dir = out.tell()
+    return path

@@ -23,7 +23,7 @@ from mcp import Client
 
 from api.bench.local_cluster import hivemem_command
 from api.cli import main as cli_main
-from tests.documents import BAD_DOCUMENTS, GOOD_DOCUMENTS, write_bad, write_good
+from tests.documents import BAD_DOCUMENTS, GOOD_DOCUMENTS, lying_docx, write_bad, write_good
 from tests.e2e.helpers import HivememServer, hivemem_env, run_cli, wait_for_job
 
 pytest.importorskip("pypdfium2", reason="the ingest extra is not installed")
@@ -233,6 +233,28 @@ def test_upload_store_read_match_and_delete(docs_server: HivememServer, library:
         assert (
             http.post("/v1/knowledge/delete", json={"source": "upload:reactor.pdf", "scope": SCOPE}).status_code == 404
         )
+
+
+def test_a_docx_whose_headers_understate_it_is_refused_at_the_upload_limit(tmp_path: Path) -> None:
+    """50 MiB of deflated zeros declared as 1 KiB: the guard inflates it a chunk at a time and stops
+    past the declared size. Read whole by zipfile (as python-docx reads it), 306 KB of it took 648 MB."""
+    limit = 50 * 2**20
+    document = lying_docx(tmp_path / "lie.docx", packed_bytes=limit - 100_000).read_bytes()
+    assert len(document) <= limit
+    (tmp_path / "logs").mkdir()
+    server = HivememServer(tmp_path / "data", tmp_path / "logs")  # the default limit: 50 MiB
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=120) as http:
+            params = {"name": "lie.docx", "scope": SCOPE}
+            refused = http.put("/v1/knowledge/documents", params=params, content=document)
+            assert refused.status_code == 422, refused.text
+            assert "not what its header declares" in refused.json()["message"]
+            assert server.peak_rss_bytes() < 2 * 2**30
+            (listed,) = http.get("/v1/knowledge/sources", params={"scope": SCOPE}).json()["sources"]
+            assert listed["chunk_count"] == 0 and "not what its header declares" in listed["last_error"]
+    finally:
+        server.stop()
 
 
 def _chunks(db: Path) -> dict[str, set[str]]:
