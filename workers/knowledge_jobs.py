@@ -145,6 +145,13 @@ def _prepare(
         return IndexOutcome(document.uri, "failed", error=exc.reason, position=position)
     with times.phase("chunk"):
         chunks = _chunks(scope, document.uri, digest, parsed, settings)
+    if len(chunks) > settings.knowledge_max_chunks:
+        reason = (
+            f"refused: it makes {len(chunks):,} chunks, over the limit of {settings.knowledge_max_chunks:,} a "
+            "document (HIVEMEM_KNOWLEDGE_MAX_CHUNKS); split it, or raise the limit"
+        )
+        store.record_source_error(_failure(scope, document.uri, fmt, digest, len(document.data), reason))
+        return IndexOutcome(document.uri, "failed", error=reason, position=position)
     return _Prepared(_source(scope, document, fmt, digest, parsed.title, len(chunks)), chunks, position)
 
 
