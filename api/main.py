@@ -159,6 +159,13 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     return app
 
 
+def _new_store_note(service: MemoryService) -> str:
+    """`` (new: …)`` after the store's URL when this start created it; else nothing."""
+    if getattr(service.store, "created_now", False):
+        return " (new: no database was there, so an empty one was created)"
+    return ""
+
+
 def server_config(app: FastAPI, settings: Settings, **options: Any) -> uvicorn.Config:
     """How uvicorn serves ``app``: without its own proxy-header handling, which trusts
     ``X-Forwarded-For`` from 127.0.0.1 by default; :func:`create_app` trusts ``trusted_proxies`` only."""
@@ -229,7 +236,7 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
         jobs = f"on Celery workers via {redact_url(settings.broker_url)}" if settings.broker_url else "in-process"
         print(
             f"hivemem serving on http://{settings.host}:{settings.port} (REST /v1, MCP /mcp), "
-            f"store {redact_url(settings.resolved_store_url())}, jobs {jobs}",
+            f"store {redact_url(settings.resolved_store_url())}{_new_store_note(service)}, jobs {jobs}",
             flush=True,
         )
         config = server_config(create_app(settings, service), settings)

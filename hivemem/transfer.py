@@ -320,6 +320,8 @@ def read_export(lines: Iterable[str]) -> Iterator[Record]:
                 ) from None
             header_seen = True
             continue
+        if isinstance(raw, dict) and raw.get("kind") == "error":
+            raise _problem(number, f"the export that wrote this file failed there: {raw.get('message', '?')}")
         try:
             line = _LINE.validate_python(raw)
         except PydanticValidationError as exc:

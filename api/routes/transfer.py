@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Iterator
+
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
 from api.deps import CallerDep, ServiceDep
+from api.errors import status_of
 from api.routes.memories import ScopeQuery
 from api.transfer import ImportResult
-from hivemem.errors import ValidationError
+from hivemem.errors import HivememError, ValidationError
 from hivemem.transfer import export_file_lines
 
 __all__ = ["router"]
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1", tags=["export"])
 
@@ -25,10 +32,21 @@ def export(service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> 
     every memory (all states, with validity and provenance), the relations between them, and the
     knowledge sources with their chunks, one JSON record a line, in a fixed order. No vectors: the
     importing store embeds again. 403 for a scope the caller may not read. Sent as it is read from
-    the store (chunked): a failure halfway ends the connection before the end of the body, so a
-    client never takes half a file for a whole one."""
+    the store (chunked): a failure halfway (a damaged database) ends the body with one line
+    `{"kind": "error", "error": CODE, "message": …}` instead of the rest, so a client tells half a
+    file from a whole one, and an import of such a file is refused at that line."""
     lines = service.transfer.export(caller, None if scope is None else [scope])  # 403 before any line
-    return StreamingResponse((line + "\n" for line in lines), media_type=NDJSON)
+    return StreamingResponse(_ending_in_error_line(lines), media_type=NDJSON)
+
+
+def _ending_in_error_line(lines: Iterator[str]) -> Iterator[str]:
+    """The export's lines, each with its line feed; on a failure, an error line and the end."""
+    try:
+        for line in lines:
+            yield line + "\n"
+    except HivememError as exc:
+        log.error("the export stopped halfway: %s", exc)
+        yield json.dumps({"kind": "error", "error": status_of(exc)[1], "message": str(exc)}) + "\n"
 
 
 @router.post(

@@ -136,6 +136,18 @@ def _recovery_hint(path: str) -> str:
     )
 
 
+def _refuse_empty_file(file: Path) -> None:
+    """Refuse a database file of 0 bytes: SQLite would take it as a new, empty database, and serve a
+    store that was truncated (a full disk, a bad copy) as if it had never held a memory."""
+    wal = Path(f"{file}-wal")
+    if file.is_file() and file.stat().st_size == 0 and not (wal.is_file() and wal.stat().st_size > 0):
+        raise StoreCorruptError(
+            f"{file} is empty (0 bytes), not a hivemem store: a database truncated by a full disk or a failed "
+            "copy looks like this. Restore it from a backup or an export; to start a new store instead, delete "
+            "the empty file"
+        )
+
+
 def _filter_key(where: SearchFilter) -> tuple[object, ...]:
     """A hashable stand-in for ``where``: searches with equal keys can share one batch."""
     return (
@@ -160,10 +172,15 @@ class SQLiteStore(DelegatesKnowledge):
     ) -> None:
         self._path = path
         self._in_memory = path == ":memory:"
+        # True when no database was there and this store made it: a server says so at start, so a
+        # store moved or deleted away is not silently served as an empty one.
+        self.created_now = self._in_memory
         if not self._in_memory:
             file = Path(path)
             if file.is_dir():
                 raise StoreUnavailableError(f"{path} is a directory; the SQLite store needs a file path")
+            _refuse_empty_file(file)
+            self.created_now = not file.exists()
             try:
                 file.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:  # the folder is a file, or may not be made

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -64,5 +65,45 @@ def test_a_damaged_database_found_in_use_answers_503_and_takes_no_writes(dirs: t
             write = http.post("/v1/memories", json=NOTE)
             assert (write.status_code, write.json()["error"]) == (503, "store_corrupt")
         assert "Traceback" not in server.log_text()
+    finally:
+        server.stop()
+
+
+def test_a_zero_byte_database_is_refused_at_start_and_by_doctor(dirs: tuple[Path, Path]) -> None:
+    data_dir, _ = dirs
+    (data_dir / "hivemem.db").write_bytes(b"")
+    for command in ("serve", "doctor"):
+        done = run_cli(command, data_dir=data_dir, cwd=data_dir)
+        assert done.returncode != 0, done.stdout + done.stderr
+        assert "is empty (0 bytes), not a hivemem store" in done.stdout + done.stderr
+    assert (data_dir / "hivemem.db").stat().st_size == 0  # nothing was written into it
+
+
+def test_a_server_on_a_new_data_folder_says_its_store_is_new(dirs: tuple[Path, Path]) -> None:
+    data_dir, logs = dirs
+    server = HivememServer(data_dir, logs)
+    for expected in (True, False):  # the first start makes the store; the second finds it
+        server.start()
+        server.stop()
+        serving = [line for line in server.log_text().splitlines() if "serving on" in line]
+        assert ("(new: no database was there" in serving[-1]) is expected, serving
+
+
+def test_an_export_that_meets_damage_ends_with_an_error_line(dirs: tuple[Path, Path]) -> None:
+    data_dir, logs = dirs
+    damaged_database(data_dir)
+    server = HivememServer(data_dir, logs, HIVEMEM_SQLITE_INTEGRITY_CHECK="off")
+    server.start(ready=False)
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            exported = http.get("/v1/export")
+            assert exported.status_code == 200
+            lines = exported.text.splitlines()
+            last = json.loads(lines[-1])
+            assert (last["kind"], last["error"]) == ("error", "store_corrupt"), lines[-1]
+            assert json.loads(lines[0])["kind"] == "header"
+            # Imported, the cut file is refused at its error line, and nothing is written.
+            into = http.post("/v1/import", content=exported.text, headers={"Content-Type": "application/x-ndjson"})
+            assert into.status_code == 422 and f"line {len(lines)}" in into.json()["message"], into.text
     finally:
         server.stop()
