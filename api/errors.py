@@ -150,6 +150,16 @@ def install_handlers(app: FastAPI) -> None:
         headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, TooManyAttempts) else None
         return JSONResponse(_body(code, message, **extra), status_code=status, headers=headers)
 
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        # Starlette logs the exception after this answer; the client gets the same shape as always,
+        # never a bare "Internal Server Error", and no traceback.
+        if isinstance(exc, MemoryError):
+            message = "the server ran out of memory answering this request; send less at once, or retry later"
+            return JSONResponse(_body("out_of_memory", message + RETRY_HINT), status_code=503)
+        message = f"an unexpected {type(exc).__name__} on the server (its log has the details)"
+        return JSONResponse(_body("internal_error", message), status_code=500)
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = list(exc.errors())

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,12 +54,19 @@ class RequestTooLarge(HTTPException):
         self.limit = limit
 
 
+# An authority as RFC 9110 allows it in Host: a name or IPv4 address, or an IPv6 address in
+# brackets, then an optional port of digits. Anything else (userinfo, a path, a second colon) is no
+# host at all: "127.0.0.1:8765@evil.example" was read as 127.0.0.1.
+_AUTHORITY = re.compile(r"(?:\[(?P<ipv6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9._-]+))(?::[0-9]{1,5})?")
+
+
 def _host_name(authority: str) -> str:
-    """The host of a ``Host`` header or an origin's authority: lower case, no port, no brackets."""
-    authority = authority.strip().lower()
-    if authority.startswith("["):
-        return authority[1 : authority.find("]")] if "]" in authority else authority
-    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+    """The host of a ``Host`` header or an origin's authority: lower case, no port, no brackets;
+    empty when it is not a well-formed authority."""
+    parsed = _AUTHORITY.fullmatch(authority.strip().lower())
+    if parsed is None:
+        return ""
+    return parsed["ipv6"] or parsed["name"]
 
 
 def host_allowed(name: str, allowed: tuple[str, ...]) -> bool:
@@ -133,7 +141,7 @@ class RequestGuard:
                 send,
                 421,
                 "host_not_allowed",
-                f"this server does not answer to host {_host_name(host) or '(none)'!r}; "
+                f"this server does not answer to host {_host_name(host) or host[:100] or '(none)'!r}; "
                 "add it to HIVEMEM_ALLOWED_HOSTS if it is this server's name",
             )
             return

@@ -309,6 +309,11 @@ class KnowledgeService:
         """Index an uploaded document as ``upload:NAME`` in the caller's scope; its name gives the format."""
         if "/" in name or "\\" in name or name in (".", ".."):
             raise ValidationError("name: a file name, without folders", field="name")
+        if any(ord(c) < 32 or ord(c) == 127 for c in name):
+            # Stored as the document's uri, such a name could be neither typed nor shown to read or delete it.
+            raise ValidationError(
+                "name: a file name without control characters (NUL, escapes, line breaks)", field="name"
+            )
         where = caller.scope_for(scope, write=True)
         return self._index_one(where, Document(uri=f"upload:{name}", name=name, data=data))
 

@@ -114,7 +114,15 @@ async def upload(
     request: Request,
     service: ServiceDep,
     caller: CallerDep,
-    name: Annotated[str, Query(min_length=1, max_length=255, description="File name; its extension names the format.")],
+    name: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=255,
+            pattern=r"^[^\x00-\x1f\x7f/\\]+$",
+            description="File name, without folders or control characters; its extension names the format.",
+        ),
+    ],
     scope: ScopeQuery = None,
 ) -> KnowledgeStored:
     """Upload one document (the raw bytes as the body) and index it as `upload:NAME` in the caller's scope."""

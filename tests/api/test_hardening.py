@@ -49,6 +49,16 @@ def test_a_foreign_host_is_refused_before_any_route(client: TestClient, path: st
     assert "evil.example" in answer.json()["message"]
 
 
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1:8765@evil.example", "127.0.0.1:8765/evil", "localhost:80:80", "[::1", "127.0.0.1:http"]
+)
+def test_a_host_header_that_is_no_plain_authority_is_refused(client: TestClient, host: str) -> None:
+    answer = client.post("/v1/remember", json={"query": "x"}, headers={"Host": host})
+    assert (answer.status_code, answer.json()["error"]) == (421, "host_not_allowed"), host
+    assert client.get("/healthz", headers={"Host": "127.0.0.1:8765"}).status_code == 200
+    assert client.get("/healthz", headers={"Host": "[::1]:8765"}).status_code == 200
+
+
 @pytest.mark.parametrize("path", ["/v1/remember", "/mcp"])
 def test_a_foreign_origin_is_refused_and_writes_nothing(client: TestClient, path: str) -> None:
     answer = client.post(path, json=GOOD, headers={"Origin": "https://evil.example"})
@@ -295,3 +305,23 @@ def test_a_malformed_scope_header_is_refused_on_rest_and_mcp(client: TestClient,
     )
     assert (mcp.status_code, mcp.json()["error"]) == (422, "validation_error")
     assert stored_count(client) == 0
+
+
+@pytest.mark.parametrize(
+    ("failure", "status", "code"),
+    [(MemoryError(), 503, "out_of_memory"), (RuntimeError("boom"), 500, "internal_error")],
+)
+def test_an_unexpected_failure_answers_the_error_body(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, failure: Exception, status: int, code: str
+) -> None:
+    # Running out of memory cannot be caused on demand here: the service is made to raise it.
+    with TestClient(create_app(settings), base_url=LOCAL_URL, raise_server_exceptions=False) as client:
+        service = client.app.state.service  # type: ignore[attr-defined]
+
+        def fails(*_: object, **__: object) -> None:
+            raise failure
+
+        monkeypatch.setattr(service, "remember", fails)
+        answer = client.post("/v1/remember", json={"query": "deploys"})
+    assert answer.status_code == status
+    assert answer.json()["error"] == code and "Traceback" not in answer.text

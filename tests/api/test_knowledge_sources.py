@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from api.main import create_app
 from api.service import Caller, MemoryService
 from hivemem.config import Settings
+from hivemem.errors import ValidationError
 from hivemem.knowledge_schemas import KnowledgeStoreRequest
 from tests.api.conftest import LOCAL_URL
 
@@ -58,3 +60,15 @@ def test_a_document_over_the_chunk_cap_is_refused_and_indexes_nothing(settings: 
         assert hits == []
         within = client.put("/v1/knowledge/documents", params=params, content=headings[:20_000].encode())
         assert within.status_code == 201 and within.json()["chunks"] <= 1000
+
+
+def test_an_upload_name_with_control_characters_is_refused(settings: Settings) -> None:
+    with TestClient(create_app(settings), base_url=LOCAL_URL) as client:
+        for name in ("notes\x00.md", "notes\x1b[31m.md", "two\nlines.md", "del\x7f.md"):
+            refused = client.put("/v1/knowledge/documents", params={"name": name, "scope": SCOPE}, content=b"# Hi\n")
+            assert refused.status_code == 422, (name, refused.text)
+            assert refused.json()["field"] == "name"
+        service: MemoryService = client.app.state.service  # type: ignore[attr-defined]
+        with pytest.raises(ValidationError, match="control characters"):  # the service too, not only the route
+            service.knowledge.upload("bell\x07.md", b"# Hi\n", Caller(default_scope=SCOPE))
+        assert client.get("/v1/knowledge/sources", headers=HEADERS).json()["total"] == 0
