@@ -5,23 +5,27 @@
 this module needs no broker.
 
 Delivery is at least once: tasks are acknowledged after they finish (``acks_late``), a task whose
-worker died is handed out again after ``HIVEMEM_BROKER_VISIBILITY_TIMEOUT_S`` (or at once when only
-the pool process died), and every task is idempotent, so a redelivery does no harm.
+worker died is handed out again within seconds by a live worker that sees the dead one's heartbeat
+stop (:mod:`workers.holders`; at once when only the pool process died; after
+``HIVEMEM_BROKER_VISIBILITY_TIMEOUT_S`` when no worker is left to see it), and every task is
+idempotent, so a redelivery does no harm.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import task_received, worker_process_shutdown, worker_ready, worker_shutdown
 from kombu.entity import Queue
 
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
 from workers.context import close_current
+from workers.holders import Heartbeat, hold
 from workers.queues import QUEUES, TASK_QUEUE, Task
 from workers.spans import flush_spans
 
@@ -82,6 +86,9 @@ def build_celery(settings: Settings) -> Celery:
     return app
 
 
+_heartbeat: dict[str, Any] = {}  # this worker's Heartbeat and the Redis client it and task_received use
+
+
 @worker_ready.connect  # type: ignore[untyped-decorator]
 def _reconcile_at_start(sender: Any, **_: Any) -> None:
     # A worker that starts after a crash finds the crashed one's lost jobs without waiting for beat.
@@ -89,12 +96,49 @@ def _reconcile_at_start(sender: Any, **_: Any) -> None:
         sender.app.send_task(Task.RECONCILE)
     except Exception:  # the broker's own outage is reported by the worker itself
         log.warning("could not queue reconciliation at start-up", exc_info=True)
+    _start_heartbeat(sender.app, sender.hostname)
+
+
+def _start_heartbeat(app: Celery, node: str) -> None:
+    """Beat for this worker, and hand the tasks of dead ones to the live (:mod:`workers.holders`)."""
+    import redis
+
+    client = redis.Redis.from_url(app.conf.broker_url, socket_timeout=5, socket_connect_timeout=5)
+    connection: list[Any] = []
+
+    def restore(tag: str) -> None:
+        # The heartbeat thread's own broker connection: kombu's are not shared between threads.
+        if not connection:
+            connection.append(app.connection_for_write())
+        connection[0].default_channel.qos.restore_by_tag(tag)
+
+    heartbeat = Heartbeat(client, node, restore)
+    try:
+        heartbeat.start()
+    except Exception:
+        log.warning("the heartbeat of %s could not start; its tasks wait out the visibility timeout", node)
+        return
+    _heartbeat.update(beat=heartbeat, client=client, node=node, pid=os.getpid())
+
+
+@task_received.connect  # type: ignore[untyped-decorator]
+def _held(request: Any, **_: Any) -> None:
+    client = _heartbeat.get("client")
+    if client is not None:
+        try:
+            hold(client, request.id, _heartbeat["node"])
+        except Exception:  # unrecorded, the task is still redelivered after the visibility timeout
+            log.warning("could not record task %s as held", request.id, exc_info=True)
 
 
 @worker_process_shutdown.connect  # type: ignore[untyped-decorator]
 @worker_shutdown.connect  # type: ignore[untyped-decorator]
 def _close_resources(**_: Any) -> None:
     # Warm shutdown: the running tasks are done, so the store can close cleanly.
+    # Only the worker's own process: a pool process forked after the start inherits the record.
+    beat = _heartbeat.pop("beat", None) if _heartbeat.get("pid") == os.getpid() else None
+    if beat is not None:
+        beat.stop()
     close_current()
     # A pool process leaves without running exit handlers: its last spans go now or never.
     flush_spans()
