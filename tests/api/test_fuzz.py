@@ -79,8 +79,9 @@ def _schemathesis(server: HivememServer, tmp_path: Path, headers: list[str], exa
         f"--seed={seed}",
         "--generation-database=none",
         "--workers=1",
-        "--request-timeout=30",
-        "--max-response-time=10",
+        # No response-time check: how fast a loaded machine answers is the benchmarks' business;
+        # the timeout only stops a request that hangs.
+        "--request-timeout=120",
         "--report-dir",
         str(tmp_path / "report"),
     ]

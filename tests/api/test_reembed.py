@@ -153,7 +153,7 @@ def test_recall_keeps_answering_while_the_store_moves_to_the_new_model(
         service.forget(second, confirm=True, caller=LOCAL, scope=SCOPE)
 
         target.release.set()
-        done = service.wait_for_reembed(timeout_s=60)
+        done = service.wait_for_reembed(timeout_s=300)
         finished.set()
         reader.join(30)
         assert done.state == "done" and done.progress == 1.0, done
@@ -223,7 +223,7 @@ def test_a_server_started_with_another_model_re_embeds_by_itself(
             assert client.get("/v1/reembed", headers={"Authorization": f"Bearer {reader}"}).status_code == 403
             watched = client.get("/v1/reembed", headers={"Authorization": f"Bearer {admin}"})
             assert watched.status_code == 200 and watched.json()["kind"] == "reembed"
-            done = service.wait_for_reembed(timeout_s=60)
+            done = service.wait_for_reembed(timeout_s=300)
             assert done.state == "done" and done.result is not None and done.result["model"] == "hash-16"
             found = client.post(
                 "/v1/remember",

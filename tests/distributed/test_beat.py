@@ -37,7 +37,7 @@ def test_beat_starts_with_its_schedule_in_the_data_dir(redis_url: str, tmp_path:
         try:
             # Its state (each entry's last run) persists in the data dir, so a restart keeps the
             # cadence: wait for the file to hold the entries, not for a line in the log.
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 300
             entries = ("prune-dead-letters", "reconcile-jobs", "sleep-consolidate")
             while not all(entry in _schedule_text(tmp_path) for entry in entries):
                 assert beat.poll() is None, log.read_text(errors="replace")

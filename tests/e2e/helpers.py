@@ -20,8 +20,8 @@ from api.bench.local_cluster import free_port, hivemem_command
 from hivemem.embedding import HashEmbedder
 from search import Store, open_store
 
-STARTUP_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 15.0
+STARTUP_TIMEOUT_S = 300.0  # backstops: each wait ends on its condition, these only on a hang
+STOP_TIMEOUT_S = 120.0
 
 
 def hivemem_env(data_dir: Path, **extra: str) -> dict[str, str]:
@@ -39,7 +39,7 @@ def open_test_store(data_dir: Path) -> Store:
     )
 
 
-def wait_for_job(http: httpx.Client, job_id: str, timeout_s: float = 60) -> dict[str, Any]:
+def wait_for_job(http: httpx.Client, job_id: str, timeout_s: float = 300) -> dict[str, Any]:
     """Poll ``GET /v1/jobs/{job_id}`` until the job is done or failed, and return it."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

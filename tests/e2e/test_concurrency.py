@@ -84,7 +84,7 @@ def test_two_processes_write_one_database(tmp_path: Path) -> None:
     }
     outputs: dict[str, list[list[str]]] = {}
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300
         while not all((barrier / f"ready-{n}").exists() for n in workers):
             assert time.monotonic() < deadline, "workers did not start"
             for name, process in workers.items():

@@ -119,7 +119,7 @@ def test_the_in_process_runner_commits_concurrent_writes_as_one_unit(store: Stor
         assert entered.wait(30)
         second = pool.submit(runner.memorize, memory("the second writer's fact"))
         third = pool.submit(runner.memorize, memory("the second writer's fact"))
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300
         while len(runner._writes._pending) < 2:  # the calls queued behind the open unit
             assert time.monotonic() < deadline, "the later calls never reached the writer"
             time.sleep(0.001)
