@@ -16,7 +16,7 @@ from hivemem.embedding import parallel_calls
 from hivemem.errors import EmbeddingError
 from tests.workers.counted import counted
 from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, load_embedder, packaged_model_path
-from workers.onnx_embed import OnnxEmbedder
+from workers.onnx_embed import BATCH_TOKENS_AT, OnnxEmbedder, _rows_that_fit
 from workers.onnx_export import exported_model
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
@@ -144,3 +144,14 @@ def test_a_folder_stored_in_fp16_is_exported_and_run_in_fp32(tmp_path: Path) -> 
         onnx_format.TensorProto.FLOAT,
         onnx_format.TensorProto.INT64,
     }
+
+
+def test_long_texts_embed_in_narrower_batches_with_the_same_vectors(onnx_model: OnnxEmbedder) -> None:
+    # Rows shrink as tokens grow (attention's memory is rows × tokens²): never below one row.
+    assert _rows_that_fit(32, 20) == 32
+    assert _rows_that_fit(32, BATCH_TOKENS_AT * 2) == 8
+    assert _rows_that_fit(32, 512) == 1
+    mixed = [f"Runbook step {i}: " + "drain the queue, then restart the worker. " * (i % 7 * 9) for i in range(40)]
+    together = np.asarray(onnx_model.embed_documents(mixed))
+    alone = np.asarray([onnx_model.embed_documents([text])[0] for text in mixed])
+    assert (together * alone).sum(axis=1).min() > 0.9999  # each text's own vector, in input order
