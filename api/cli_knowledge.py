@@ -200,7 +200,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             # endless stdin (`< /dev/zero`, a stream) is not read into memory whole.
             text = args.text if args.text is not None else sys.stdin.read(MAX_STORED_TEXT + 1)
             stored = knowledge.store_text(
-                KnowledgeStoreRequest(key=args.key, text=text, title=args.title, scope=args.scope), caller
+                KnowledgeStoreRequest(key=args.key, text=text, title=args.title, scope=args.scope), caller, now=True
             )
             _dump(stored.model_dump(mode="json"))
         elif command == "delete":

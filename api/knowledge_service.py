@@ -11,15 +11,18 @@ are for ``ingest``.
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 from api.pattern_budget import compile_pattern
+from api.process_memory import release_free_memory
 from api.service import Caller
 from hivemem.access import Role
 from hivemem.admission import FairGate, search_gate_for
@@ -32,7 +35,7 @@ from hivemem.errors import (
     SourceNotFoundError,
     ValidationError,
 )
-from hivemem.jobs import Job, JobKind, new_job_id
+from hivemem.jobs import Job, JobKind, failure_text, new_job_id
 from hivemem.knowledge import Document, KnowledgeChunk, KnowledgeSource, chunk_section_starts, sections_between
 from hivemem.knowledge_schemas import (
     ChunkCitation,
@@ -40,6 +43,7 @@ from hivemem.knowledge_schemas import (
     IngestFailure,
     IngestReport,
     IngestRequest,
+    KnowledgeAccepted,
     KnowledgeDeleted,
     KnowledgeDeleteRequest,
     KnowledgeMatch,
@@ -65,11 +69,13 @@ from search.knowledge_recall import KnowledgeSearcher
 from search.recall import RecallParams
 from workers.documents import EXTENSIONS, format_of, parse_document
 from workers.documents.sources import STORED_PREFIXES, FileAccess, is_url, key_uri, read_source
-from workers.ingest_jobs import document_item
+from workers.ingest_jobs import document_item, outcome_record
 from workers.knowledge_jobs import IndexOutcome, PhaseTimes, guard_limits, index_documents, text_document
 from workers.runner import Runner
 
 __all__ = ["STORED", "Expansion", "FileAccess", "KnowledgeService", "left_out_words"]
+
+log = logging.getLogger(__name__)
 
 # What became of a searched `source` that was not indexed now: its indexed copy was searched.
 STORED = "stored"
@@ -107,6 +113,13 @@ class Expansion:
     left_out: dict[str, int]
 
 
+# A document stored or uploaded with at most this many bytes is indexed within its request (201);
+# a larger one as a background job (202 with the job), so no request holds a connection and a
+# server thread for the minutes a large document's embedding takes (64 KiB of prose: about 55
+# chunks, a few seconds on 2 cores).
+INDEX_IN_REQUEST_MAX_BYTES = 64 * 1024
+
+
 class KnowledgeService:
     """search / read / match / store / delete / ingest / sources over one store and one embedder."""
 
@@ -127,6 +140,12 @@ class KnowledgeService:
         gate = search_gate or search_gate_for(settings)
         self.searcher = KnowledgeSearcher(store, embedder, RecallParams.from_settings(settings), gate=gate)
         self.model_gate = model_gate or ReadWriteLock()
+        # Large uploads and stored texts, one at a time in the background (see INDEX_IN_REQUEST_MAX_BYTES).
+        self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-upload")
+
+    def close(self) -> None:
+        """Finish the documents being indexed in the background."""
+        self._later.shutdown(wait=True)
 
     # -- reading sources -------------------------------------------------------------------------
 
@@ -300,13 +319,20 @@ class KnowledgeService:
                     break
         return KnowledgeMatchResponse(matches=found, complete=complete, scanned_chunks=scanned)
 
-    def store_text(self, request: KnowledgeStoreRequest, caller: Caller) -> KnowledgeStored:
-        """Index ``text`` under ``key`` in the caller's scope."""
+    def store_text(
+        self, request: KnowledgeStoreRequest, caller: Caller, *, now: bool = False
+    ) -> KnowledgeStored | KnowledgeAccepted:
+        """Index ``text`` under ``key`` in the caller's scope: within the call, or as a job when it is
+        large (unless ``now``: the CLI, which holds no request, waits for it)."""
         scope = caller.scope_for(request.scope, write=True)
-        return self._index_one(scope, text_document(key_uri(request.key), request.title.strip(), request.text))
+        document = text_document(key_uri(request.key), request.title.strip(), request.text)
+        return self._index(scope, document, caller, now=now)
 
-    def upload(self, name: str, data: bytes, caller: Caller, scope: str | None = None) -> KnowledgeStored:
-        """Index an uploaded document as ``upload:NAME`` in the caller's scope; its name gives the format."""
+    def upload(
+        self, name: str, data: bytes, caller: Caller, scope: str | None = None
+    ) -> KnowledgeStored | KnowledgeAccepted:
+        """Index an uploaded document as ``upload:NAME`` in the caller's scope (its name gives the
+        format): now, or as a job when it is large."""
         if "/" in name or "\\" in name or name in (".", ".."):
             raise ValidationError("name: a file name, without folders", field="name")
         if any(ord(c) < 32 or ord(c) == 127 for c in name):
@@ -315,7 +341,39 @@ class KnowledgeService:
                 "name: a file name without control characters (NUL, escapes, line breaks)", field="name"
             )
         where = caller.scope_for(scope, write=True)
-        return self._index_one(where, Document(uri=f"upload:{name}", name=name, data=data))
+        return self._index(where, Document(uri=f"upload:{name}", name=name, data=data), caller)
+
+    def _index(
+        self, scope: str, document: Document, caller: Caller, *, now: bool = False
+    ) -> KnowledgeStored | KnowledgeAccepted:
+        if now or len(document.data) <= INDEX_IN_REQUEST_MAX_BYTES or self.runner is None:
+            return self._index_one(scope, document)
+        board = self.runner.board
+        job = Job(id=new_job_id(), kind=JobKind.INGEST, total=1, owner=caller.principal, scopes=(scope,))
+        board.create(job)
+        self._later.submit(self._index_as_job, job.id, scope, document)
+        started = JobPublic.of(board.get(job.id))
+        return KnowledgeAccepted(**started.model_dump(), source=document.uri, scope=scope)
+
+    def _index_as_job(self, job_id: str, scope: str, document: Document) -> None:
+        """Index ``document`` for job ``job_id``, recording its outcome as an ingest's."""
+        assert self.runner is not None  # only jobs of a service with a runner are queued
+        board = self.runner.board
+        times = PhaseTimes()
+        try:
+            board.start(job_id)
+            with self.model_gate.reading():
+                outcome = next(
+                    iter(index_documents(self.store, self.embedder, scope, [document], self.settings, times=times))
+                )
+            item = {"job_id": job_id, "index": 0, "document": {"scope": scope, "source": document.uri}}
+            board.record(job_id, {document.uri: outcome_record(item, outcome, times.lap())})
+        except Exception as exc:  # the job says why; the server goes on
+            log.exception("indexing %s in the background failed", document.uri)
+            board.fail(job_id, failure_text(exc))
+        finally:
+            # A large document's text, chunks and vectors were freed: give the pages back to the system.
+            release_free_memory()
 
     def _index_one(self, scope: str, document: Document) -> KnowledgeStored:
         """Index one document now; its outcome, or its failure as ``DocumentError``."""

@@ -838,6 +838,8 @@ class MemoryService:
             self._reembedding.stop()
         if self.second_leg is not None:
             self.second_leg.close()
+        if "knowledge" in self.__dict__:  # made on first use: a service that never indexed has none
+            self.knowledge.close()
         self.runner.close()
         if isinstance(self.embedder, QueuedEmbedder):
             self.embedder.close()

@@ -595,12 +595,12 @@ class Settings(BaseSettings):
         default=50 * MiB, ge=1, le=4096 * MiB, description="Largest document (file, upload or URL) hivemem indexes."
     )
     knowledge_max_chunks: int = Field(
-        default=2000,
+        default=10_000,
         ge=1,
         le=1_000_000,
-        description="Most chunks one document may make (about 1.8 MB of prose, a 600-page book, at the default "
+        description="Most chunks one document may make (about 9 MB of prose, a 3,000-page book, at the default "
         "chunk size); a document over it is refused with that reason, so no upload of tiny sections makes "
-        "thousands of embeddings.",
+        "tens of thousands of embeddings.",
     )
     knowledge_max_inflated_bytes: int = Field(
         default=200 * MiB,

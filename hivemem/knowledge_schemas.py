@@ -20,6 +20,7 @@ __all__ = [
     "IngestFailure",
     "IngestReport",
     "IngestRequest",
+    "KnowledgeAccepted",
     "KnowledgeDeleteRequest",
     "KnowledgeDeleted",
     "KnowledgeMatch",
@@ -225,6 +226,14 @@ class KnowledgeStored(BaseModel):
     scope: str
     chunks: int
     status: Literal["indexed", "unchanged", "failed"]
+
+
+class KnowledgeAccepted(JobPublic):
+    """A document too large to index within its request: the job indexing it in the background
+    (``GET /v1/jobs/{id}`` has its outcome once done), and where it will be."""
+
+    source: str
+    scope: str
 
 
 class KnowledgeDeleted(BaseModel):

@@ -6,15 +6,17 @@ document of its own uploads it (``PUT /v1/knowledge/documents``) or stores its t
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import CallerDep, ServiceDep
 from hivemem.knowledge_schemas import (
     IngestAccepted,
     IngestRequest,
+    KnowledgeAccepted,
     KnowledgeDeleted,
     KnowledgeDeleteRequest,
     KnowledgeMatchRequest,
@@ -30,6 +32,7 @@ from hivemem.knowledge_schemas import (
     SourcePage,
 )
 from hivemem.schemas import ScopeName
+from workers.documents import EXTENSIONS
 from workers.documents.sources import FileAccess
 
 __all__ = ["router"]
@@ -68,10 +71,32 @@ def match(body: KnowledgeMatchRequest, service: ServiceDep, caller: CallerDep) -
     return service.knowledge.match(body, caller, _access(service))
 
 
-@router.post("/store", status_code=201, response_model=KnowledgeStored)
-def store(body: KnowledgeStoreRequest, service: ServiceDep, caller: CallerDep) -> KnowledgeStored:
-    """Index raw text under `key` (source `key:KEY`) in the caller's scope, replacing what it held."""
-    return service.knowledge.store_text(body, caller)
+def _any_case(text: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in text)
+
+
+# An upload's name as the schema states it: no folders or control characters, and an extension a
+# reader takes (ECMA regular expressions have no flags, hence each letter in both cases).
+UPLOAD_NAME_PATTERN = r"^[^\x00-\x1f\x7f/\\]*\.(?:" + "|".join(_any_case(ext[1:]) for ext in sorted(EXTENSIONS)) + ")$"
+
+_LATER: dict[int | str, dict[str, Any]] = {
+    202: {"model": KnowledgeAccepted, "description": "Too large to index within the request: the job doing it."}
+}
+
+
+def _answered(outcome: KnowledgeStored | KnowledgeAccepted, response: Response) -> KnowledgeStored | KnowledgeAccepted:
+    if isinstance(outcome, KnowledgeAccepted):
+        response.status_code = 202
+    return outcome
+
+
+@router.post("/store", status_code=201, response_model=KnowledgeStored | KnowledgeAccepted, responses=_LATER)
+def store(
+    body: KnowledgeStoreRequest, response: Response, service: ServiceDep, caller: CallerDep
+) -> KnowledgeStored | KnowledgeAccepted:
+    """Index raw text under `key` (source `key:KEY`) in the caller's scope, replacing what it held:
+    201 once indexed; over 64 KiB, 202 with the job indexing it (`GET /v1/jobs/{id}`)."""
+    return _answered(service.knowledge.store_text(body, caller), response)
 
 
 @router.post("/delete", response_model=KnowledgeDeleted)
@@ -109,9 +134,10 @@ def sources(
     return service.knowledge.sources_page(caller, scope, offset, limit)
 
 
-@router.put("/documents", status_code=201, response_model=KnowledgeStored)
+@router.put("/documents", status_code=201, response_model=KnowledgeStored | KnowledgeAccepted, responses=_LATER)
 async def upload(
     request: Request,
+    response: Response,
     service: ServiceDep,
     caller: CallerDep,
     name: Annotated[
@@ -119,13 +145,15 @@ async def upload(
         Query(
             min_length=1,
             max_length=255,
-            pattern=r"^[^\x00-\x1f\x7f/\\]+$",
-            description="File name, without folders or control characters; its extension names the format.",
+            pattern=UPLOAD_NAME_PATTERN,
+            description="File name, without folders or control characters, ending in an extension hivemem reads "
+            "(it names the format).",
         ),
     ],
     scope: ScopeQuery = None,
-) -> KnowledgeStored:
-    """Upload one document (the raw bytes as the body) and index it as `upload:NAME` in the caller's scope."""
+) -> KnowledgeStored | KnowledgeAccepted:
+    """Upload one document (the raw bytes as the body) and index it as `upload:NAME` in the caller's
+    scope: 201 once indexed; over 64 KiB, 202 with the job indexing it (`GET /v1/jobs/{id}`)."""
     data = await request.body()
     # Parsing and embedding block: they run on the threadpool, not on the event loop.
-    return await run_in_threadpool(service.knowledge.upload, name, data, caller, scope)
+    return _answered(await run_in_threadpool(service.knowledge.upload, name, data, caller, scope), response)

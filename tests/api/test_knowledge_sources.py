@@ -47,7 +47,8 @@ def test_the_documents_are_listed_a_page_at_a_time(settings: Settings) -> None:
 
 def test_a_document_over_the_chunk_cap_is_refused_and_indexes_nothing(settings: Settings) -> None:
     # 54 KB of headings made 5,000 chunks (one a section): refused whole, with the count and the cap.
-    headings = "".join(f"# Part {n}\n\nStep {n}.\n\n" for n in range(5000))
+    # (33 KB here, under the size indexed within the request, against a cap of 1,000.)
+    headings = "".join(f"# Part {n}\n\nStep {n}.\n\n" for n in range(1500))  # 33 KB: indexed in the request
     capped = settings.model_copy(update={"knowledge_max_chunks": 1000})
     with TestClient(create_app(capped), base_url=LOCAL_URL) as client:
         params = {"name": "headings.md", "scope": SCOPE}
@@ -55,7 +56,7 @@ def test_a_document_over_the_chunk_cap_is_refused_and_indexes_nothing(settings: 
         assert refused.status_code == 422, refused.text
         assert "over the limit of 1,000 a document" in refused.json()["message"]
         (listed,) = client.get("/v1/knowledge/sources", headers=HEADERS).json()["sources"]
-        assert listed["chunk_count"] == 0 and "5,000 chunks" in listed["last_error"]
+        assert listed["chunk_count"] == 0 and "1,500 chunks" in listed["last_error"]
         hits = client.post("/v1/knowledge/search", json={"query": "Step 42", "scope": SCOPE}).json()["results"]
         assert hits == []
         within = client.put("/v1/knowledge/documents", params=params, content=headings[:20_000].encode())

@@ -217,8 +217,15 @@ export async function renderKnowledge(main, { query }) {
         fill(uploaded, `Indexing ${chosen.name}…`);
         try {
           const stored = await upload("/v1/knowledge/documents", { name: chosen.name, scope: scope || undefined }, chosen);
-          fill(uploaded, `Indexed ${stored.source}: ${stored.chunks} chunks.`);
-          await list();
+          if (stored.kind === "ingest") {
+            // Too large to index within the request: the server answered with the job doing it.
+            fill(uploaded, `Indexing ${stored.source} in the background…`);
+            await watch(stored.id, progress, () => alive, list);
+            fill(uploaded, `Upload of ${stored.source}: see its job above.`);
+          } else {
+            fill(uploaded, `Indexed ${stored.source}: ${stored.chunks} chunks.`);
+            await list();
+          }
         } catch (error) {
           fill(uploaded, failure(error));
         }
