@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-from datetime import datetime
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, model_validator
@@ -13,28 +12,39 @@ from hivemem.errors import ValidationError
 from hivemem.limits import DEFAULT_LIMITS
 from hivemem.schemas import Content, MemoryPublic, Tag, Timestamp, Title
 
-__all__ = ["MAX_PAGE", "CreatedWindow", "MemoryPage", "MemoryUpdate", "ScopeStats", "decode_cursor", "encode_cursor"]
+__all__ = [
+    "CURSOR_PATTERN",
+    "MAX_PAGE",
+    "CreatedWindow",
+    "MemoryPage",
+    "MemoryUpdate",
+    "ScopeStats",
+    "decode_cursor",
+    "encode_cursor",
+]
 
 MAX_PAGE = 200
 
 
+# A cursor is a position: the creation time (microseconds since the epoch, UTC) and the id of the
+# memory the next page follows. Every string of this shape is a valid position, so the schema
+# says all there is to say of it (a cursor once base64 text could match the schema and be refused).
+CURSOR_PATTERN = r"^[0-9]{1,17}\.[0-9A-Za-z_-]{1,64}$"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_CURSOR = re.compile(CURSOR_PATTERN)
+
+
 def encode_cursor(created_at: datetime, memory_id: str) -> str:
-    """The opaque cursor of the page that follows the memory (``created_at``, ``memory_id``)."""
-    return base64.urlsafe_b64encode(f"{created_at.isoformat()}|{memory_id}".encode()).decode("ascii")
+    """The cursor of the page that follows the memory (``created_at``, ``memory_id``)."""
+    return f"{(created_at - _EPOCH) // timedelta(microseconds=1)}.{memory_id}"
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    """The memory a cursor points after. Raises ``ValidationError`` for one this server did not make."""
-    try:
-        stamp, _, memory_id = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8").partition("|")
-        created_at = datetime.fromisoformat(stamp)
-    except (binascii.Error, UnicodeError, ValueError):
-        memory_id, created_at = "", None
-    if not memory_id or created_at is None or created_at.tzinfo is None:
-        raise ValidationError(
-            "cursor: not a cursor this server gave (pass `next_cursor` back as it is)", field="cursor"
-        )
-    return created_at, memory_id
+    """The position a cursor names. Raises ``ValidationError`` for one not of the cursors' shape."""
+    if not _CURSOR.fullmatch(cursor):
+        raise ValidationError("cursor: not a cursor (pass `next_cursor` back as it is)", field="cursor")
+    micros, _, memory_id = cursor.partition(".")
+    return _EPOCH + timedelta(microseconds=int(micros)), memory_id
 
 
 class CreatedWindow(BaseModel):

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 
 from api.deps import CallerDep, ServiceDep
 from api.routes.memories import DATE_TIME, ScopeQuery
-from hivemem.listing_schemas import MAX_PAGE, CreatedWindow, MemoryPage, MemoryUpdate, ScopeStats
+from hivemem.listing_schemas import CURSOR_PATTERN, MAX_PAGE, CreatedWindow, MemoryPage, MemoryUpdate, ScopeStats
 from hivemem.model import MemoryState, MemoryType
 from hivemem.schemas import MemoryPublic
 
@@ -32,7 +32,9 @@ def list_memories(
     created_after: Annotated[str | None, Query(json_schema_extra=DATE_TIME)] = None,
     created_before: Annotated[str | None, Query(json_schema_extra=DATE_TIME)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
-    cursor: Annotated[str | None, Query(min_length=1, max_length=400)] = None,
+    cursor: Annotated[
+        str | None, Query(pattern=CURSOR_PATTERN, description="The `next_cursor` of the page before.")
+    ] = None,
 ) -> MemoryPage:
     """The memories of the scope (default: the caller's; global is `""`), newest first, in every
     state unless `state` names one, narrowed by type, tag, author and creation time. `next_cursor`

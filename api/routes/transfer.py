@@ -57,7 +57,8 @@ def _ending_in_error_line(lines: Iterator[str]) -> Iterator[str]:
         "requestBody": {
             "required": True,
             "description": "An export file: JSON lines, as `GET /v1/export` or `hivemem export` write it.",
-            "content": {"text/plain": {"schema": {"type": "string"}}},
+            # At least the header line: an empty body is no export file.
+            "content": {"text/plain": {"schema": {"type": "string", "minLength": 1}}},
         }
     },
 )
