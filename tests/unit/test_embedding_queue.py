@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from hivemem.embedding import HashEmbedder
-from hivemem.embedding_queue import QueuedEmbedder
+from hivemem.embedding_queue import DOCUMENT_CHARS_PER_CALL, QueuedEmbedder
 from hivemem.errors import EmbeddingError
 
 
@@ -170,3 +172,40 @@ def test_several_model_threads_share_what_is_queued_between_them() -> None:
     queued.close()
     with pytest.raises(EmbeddingError, match="closed"):
         queued.embed_queries(["too late"])
+
+
+def test_with_a_core_per_call_documents_are_embedded_a_few_chunks_a_call() -> None:
+    recording = Recording()
+    queued = QueuedEmbedder(recording, max_batch=32, threads=2)
+    try:
+        chunks = [f"chunk {i} " + "x" * 1190 for i in range(9)]  # 1,200 characters each
+        assert len(queued.embed_documents(chunks)) == 9
+        calls = [texts for kind, texts, _ in recording.batches if kind == "document"]
+        assert max(sum(map(len, texts)) for texts in calls) <= DOCUMENT_CHARS_PER_CALL
+        assert sorted(t for texts in calls for t in texts) == sorted(chunks)
+        assert len(queued.embed_queries(["q"] * 40)) == 40  # other lanes keep their batches
+        assert max(len(texts) for kind, texts, _ in recording.batches if kind == "query") > 2
+    finally:
+        queued.close()
+
+
+class Vector(list[float]):
+    """A vector that can be watched with a weak reference (a plain list cannot)."""
+
+
+class Watched(Recording):
+    def _run(self, kind: str, texts: Sequence[str]) -> list[list[float]]:
+        return [Vector(v) for v in self.inner.embed_passages(texts)]
+
+
+def test_an_idle_model_thread_holds_nothing_of_the_last_request() -> None:
+    queued = QueuedEmbedder(Watched(), max_batch=4)
+    try:
+        vectors = queued.embed_documents([f"text {i}" for i in range(10)])
+        watched = [weakref.ref(v) for v in vectors]
+        del vectors
+        gc.collect()
+        # Neither the idle thread's locals nor a piece keep the request's vectors (a document's).
+        assert [w() for w in watched] == [None] * 10
+    finally:
+        queued.close()
