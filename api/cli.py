@@ -293,6 +293,14 @@ def _parser() -> argparse.ArgumentParser:
     kn.add_argument("--shape", choices=["embedded", "celery"], default="embedded", help="where the ingest runs")
     kn.add_argument("--workers", type=_positive_int, default=2, help="Celery workers (celery shape)")
     kn.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    hl = bench_sub.add_parser("http-load", help="a real server over HTTP: mixed load, and recall during an upload")
+    hl.add_argument("--document", type=Path, required=True, help="the document to upload (e.g. 5 MB of text)")
+    hl.add_argument("--memories", type=_positive_int, default=5000, help="memories the server holds")
+    hl.add_argument("--clients", type=_positive_int, default=16, help="clients of the mixed load")
+    hl.add_argument("--calls", type=_positive_int, default=2000, help="calls of the mixed load")
+    hl.add_argument("--upload-clients", type=_positive_int, default=8, help="recall clients around the upload")
+    hl.add_argument("--max-chunks", type=_positive_int, default=None, help="HIVEMEM_KNOWLEDGE_MAX_CHUNKS")
+    hl.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     il = bench_sub.add_parser("ingest-load", help="recall latency while Celery workers ingest a folder")
     il.add_argument("--corpus", type=Path, required=True, help="folder of documents")
     il.add_argument("--workers", type=_positive_int, default=2, help="Celery ingest workers")
@@ -583,6 +591,20 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
 
         report = run_scale(
             settings, data=args.data, sizes=args.sizes, layouts=args.layouts, real=args.real, queries=args.queries
+        )
+        emit(report, args.json_out)
+        return 0
+    if args.bench == "http-load":
+        from api.bench.harness import emit
+        from api.bench.http_load import run_http_load
+
+        report = run_http_load(
+            document=args.document,
+            memories=args.memories,
+            clients=args.clients,
+            calls=args.calls,
+            upload_clients=args.upload_clients,
+            max_chunks=args.max_chunks,
         )
         emit(report, args.json_out)
         return 0

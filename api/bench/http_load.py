@@ -1,0 +1,244 @@
+"""``hivemem bench http-load``: a real ``hivemem serve`` under load over HTTP, as clients meet it.
+
+Two measurements on one server (the embedded default: SQLite and the packaged model), seeded with
+``memories`` memories:
+
+- **mixed**: ``clients`` threads, each call a recall (70 %) or a memorize (30 %), for ``calls``
+  calls; the p50/p95/p99 of each kind.
+- **upload**: ``upload_clients`` threads recall while the server is idle, then while it indexes
+  one uploaded document (``PUT /v1/knowledge/documents``; a large one is a background job) until
+  the job is done. The server's resident memory is read from ``/proc`` all along: before the
+  upload, its peak, and once the job is done.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from api.bench.local_cluster import free_port, hivemem_command
+from api.bench.throughput import synthetic_corpus
+from hivemem.metrics import percentile
+
+__all__ = ["run_http_load"]
+
+SCOPE = "bench/http-load"
+_COMPONENTS = ["billing", "search", "auth", "ingest", "scheduler", "gateway", "storage", "metrics", "mailer", "cache"]
+_EVENTS = ["timed out", "ran out of memory", "returned stale data", "dropped connections", "double-charged"]
+_READY_WAIT_S = 600.0  # a first start exports the ONNX copy of the model
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@contextmanager
+def _server(data_dir: Path, env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
+    process = subprocess.Popen(
+        [*hivemem_command(), "serve", "--port", str(port)],
+        env={**clean, "HIVEMEM_DATA_DIR": str(data_dir), "HIVEMEM_RATE_LIMIT_PER_MIN": "0", **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + _READY_WAIT_S
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"hivemem serve exited with {process.returncode}")
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("hivemem serve did not get ready")
+            time.sleep(0.2)
+        yield url, process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"calls": 0}
+    return {
+        "calls": len(values),
+        "p50_ms": round(percentile(values, 0.5) * 1000, 1),
+        "p95_ms": round(percentile(values, 0.95) * 1000, 1),
+        "p99_ms": round(percentile(values, 0.99) * 1000, 1),
+    }
+
+
+def _recall(http: httpx.Client, rng: random.Random) -> None:
+    query = f"why did {rng.choice(_COMPONENTS)} {rng.choice(_EVENTS)}"
+    http.post("/v1/remember", json={"query": query, "scope": SCOPE}).raise_for_status()
+
+
+def _seed(url: str, memories: int) -> None:
+    corpus = [m.model_dump(mode="json", exclude_none=True) | {"scope": SCOPE} for m in synthetic_corpus(memories)]
+    with httpx.Client(base_url=url, timeout=600) as http:
+        for start in range(0, len(corpus), 1000):
+            body = {"memories": corpus[start : start + 1000]}
+            accepted = http.post("/v1/memories/bulk", json=body)
+            accepted.raise_for_status()
+            _wait_job(http, accepted.json()["job_id"])
+
+
+def _wait_job(http: httpx.Client, job_id: str) -> dict[str, Any]:
+    while True:
+        job: dict[str, Any] = http.get(f"/v1/jobs/{job_id}").json()
+        if job["state"] in ("done", "failed"):
+            return job
+        time.sleep(0.5)
+
+
+def _mixed(url: str, clients: int, calls: int) -> dict[str, Any]:
+    recalls: list[float] = []
+    writes: list[float] = []
+    counter = iter(range(calls))
+    lock = threading.Lock()
+
+    def client(seed: int) -> None:
+        rng = random.Random(seed)
+        with httpx.Client(base_url=url, timeout=600) as http:
+            while True:
+                with lock:
+                    n = next(counter, None)
+                if n is None:
+                    return
+                began = time.perf_counter()
+                if rng.random() < 0.7:
+                    _recall(http, rng)
+                    recalls.append(time.perf_counter() - began)
+                else:
+                    body = {"title": f"Note {seed}-{n}", "content": f"Client {seed} noted step {n} of the rollout."}
+                    http.post("/v1/memories", json=body | {"scope": SCOPE}).raise_for_status()
+                    writes.append(time.perf_counter() - began)
+
+    began = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        for future in [pool.submit(client, i) for i in range(clients)]:
+            future.result()
+    elapsed = time.perf_counter() - began
+    recall, memorize = _summary(recalls), _summary(writes)
+    return {
+        "clients": clients,
+        "calls": calls,
+        "seconds": round(elapsed, 1),
+        "recall": recall,
+        "memorize": memorize,
+        "recall_p99_over_p95": round(recall["p99_ms"] / recall["p95_ms"], 2) if recalls else None,
+    }
+
+
+def _recalling(url: str, clients: int, until: Callable[[], bool]) -> list[float]:
+    found: list[float] = []
+
+    def client(seed: int) -> None:
+        rng = random.Random(seed)
+        with httpx.Client(base_url=url, timeout=600) as http:
+            while not until():
+                began = time.perf_counter()
+                _recall(http, rng)
+                found.append(time.perf_counter() - began)
+
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        for future in [pool.submit(client, i) for i in range(clients)]:
+            future.result()
+    return found
+
+
+def run_http_load(
+    *,
+    document: Path,
+    memories: int = 5000,
+    clients: int = 16,
+    calls: int = 2000,
+    upload_clients: int = 8,
+    idle_calls: int = 400,
+    max_chunks: int | None = None,
+) -> dict[str, Any]:
+    """Run both measurements on a fresh server; the report (see the module's docstring)."""
+    env = {} if max_chunks is None else {"HIVEMEM_KNOWLEDGE_MAX_CHUNKS": str(max_chunks)}
+    with tempfile.TemporaryDirectory(prefix="hivemem-http-load-") as folder, _server(Path(folder), env) as (url, proc):
+        _seed(url, memories)
+        mixed = _mixed(url, clients, calls)
+        pid = proc.pid
+        counted: list[int] = []
+
+        def idle_done() -> bool:
+            counted.append(1)
+            return len(counted) > idle_calls
+
+        idle = _recalling(url, upload_clients, idle_done)
+        release_settle = _rss_mb(pid)
+        data = document.read_bytes()
+        done = threading.Event()
+        peak = [release_settle]
+        job: dict[str, Any] = {}
+
+        def upload() -> None:
+            try:
+                with httpx.Client(base_url=url, timeout=3600) as http:
+                    answer = http.put(
+                        "/v1/knowledge/documents", params={"name": document.name, "scope": SCOPE}, content=data
+                    )
+                    answer.raise_for_status()
+                    body = answer.json()
+                    job.update(_wait_job(http, body["id"]) if answer.status_code == 202 else {"result": body})
+            finally:
+                done.set()
+
+        def watch_memory() -> None:
+            while not done.wait(0.2):
+                peak[0] = max(peak[0], _rss_mb(pid))
+
+        watcher = threading.Thread(target=watch_memory, daemon=True)
+        uploader = threading.Thread(target=upload, daemon=True)
+        began = time.perf_counter()
+        watcher.start()
+        uploader.start()
+        during = _recalling(url, upload_clients, done.is_set)
+        indexed_s = time.perf_counter() - began
+        uploader.join()
+        watcher.join()
+        after = _rss_mb(pid)
+        idle_summary, during_summary = _summary(idle), _summary(during)
+        return {
+            "bench": "http-load",
+            "memories": memories,
+            "mixed": mixed,
+            "upload": {
+                "document": document.name,
+                "bytes": len(data),
+                "clients": upload_clients,
+                "indexed_s": round(indexed_s, 1),
+                "job": {k: job.get(k) for k in ("state", "error", "result") if k in job},
+                "recall_idle": idle_summary,
+                "recall_during": during_summary,
+                "p95_during_over_idle": round(during_summary.get("p95_ms", 0) / idle_summary["p95_ms"], 2),
+                "rss_mb": {"before": round(release_settle), "peak": round(peak[0]), "after": round(after)},
+                "rss_after_over_before": round(after / release_settle, 2),
+            },
+        }
