@@ -246,3 +246,31 @@ def test_a_trusted_proxy_must_be_an_address_or_network() -> None:
     with pytest.raises(ValueError, match="not addresses or networks"):
         Settings(trusted_proxies="proxy.example.com")
     assert Settings(trusted_proxies="10.0.0.0/8, 127.0.0.1").trusted_proxies == ("10.0.0.0/8", "127.0.0.1")
+
+
+def test_edges_that_rewrite_follow_grants_over_mcp(service: MemoryService) -> None:
+    held = tokens(service)
+    global_rule = admin_note(service, GLOBAL, "Release checklist")
+    acme_rule = admin_note(service, ACME, "Deploy window")
+
+    async def memorize(url: str, who: str, arguments: dict[str, Any]) -> Any:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {held[who]}"}, timeout=30) as http,
+            Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,
+        ):
+            return await client.call_tool("memorize", arguments)
+
+    with ServerThread(service) as server:
+        note = {"title": "Newer checklist", "content": "Releases need two approvals now."}
+        by_reader = {**note, "scope": "user/reader", "related_to": [edge(global_rule, "supersedes")]}
+        by_writer = {**note, "scope": ACME, "related_to": [edge(acme_rule, "supersedes")]}
+        refused = [
+            anyio.run(memorize, server.url, who, args) for who, args in (("reader", by_reader), ("writer", by_writer))
+        ]
+        linked = anyio.run(
+            memorize, server.url, "writer", {**note, "scope": ACME, "related_to": [edge(acme_rule, "related_to")]}
+        )
+    for answer in refused:
+        assert answer.is_error and "forbidden: " in answer.content[0].text, answer.content
+    assert not linked.is_error
+    assert untouched(service, global_rule, acme_rule)
