@@ -11,10 +11,16 @@ The session's own niceness is ``/proc/self/autogroup`` (see sched(7), "The autog
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from pathlib import Path
 
-__all__ = ["lower_cpu_priority"]
+__all__ = ["BACKGROUND_NICE", "lower_cpu_priority", "lower_this_thread"]
+
+# The niceness of the gateway's document-embedding threads: the lowest priority, so an upload takes
+# the cores only while requests leave them (within one process, niceness counts between threads).
+BACKGROUND_NICE = 19
 
 _AUTOGROUP = Path("/proc/self/autogroup")
 _AUTOGROUP_SWITCH = Path("/proc/sys/kernel/sched_autogroup_enabled")
@@ -45,6 +51,13 @@ def lower_cpu_priority(nice: int) -> str | None:
     except OSError as exc:  # a kernel without the file's write side, or a sandbox that forbids it
         return f"--nice: could not lower the session's priority ({exc.strerror}); the worker's own is lowered"
     return None
+
+
+def lower_this_thread() -> None:
+    """Give the calling thread the niceness ``BACKGROUND_NICE`` (Linux keeps one per thread); where
+    that cannot be done, the thread keeps its priority."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
 
 
 def _autogroups_on() -> bool:

@@ -74,7 +74,18 @@ def _within(positions: Sequence[int], texts: Sequence[str], chars: int) -> Seque
 class QueuedEmbedder:
     """An :class:`hivemem.embedding.Embedder` that runs ``inner`` on one thread, batching every caller."""
 
-    def __init__(self, inner: Embedder, *, max_batch: int = 32, threads: int = 1) -> None:
+    def __init__(
+        self,
+        inner: Embedder,
+        *,
+        max_batch: int = 32,
+        threads: int = 1,
+        background: Callable[[], None] | None = None,
+    ) -> None:
+        """``threads`` model threads serve every lane. With ``background`` and more than one thread,
+        as many more threads serve document chunks only, each calling ``background`` first (the
+        server lowers their CPU priority there): an upload then takes the cores only while queries
+        and memories leave them, and the others take no document work."""
         self._inner = inner
         self._max_batch = max(1, max_batch)
         self._queries: deque[_Piece] = deque()
@@ -85,9 +96,17 @@ class QueuedEmbedder:
         self._wake = threading.Condition()
         self._closed = False
         self._idle = 0
+        count = max(1, threads)
+        self._background = background if count > 1 else None
         self._threads = [
-            threading.Thread(target=self._serve, name=f"hivemem-embed-{n}", daemon=True) for n in range(max(1, threads))
+            threading.Thread(target=self._serve, args=(False,), name=f"hivemem-embed-{n}", daemon=True)
+            for n in range(count)
         ]
+        if self._background is not None:
+            self._threads += [
+                threading.Thread(target=self._serve, args=(True,), name=f"hivemem-embed-documents-{n}", daemon=True)
+                for n in range(count)
+            ]
         for thread in self._threads:
             thread.start()
 
@@ -135,11 +154,6 @@ class QueuedEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return self._submit(self._documents, texts).result()
 
-    @property
-    def threads(self) -> int:
-        """How many model threads embed at once."""
-        return len(self._threads)
-
     def close(self) -> None:
         """Finish what is queued, then stop the model threads. Later calls raise ``EmbeddingError``."""
         with self._wake:
@@ -169,20 +183,31 @@ class QueuedEmbedder:
                     positions = _within(positions, texts, chars)
                 queue.append(_Piece(request, positions, [texts[i] for i in positions]))
                 start += len(positions)
-            self._wake.notify(len(queue))
+            # Every thread looks: some serve only some lanes, and a wake-up taken by one that has
+            # nothing to do here would be lost to the others.
+            self._wake.notify_all()
         return request.done
 
-    def _next_batch(self) -> tuple[Callable[[Sequence[str]], list[list[float]]], list[_Piece]] | None:
+    def _served_by(self, background: bool) -> list[tuple[deque[_Piece], Callable[[Sequence[str]], list[list[float]]]]]:
+        """The lanes a thread serves: documents only in the background, the others elsewhere when
+        there are background threads, else all."""
+        if self._background is None:
+            return list(self._lanes)
+        return [(queue, embed) for queue, embed in self._lanes if (queue is self._documents) == background]
+
+    def _next_batch(
+        self, background: bool = False
+    ) -> tuple[Callable[[Sequence[str]], list[list[float]]], list[_Piece]] | None:
         """The next pieces to embed (queries first, documents last) and the call that embeds them,
         or None once closed and drained."""
         with self._wake:
-            while not any(queue for queue, _ in self._lanes):
+            while not any(queue for queue, _ in self._served_by(background)):
                 if self._closed:
                     return None
                 self._idle += 1
                 self._wake.wait()
                 self._idle -= 1
-            queue, embed = next((queue, embed) for queue, embed in self._lanes if queue)
+            queue, embed = next((queue, embed) for queue, embed in self._served_by(background) if queue)
             limit = self._max_batch
             if self._idle:
                 # Other threads are free: leave them their share of what is queued.
@@ -202,10 +227,17 @@ class QueuedEmbedder:
     def _chars_per_call(self, queue: deque[_Piece]) -> int | None:
         """The bound on characters a call of ``queue``'s lane embeds: documents, where every call
         uses one core; else none."""
-        return DOCUMENT_CHARS_PER_CALL if queue is self._documents and len(self._threads) > 1 else None
+        return DOCUMENT_CHARS_PER_CALL if queue is self._documents and self.threads > 1 else None
 
-    def _serve(self) -> None:
-        while (work := self._next_batch()) is not None:
+    @property
+    def threads(self) -> int:
+        """How many model threads serve queries and memories (document threads aside)."""
+        return len(self._threads) // 2 if self._background is not None else len(self._threads)
+
+    def _serve(self, background: bool) -> None:
+        if background and self._background is not None:
+            self._background()
+        while (work := self._next_batch(background)) is not None:
             self._embed(*work)
             # Nothing of the batch may outlive it here: an idle thread holding its last request
             # kept that request's every vector (a whole document's: 76 MB for 6,382 chunks).

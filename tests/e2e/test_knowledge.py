@@ -11,8 +11,10 @@ import os
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -385,3 +387,47 @@ def test_sources_lists_each_document_and_says_when_there_is_none(
     assert cli_main(["knowledge", "sources", "--scope", SCOPE, "--json"]) == 0
     [listed] = json.loads(capsys.readouterr().out)
     assert (listed["uri"], listed["chunk_count"], listed["scope"]) == ("key:runbook", 1, SCOPE)
+
+
+def test_a_5_mb_upload_is_a_job_while_eight_clients_recall(tmp_path: Path) -> None:
+    """The upload is answered at once (202); recall keeps answering while the job runs, and the
+    server stays under 2 GB. (Latency and memory figures with the real model: `hivemem bench
+    http-load`, in bench/RESULTS.md.)"""
+    paragraphs = Path(__file__).parents[2].joinpath("README.md").read_text().split("\n\n")
+    body = "".join(f"## Part {i}\n\n{paragraphs[i % len(paragraphs)]}\n\n" for i in range(40_000))
+    document = body.encode()[: 5 * 2**20]
+    (tmp_path / "logs").mkdir()
+    server = HivememServer(tmp_path / "data", tmp_path / "logs", HIVEMEM_KNOWLEDGE_MAX_CHUNKS="100000")
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=120) as http:
+            _post(
+                http,
+                "/v1/memories",
+                {"title": "Deploy path", "content": "Deploys go through staging.", "scope": SCOPE},
+                201,
+            )
+            accepted = http.put("/v1/knowledge/documents", params={"name": "big.md", "scope": SCOPE}, content=document)
+            assert accepted.status_code == 202, accepted.text
+            job_id = accepted.json()["id"]
+            statuses: list[int] = []
+            done = threading.Event()
+
+            def recall() -> None:
+                with httpx.Client(base_url=server.url, timeout=120) as client:
+                    while not done.is_set():
+                        statuses.append(
+                            client.post("/v1/remember", json={"query": "deploys", "scope": SCOPE}).status_code
+                        )
+
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                clients = [pool.submit(recall) for _ in range(8)]
+                job = wait_for_job(http, job_id, timeout_s=1800)
+                done.set()
+                for client in clients:
+                    client.result()
+            assert job["state"] == "done" and job["result"]["indexed"] == 1, job
+            assert statuses and set(statuses) == {200}
+            assert server.peak_rss_bytes() < 2 * 2**30
+    finally:
+        server.stop()

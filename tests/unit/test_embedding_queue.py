@@ -209,3 +209,22 @@ def test_an_idle_model_thread_holds_nothing_of_the_last_request() -> None:
         assert [w() for w in watched] == [None] * 10
     finally:
         queued.close()
+
+
+def test_documents_run_on_background_threads_only_and_the_rest_never_do() -> None:
+    recording = Recording()
+    started: list[int] = []
+    queued = QueuedEmbedder(recording, max_batch=8, threads=2, background=lambda: started.append(threading.get_ident()))
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            documents = pool.submit(queued.embed_documents, [f"chunk {i} " + "y" * 600 for i in range(12)])
+            queries = [pool.submit(queued.embed_queries, [f"query {i}"]) for i in range(12)]
+            passages = pool.submit(queued.embed_passages, [f"memory {i}" for i in range(12)])
+            assert len(documents.result()) == 12 and len(passages.result()) == 12
+            assert all(len(q.result()) == 1 for q in queries)
+        background = set(started)
+        assert len(background) == 2 and queued.threads == 2  # two more threads, for documents only
+        for kind, _, thread in recording.batches:
+            assert (thread in background) == (kind == "document"), kind
+    finally:
+        queued.close()
