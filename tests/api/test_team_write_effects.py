@@ -10,7 +10,6 @@ project exports nothing else. Each refusal must leave the target exactly as it w
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +26,9 @@ from hivemem.config import Settings
 from hivemem.model import MemoryState
 from hivemem.schemas import LinkCreate, MemoryCreate
 from hivemem.token_schemas import TokenCreate
-from tests.api.test_team_acl import ServerThread
-from tests.opensearch_backend import OpenSearchBackend
+from tests.api.test_team_acl import ServerThread, team_service
+
+__all__ = ["team_service"]  # the access matrix's fixture, re-exported for pytest
 
 GLOBAL = ""
 ACME = "github.com/acme/api"
@@ -38,24 +38,6 @@ GRANTS = {
     "writer": [f"{ACME}:write"],
     "owner": [f"{ACME}:admin"],
 }
-
-
-@pytest.fixture(params=["sqlite", pytest.param("opensearch", marks=pytest.mark.opensearch)])
-def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryService]:
-    settings = Settings(data_dir=tmp_path / "data", embed_model="hash:64", team=True, rate_limit_per_min=0)
-    if request.param == "sqlite":
-        built = MemoryService.from_settings(settings)
-    else:
-        from hivemem.embedding import HashEmbedder
-
-        backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
-        embedder = HashEmbedder(64)
-        store = backend.open(embedder, Settings(opensearch_replicas=0), request.getfixturevalue("spec_validator"))
-        built = MemoryService(settings, store, embedder)
-    try:
-        yield built
-    finally:
-        built.close()
 
 
 def tokens(service: MemoryService) -> dict[str, str]:
@@ -87,7 +69,8 @@ def edge(target: str, kind: str) -> dict[str, Any]:
     return {"target_id": target, "relationship_type": kind}
 
 
-def test_edges_that_rewrite_need_the_right_to_change_their_target_over_rest(service: MemoryService) -> None:
+def test_edges_that_rewrite_need_the_right_to_change_their_target_over_rest(team_service: MemoryService) -> None:
+    service = team_service
     held = tokens(service)
     global_rule = admin_note(service, GLOBAL, "Release checklist")
     acme_rule = admin_note(service, ACME, "Deploy window")
@@ -129,7 +112,8 @@ def test_edges_that_rewrite_need_the_right_to_change_their_target_over_rest(serv
     assert service.store.get(finding).state is MemoryState.CONSOLIDATED
 
 
-def test_a_writer_may_not_close_its_goal_over_findings_of_others(service: MemoryService) -> None:
+def test_a_writer_may_not_close_its_goal_over_findings_of_others(team_service: MemoryService) -> None:
+    service = team_service
     held = tokens(service)
     with ServerThread(service) as server:
         auth = {"Authorization": f"Bearer {held['writer']}"}
@@ -154,7 +138,8 @@ def test_a_writer_may_not_close_its_goal_over_findings_of_others(service: Memory
     assert untouched(service, goal, finding)
 
 
-def test_a_job_is_read_by_its_owner_and_the_admins_of_its_scope(service: MemoryService) -> None:
+def test_a_job_is_read_by_its_owner_and_the_admins_of_its_scope(team_service: MemoryService) -> None:
+    service = team_service
     held = tokens(service)
     with ServerThread(service) as server:
 
@@ -189,7 +174,8 @@ def test_a_job_is_read_by_its_owner_and_the_admins_of_its_scope(service: MemoryS
     assert not own.is_error and own.structured_content["id"] == job_id
 
 
-def test_a_locked_session_exports_its_project_only(service: MemoryService) -> None:
+def test_a_locked_session_exports_its_project_only(team_service: MemoryService) -> None:
+    service = team_service
     held = tokens(service)
     admin_note(service, ACME, "Acme rule")
     beta = admin_note(service, BETA, "Beta rule")
@@ -248,7 +234,8 @@ def test_a_trusted_proxy_must_be_an_address_or_network() -> None:
     assert Settings(trusted_proxies="10.0.0.0/8, 127.0.0.1").trusted_proxies == ("10.0.0.0/8", "127.0.0.1")
 
 
-def test_edges_that_rewrite_follow_grants_over_mcp(service: MemoryService) -> None:
+def test_edges_that_rewrite_follow_grants_over_mcp(team_service: MemoryService) -> None:
+    service = team_service
     held = tokens(service)
     global_rule = admin_note(service, GLOBAL, "Release checklist")
     acme_rule = admin_note(service, ACME, "Deploy window")
