@@ -294,7 +294,12 @@ def _parser() -> argparse.ArgumentParser:
     kn.add_argument("--workers", type=_positive_int, default=2, help="Celery workers (celery shape)")
     kn.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     hl = bench_sub.add_parser("http-load", help="a real server over HTTP: mixed load, and recall during an upload")
-    hl.add_argument("--document", type=Path, required=True, help="the document to upload (e.g. 5 MB of text)")
+    hl.add_argument(
+        "--document", type=Path, default=None, help="the document to upload (e.g. 5 MB of text); none: no upload"
+    )
+    hl.add_argument(
+        "--rounds", type=_positive_int, default=1, help="mixed-load rounds in a row, the first right after the seed"
+    )
     hl.add_argument("--memories", type=_positive_int, default=5000, help="memories the server holds")
     hl.add_argument("--clients", type=_positive_int, default=16, help="clients of the mixed load")
     hl.add_argument("--calls", type=_positive_int, default=2000, help="calls of the mixed load")
@@ -605,6 +610,7 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
             calls=args.calls,
             upload_clients=args.upload_clients,
             max_chunks=args.max_chunks,
+            rounds=args.rounds,
         )
         emit(report, args.json_out)
         return 0

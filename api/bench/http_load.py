@@ -171,19 +171,24 @@ def _recalling(url: str, clients: int, until: Callable[[], bool]) -> list[float]
 
 def run_http_load(
     *,
-    document: Path,
+    document: Path | None,
     memories: int = 5000,
     clients: int = 16,
     calls: int = 2000,
     upload_clients: int = 8,
     idle_calls: int = 400,
     max_chunks: int | None = None,
+    rounds: int = 1,
 ) -> dict[str, Any]:
-    """Run both measurements on a fresh server; the report (see the module's docstring)."""
+    """Run both measurements on a fresh server; the report (see the module's docstring). The mixed
+    load runs ``rounds`` times in a row (the first right after the seed); without ``document`` the
+    upload is left out."""
     env = {} if max_chunks is None else {"HIVEMEM_KNOWLEDGE_MAX_CHUNKS": str(max_chunks)}
     with tempfile.TemporaryDirectory(prefix="hivemem-http-load-") as folder, _server(Path(folder), env) as (url, proc):
         _seed(url, memories)
-        mixed = _mixed(url, clients, calls)
+        mixed = [_mixed(url, clients, calls) for _ in range(rounds)]
+        if document is None:
+            return {"bench": "http-load", "memories": memories, "mixed": mixed}
         pid = proc.pid
         counted: list[int] = []
 
@@ -228,7 +233,7 @@ def run_http_load(
         return {
             "bench": "http-load",
             "memories": memories,
-            "mixed": mixed,
+            "mixed": mixed[0] if rounds == 1 else mixed,
             "upload": {
                 "document": document.name,
                 "bytes": len(data),
