@@ -27,15 +27,15 @@ from typing import Any
 
 import httpx
 
+from api.bench.cli_latency import wait_ready
+from api.bench.latency import latencies, latency_summary
 from api.bench.local_cluster import free_port, hivemem_command
-from api.bench.throughput import synthetic_corpus
-from hivemem.metrics import percentile
+from api.bench.throughput import recall_queries, synthetic_corpus
 
 __all__ = ["run_http_load"]
 
 SCOPE = "bench/http-load"
-_COMPONENTS = ["billing", "search", "auth", "ingest", "scheduler", "gateway", "storage", "metrics", "mailer", "cache"]
-_EVENTS = ["timed out", "ran out of memory", "returned stale data", "dropped connections", "double-charged"]
+_QUERIES = recall_queries(500)
 _READY_WAIT_S = 600.0  # a first start exports the ONNX copy of the model
 
 
@@ -58,18 +58,7 @@ def _server(data_dir: Path, env: dict[str, str]) -> Iterator[tuple[str, subproce
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + _READY_WAIT_S
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"hivemem serve exited with {process.returncode}")
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("hivemem serve did not get ready")
-            time.sleep(0.2)
+        wait_ready(url, process, _READY_WAIT_S)
         yield url, process
     finally:
         process.terminate()
@@ -79,19 +68,8 @@ def _server(data_dir: Path, env: dict[str, str]) -> Iterator[tuple[str, subproce
             process.kill()
 
 
-def _summary(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {"calls": 0}
-    return {
-        "calls": len(values),
-        "p50_ms": round(percentile(values, 0.5) * 1000, 1),
-        "p95_ms": round(percentile(values, 0.95) * 1000, 1),
-        "p99_ms": round(percentile(values, 0.99) * 1000, 1),
-    }
-
-
 def _recall(http: httpx.Client, rng: random.Random) -> None:
-    query = f"why did {rng.choice(_COMPONENTS)} {rng.choice(_EVENTS)}"
+    query = rng.choice(_QUERIES)
     http.post("/v1/remember", json={"query": query, "scope": SCOPE}).raise_for_status()
 
 
@@ -141,7 +119,7 @@ def _mixed(url: str, clients: int, calls: int) -> dict[str, Any]:
         for future in [pool.submit(client, i) for i in range(clients)]:
             future.result()
     elapsed = time.perf_counter() - began
-    recall, memorize = _summary(recalls), _summary(writes)
+    recall, memorize = latency_summary(recalls), latency_summary(writes)
     return {
         "clients": clients,
         "calls": calls,
@@ -152,21 +130,11 @@ def _mixed(url: str, clients: int, calls: int) -> dict[str, Any]:
     }
 
 
-def _recalling(url: str, clients: int, until: Callable[[], bool]) -> list[float]:
-    found: list[float] = []
-
-    def client(seed: int) -> None:
-        rng = random.Random(seed)
-        with httpx.Client(base_url=url, timeout=600) as http:
-            while not until():
-                began = time.perf_counter()
-                _recall(http, rng)
-                found.append(time.perf_counter() - began)
-
-    with ThreadPoolExecutor(max_workers=clients) as pool:
-        for future in [pool.submit(client, i) for i in range(clients)]:
-            future.result()
-    return found
+def _recalling(url: str, clients: int, until: Callable[[int], bool]) -> list[float]:
+    """Recall latencies from ``clients`` threads over one connection pool, until ``until(calls)``."""
+    rng = random.Random(1)
+    with httpx.Client(base_url=url, timeout=600) as http:
+        return latencies(lambda: _recall(http, rng), clients, until)
 
 
 def run_http_load(
@@ -190,13 +158,7 @@ def run_http_load(
         if document is None:
             return {"bench": "http-load", "memories": memories, "mixed": mixed}
         pid = proc.pid
-        counted: list[int] = []
-
-        def idle_done() -> bool:
-            counted.append(1)
-            return len(counted) > idle_calls
-
-        idle = _recalling(url, upload_clients, idle_done)
+        idle = _recalling(url, upload_clients, lambda calls: calls >= idle_calls)
         release_settle = _rss_mb(pid)
         data = document.read_bytes()
         done = threading.Event()
@@ -224,12 +186,12 @@ def run_http_load(
         began = time.perf_counter()
         watcher.start()
         uploader.start()
-        during = _recalling(url, upload_clients, done.is_set)
+        during = _recalling(url, upload_clients, lambda _: done.is_set())
         indexed_s = time.perf_counter() - began
         uploader.join()
         watcher.join()
         after = _rss_mb(pid)
-        idle_summary, during_summary = _summary(idle), _summary(during)
+        idle_summary, during_summary = latency_summary(idle), latency_summary(during)
         return {
             "bench": "http-load",
             "memories": memories,

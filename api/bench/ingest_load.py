@@ -12,16 +12,14 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from api.bench.latency import latencies, latency_summary
 from api.bench.throughput import shape_service
 from api.service import Caller
 from hivemem.config import Settings
 from hivemem.knowledge_schemas import IngestRequest
-from hivemem.metrics import percentile
 from hivemem.model import MemoryType
 from hivemem.schemas import MemoryCreate, RecallRequest
 from workers.documents.sources import FileAccess
@@ -30,31 +28,6 @@ __all__ = ["run_ingest_load"]
 
 SCOPE = "bench/ingest-load"
 _TOPICS = ["backups", "deploys", "queues", "caching", "logging", "alerts", "billing", "search", "auth", "mail"]
-
-
-def _latencies(call: Callable[[], object], clients: int, until: Callable[[int], bool]) -> list[float]:
-    """Latency of each ``call`` from ``clients`` threads, calling until ``until(calls so far)``."""
-    found: list[float] = []
-
-    def client() -> None:
-        while not until(len(found)):
-            began = time.perf_counter()
-            call()
-            found.append(time.perf_counter() - began)
-
-    with ThreadPoolExecutor(max_workers=clients) as pool:
-        for future in [pool.submit(client) for _ in range(clients)]:
-            future.result()
-    return found
-
-
-def _summary(values: list[float]) -> dict[str, float]:
-    return {
-        "calls": len(values),
-        "p50_ms": round(percentile(values, 0.5) * 1000, 1),
-        "p95_ms": round(percentile(values, 0.95) * 1000, 1),
-        "p99_ms": round(percentile(values, 0.99) * 1000, 1),
-    }
 
 
 def run_ingest_load(
@@ -90,18 +63,18 @@ def run_ingest_load(
             return service.remember(RecallRequest(query=query, scope=SCOPE), caller, reinforce=False)
 
         print("ingest-load: recall, workers idle", file=sys.stderr)
-        idle = _latencies(recall, clients, lambda n: n >= idle_queries)
+        idle = latencies(recall, clients, lambda n: n >= idle_queries)
         print(f"ingest-load: ingesting {corpus} on {workers} workers, recalling meanwhile", file=sys.stderr)
         began = time.perf_counter()
         job = service.knowledge.ingest_job(IngestRequest(paths=[str(corpus)], scope=SCOPE), caller, FileAccess())
         board = service.runner.board
-        during = _latencies(recall, clients, lambda n: board.get(job.id).state.final)
+        during = latencies(recall, clients, lambda n: board.get(job.id).state.final)
         while not board.get(job.id).state.final:
             time.sleep(0.1)
         wall = time.perf_counter() - began
         done = board.get(job.id)
     result = done.result or {}
-    idle_s, during_s = _summary(idle), _summary(during)
+    idle_s, during_s = latency_summary(idle), latency_summary(during)
     return {
         "bench": "ingest-load",
         "workers": workers,

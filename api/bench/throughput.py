@@ -37,7 +37,7 @@ from hivemem.metrics import percentile
 from hivemem.model import embedding_text
 from hivemem.schemas import MemoryCreate, RecallRequest
 
-__all__ = ["run_throughput", "synthetic_corpus", "timed_calls"]
+__all__ = ["recall_queries", "run_throughput", "synthetic_corpus", "timed_calls"]
 
 SCOPE = "bench/throughput"
 _COMPONENTS = ["billing", "search", "auth", "ingest", "scheduler", "gateway", "storage", "metrics", "mailer", "cache"]
@@ -64,7 +64,8 @@ def synthetic_corpus(count: int, seed: int = 7) -> list[MemoryCreate]:
     return memories
 
 
-def _queries(count: int, seed: int = 11) -> list[str]:
+def recall_queries(count: int, seed: int = 11) -> list[str]:
+    """``count`` questions about the incidents of :func:`synthetic_corpus` (deterministic)."""
     rng = random.Random(seed)
     return [f"why did {rng.choice(_COMPONENTS)} {rng.choice(_EVENTS)}" for _ in range(count)]
 
@@ -184,7 +185,7 @@ def run_throughput(
             bulk_per_s = bulk / (time.perf_counter() - start)
 
             progress(f"  {queries} recalls from {clients} clients")
-            recalls = [RecallRequest(query=q, limit=10) for q in _queries(queries)]
+            recalls = [RecallRequest(query=q, limit=10) for q in recall_queries(queries)]
             wall, recall_latency = timed_calls(
                 [partial(service.remember, r, caller, reinforce=False) for r in recalls], clients
             )
