@@ -95,7 +95,7 @@ class QueuedEmbedder:
         self.observer: Observer = NO_OBSERVER
         self._wake = threading.Condition()
         self._closed = False
-        self._idle = 0
+        self._idle = {False: 0, True: 0}  # idle threads, by whether they serve documents only
         count = max(1, threads)
         self._background = background if count > 1 else None
         self._threads = [
@@ -204,15 +204,17 @@ class QueuedEmbedder:
             while not any(queue for queue, _ in self._served_by(background)):
                 if self._closed:
                     return None
-                self._idle += 1
+                self._idle[background] += 1
                 self._wake.wait()
-                self._idle -= 1
+                self._idle[background] -= 1
             queue, embed = next((queue, embed) for queue, embed in self._served_by(background) if queue)
             limit = self._max_batch
-            if self._idle:
-                # Other threads are free: leave them their share of what is queued.
+            idle = self._idle[background]
+            if idle:
+                # Other threads of this lane are free: leave them their share of what is queued (a
+                # document thread never takes a query, so it does not count for one).
                 queued = sum(len(piece.texts) for piece in queue)
-                limit = min(limit, -(-queued // (self._idle + 1)))
+                limit = min(limit, -(-queued // (idle + 1)))
             chars = self._chars_per_call(queue)
             batch = [queue.popleft()]
             size, held = len(batch[0].texts), _chars(batch[0].texts)
