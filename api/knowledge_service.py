@@ -366,7 +366,7 @@ class KnowledgeService:
                 outcome = next(
                     iter(index_documents(self.store, self.embedder, scope, [document], self.settings, times=times))
                 )
-            item = {"job_id": job_id, "index": 0, "document": {"scope": scope, "source": document.uri}}
+            item = document_item(job_id, 0, scope, document.uri, FileAccess(), force=False)
             board.record(job_id, {document.uri: outcome_record(item, outcome, times.lap())})
         except Exception as exc:  # the job says why; the server goes on
             log.exception("indexing %s in the background failed", document.uri)

@@ -25,6 +25,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from workers.reconcile import UNACKED
+
 if TYPE_CHECKING:
     import redis
 
@@ -39,7 +41,6 @@ SWEEP_S = 5.0  # how often the held tasks are looked at (by one worker at a time
 _HELD = "hivemem:held"
 _ALIVE = "hivemem:alive:"
 _SWEEP_LOCK = "hivemem:lock:held-sweep"
-_UNACKED = "unacked"  # kombu's Redis transport: delivery tag -> [message, exchange, routing key]
 _PAGE = 500
 
 # Puts one unacknowledged message back on its queue, by delivery tag (kombu's QoS.restore_by_tag).
@@ -60,7 +61,8 @@ def _alive(client: redis.Redis, nodes: set[str]) -> set[str]:
 def unacked_tasks(client: redis.Redis) -> dict[str, str]:
     """Task id -> delivery tag of every unacknowledged message."""
     tags: dict[str, str] = {}
-    for tag, raw in client.hscan_iter(_UNACKED, count=_PAGE):
+    # kombu's hash of unacknowledged messages: delivery tag -> [message, exchange, routing key].
+    for tag, raw in client.hscan_iter(UNACKED, count=_PAGE):
         try:
             message = json.loads(raw)[0]
             task_id = message["headers"]["id"]

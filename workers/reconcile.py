@@ -28,7 +28,7 @@ from workers.queues import QUEUES
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["ReconcileReport", "jobs_in_broker", "reconcile"]
+__all__ = ["UNACKED", "ReconcileReport", "jobs_in_broker", "reconcile"]
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ _JOB_ID = re.compile(rb"job_[0-9a-f]{32}")
 # worker holds sits in this hash until it is acknowledged.
 _PRIORITY_STEPS = (0, 3, 6, 9)
 _PRIORITY_SEPARATOR = "\x06\x16"
-_UNACKED = "unacked"
+UNACKED = "unacked"
 _PAGE = 500
 
 # Sends one task for a job's pending items: (kind of the job, items).
@@ -67,7 +67,7 @@ def jobs_in_broker(client: redis.Redis, queues: Sequence[str] = QUEUES) -> set[s
             if len(page) < _PAGE:
                 break
             start += _PAGE
-    for _, held in client.hscan_iter(_UNACKED, count=_PAGE):
+    for _, held in client.hscan_iter(UNACKED, count=_PAGE):
         found.update(m.decode() for m in _JOB_ID.findall(held))
     return found
 

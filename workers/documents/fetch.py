@@ -54,9 +54,9 @@ _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
 
 
 def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
-    """The IPv4 addresses an IPv6 address leads to: mapped, 6to4, Teredo (server and client),
-    NAT64 and IPv4-compatible."""
-    found = [a for a in (address.ipv4_mapped, address.sixtofour) if a is not None]
+    """The IPv4 addresses an IPv6 address leads to: 6to4, Teredo (server and client), NAT64 and
+    IPv4-compatible (a mapped address is that IPv4 itself, judged as such by :func:`_refused`)."""
+    found = [address.sixtofour] if address.sixtofour is not None else []
     if address.teredo is not None:
         found += list(address.teredo)
     if address in _NAT64 or (address in _IPV4_COMPATIBLE and int(address) > 1):
@@ -66,12 +66,9 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address
 
 def _refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     if isinstance(address, ipaddress.IPv6Address):
-        if address in _NAT64_LOCAL:
-            return True
-        embedded = _embedded_ipv4(address)
         if address.ipv4_mapped is not None:
             return _refused(address.ipv4_mapped)
-        if any(_refused(v4) for v4 in embedded):
+        if address in _NAT64_LOCAL or any(_refused(v4) for v4 in _embedded_ipv4(address)):
             return True
     return (
         address.is_private
