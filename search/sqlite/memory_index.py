@@ -204,6 +204,11 @@ class MemoryIndex:
 
     # -- keeping in step with the file ---------------------------------------------------------
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the rows were read in once (later syncs apply only what changed)."""
+        return self._loaded
+
     def sync(self, conn: sqlite3.Connection) -> None:
         """Apply every change logged since the last sync (all rows on the first)."""
         # Two queries: SQLite answers MAX(seq) or MIN(seq) from the index, but both at once by a scan.

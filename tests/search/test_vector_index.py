@@ -25,6 +25,7 @@ from hivemem.embedding import HashEmbedder
 from hivemem.fusion import Candidate
 from hivemem.model import DuplicatePolicy, Memory, MemoryState, MemoryType
 from search import SearchFilter, Store, open_store
+from search.sqlite.memory_index import MemoryIndex
 from tests.contract.test_memories_contract import make
 
 SCOPES = ["a", "b", "c"]
@@ -236,5 +237,31 @@ def test_without_rescoring_the_float16_scores_are_within_a_thousandth(tmp_path: 
                 assert candidate.score == pytest.approx(truth[candidate.id], abs=1e-3)
                 # Nothing left out beats what came back by more than the codes' error.
                 assert truth[candidate.id] >= best[-1] - 2e-3
+    finally:
+        store.close()
+
+
+def test_a_loaded_index_takes_a_bulk_in_with_the_write_not_at_the_next_search(
+    tmp_path: Path, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Left to the next search, a bulk's rows were applied while every recall that came in waited.
+    memories = corpus(embedder, 200)
+    store = open_file(tmp_path / "hive.db", embedder)
+    try:
+        store.put_many(memories[:1])
+        assert not store._index.loaded  # type: ignore[attr-defined]  # a write alone loads nothing
+        store.warm()
+        store.put_many(memories[1:])
+        applied: list[int] = []
+        original = MemoryIndex._put
+        monkeypatch.setattr(
+            MemoryIndex, "_put", lambda index, rowid, *rest: applied.append(rowid) or original(index, rowid, *rest)
+        )
+        query = embedder.embed_queries(["india juliet"])[0]
+        where = SearchFilter(scopes=SCOPES)
+        with ThreadPoolExecutor(1) as other_thread:  # a request thread of its own connection
+            found = other_thread.submit(store.vector_search, query, where, 20).result()
+        assert_exact(found, memories, query, where, 20)
+        assert applied == []
     finally:
         store.close()
