@@ -27,7 +27,7 @@ from api.service import Caller
 from hivemem.access import Role
 from hivemem.admission import FairGate, search_gate_for
 from hivemem.config import Settings
-from hivemem.embedding import Embedder
+from hivemem.embedding import Embedder, release_work_memory
 from hivemem.errors import (
     ConfigError,
     DocumentAccessDenied,
@@ -372,7 +372,9 @@ class KnowledgeService:
             log.exception("indexing %s in the background failed", document.uri)
             board.fail(job_id, failure_text(exc))
         finally:
-            # A large document's text, chunks and vectors were freed: give the pages back to the system.
+            # A large document's text, chunks and vectors were freed, and the model's runtime keeps
+            # what its longest batches took: give both back to the system.
+            release_work_memory(self.embedder)
             release_free_memory()
 
     def _index_one(self, scope: str, document: Document) -> KnowledgeStored:

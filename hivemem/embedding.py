@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Embedder", "HashEmbedder", "RunsInParallel", "parallel_calls"]
+__all__ = ["Embedder", "HashEmbedder", "ReleasesWorkMemory", "RunsInParallel", "parallel_calls", "release_work_memory"]
 
 
 @runtime_checkable
@@ -57,6 +57,23 @@ class RunsInParallel(Protocol):
 def parallel_calls(embedder: Embedder) -> int:
     """How many calls of ``embedder`` to run at once: what it says, else one."""
     return max(1, embedder.parallel_calls) if isinstance(embedder, RunsInParallel) else 1
+
+
+@runtime_checkable
+class ReleasesWorkMemory(Protocol):
+    """An embedder whose runtime keeps the working memory of its largest call until told to let
+    it go (onnxruntime's arena does)."""
+
+    def release_work_memory(self) -> None:
+        """Give back what past calls left reserved; later calls take it again as they need it."""
+        ...
+
+
+def release_work_memory(embedder: Embedder) -> None:
+    """After a large piece of work (a document, a batch of them): let ``embedder`` give back the
+    working memory it kept, where it keeps any."""
+    if isinstance(embedder, ReleasesWorkMemory):
+        embedder.release_work_memory()
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
-from hivemem.embedding import Embedder
+from hivemem.embedding import Embedder, release_work_memory
 from hivemem.errors import EmbeddingError
 from hivemem.observe import NO_OBSERVER, Observer
 
@@ -136,6 +136,9 @@ class QueuedEmbedder:
     @property
     def model_id(self) -> str:
         return self._inner.model_id
+
+    def release_work_memory(self) -> None:
+        release_work_memory(self._inner)
 
     @property
     def dimension(self) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from hivemem.embedding import Embedder
+from hivemem.embedding import Embedder, release_work_memory
 from hivemem.errors import EmbeddingMismatchError
 
 __all__ = ["LazyEmbedder"]
@@ -52,6 +52,10 @@ class LazyEmbedder:
                     )
                 self._inner = inner
             return self._inner
+
+    def release_work_memory(self) -> None:
+        if self._inner is not None:  # a model never loaded holds nothing
+            release_work_memory(self._inner)
 
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
         return self._model().embed_passages(texts)

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hivemem.config import Settings
-from hivemem.embedding import Embedder
+from hivemem.embedding import Embedder, release_work_memory
 from search.base import Store
 from workers.documents.sources import FileAccess, read_source
 from workers.job_board import ItemOutcome, JobItem, item_key
@@ -69,3 +69,5 @@ def run_document_items(
         documents = [reader(i) for i in group]
         for outcome in index_documents(store, embedder, scope, documents, settings, force=force, times=times):
             yield group[outcome.position], outcome, times.lap()
+    # Documents' long batches grew the model's working memory, which no query needs.
+    release_work_memory(embedder)

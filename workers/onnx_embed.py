@@ -232,6 +232,23 @@ class OnnxEmbedder:
                 out[i] = vector
         return out
 
+    def release_work_memory(self) -> None:
+        """Shrink onnxruntime's arena to what a one-token run takes. The arena keeps the largest
+        run's memory for the life of the session: after embedding a document of 2,400-character
+        chunks it held +65 MB that no query needs; one tiny run with shrinkage on hands all of it
+        back (shrinking after every run cost 13 % of a document's embedding time instead)."""
+        if self._model is None or self._failed:  # nothing loaded, or the fallback embeds
+            return
+        import onnxruntime
+
+        options = onnxruntime.RunOptions()
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        feed = {name: np.ones((1, 1), dtype=np.int64) for name in self._model.inputs}
+        try:
+            self._session.run(None, feed, options)
+        except Exception as exc:  # memory stays held; embedding still works
+            log.warning("could not release the model's working memory: %s", exc)
+
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
         if self._falls_back():
             return self._fallback.embed_passages(texts)  # type: ignore[union-attr]

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from hivemem.config import Settings
-from hivemem.embedding import parallel_calls
+from hivemem.embedding import parallel_calls, release_work_memory
+from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import EmbeddingError
 from tests.workers.counted import counted
 from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, load_embedder, packaged_model_path
@@ -155,3 +156,18 @@ def test_long_texts_embed_in_narrower_batches_with_the_same_vectors(onnx_model: 
     together = np.asarray(onnx_model.embed_documents(mixed))
     alone = np.asarray([onnx_model.embed_documents([text])[0] for text in mixed])
     assert (together * alone).sum(axis=1).min() > 0.9999  # each text's own vector, in input order
+
+
+def test_released_working_memory_is_taken_again_with_the_same_vectors(onnx_model: OnnxEmbedder) -> None:
+    long_texts = ["Drain the queue, then restart the worker and read its log. " * 40 for _ in range(4)]
+    before = np.asarray(onnx_model.embed_documents(long_texts + TEXTS))
+    release_work_memory(onnx_model)  # shrinks the arena the long batch grew
+    release_work_memory(QueuedEmbedder(onnx_model))  # and through the wrappers the server uses
+    after = np.asarray(onnx_model.embed_documents(long_texts + TEXTS))
+    assert (before * after).sum(axis=1).min() > 0.9999
+
+
+def test_a_model_never_loaded_has_nothing_to_release(tmp_path: Path) -> None:
+    embedder = OnnxEmbedder(packaged_model_path(), tmp_path / "onnx", model_id=PACKAGED_MODEL_ID)
+    release_work_memory(embedder)
+    assert not (tmp_path / "onnx").exists()  # releasing did not load (and so export) the model
