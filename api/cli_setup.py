@@ -5,8 +5,11 @@
 keeps the file's other servers, refuses a file that is not a JSON object (changing nothing), and
 writes atomically. Over stdio the entry runs ``hivemem mcp``, which takes its scope from the
 project folder the client starts it in (``--scope`` fixes one); with ``--url`` it points the client
-at a running server's ``/mcp`` (``--token`` adds the bearer header a team server needs). Then the
-data folder is made and the model loaded once, so the first session does not wait for it.
+at a running server's ``/mcp``, with the project's scope in the ``X-Hivemem-Scope`` header (``--scope``,
+else the scope of the project folder: its git remote, as stdio would derive it), since a server
+over HTTP cannot see the client's folder and refuses every write of a connection with no project.
+``--token`` adds the bearer header a team server needs. Then the data folder is made and the model
+loaded once, so the first session does not wait for it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
-from hivemem.scope import validate_scope
+from hivemem.scope import SCOPE_HEADER, derive_scope, validate_scope
 
 __all__ = ["CLIENTS", "add_parser", "client_entry", "config_path", "run", "write_entry"]
 
@@ -36,7 +39,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     setup.add_argument(
         "--project", type=Path, default=None, help="the project folder (claude-code, cursor; default: here)"
     )
-    setup.add_argument("--scope", default=None, help="fix the session's scope (stdio; default: the project folder's)")
+    setup.add_argument(
+        "--scope",
+        default=None,
+        help="the project's scope (default: over stdio, the folder the client starts in; "
+        "with --url, the project folder's)",
+    )
     setup.add_argument("--url", default=None, help="a running server's base URL, to use over HTTP instead of stdio")
     setup.add_argument("--token", default=None, help="the bearer token for --url (a team server's)")
     setup.add_argument("--no-warm", action="store_true", help="do not load the model now")
@@ -69,8 +77,12 @@ def client_entry(client: str, *, scope: str | None, url: str | None, token: str 
     entry: dict[str, Any] = {"url": url.rstrip("/") + "/mcp"}
     if client in ("claude-code", "print"):
         entry = {"type": "http", **entry}
+    # Every client that takes a URL here takes headers too (the /mcp/SCOPE form is for those that don't).
+    headers = {} if scope is None else {SCOPE_HEADER: scope}
     if token is not None:
-        entry["headers"] = {"Authorization": f"Bearer {token}"}
+        headers["Authorization"] = f"Bearer {token}"
+    if headers:
+        entry["headers"] = headers
     return entry
 
 
@@ -115,15 +127,21 @@ def write_entry(path: Path, entry: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    if args.scope is not None:
-        validate_scope(args.scope)
-    entry = client_entry(args.client, scope=args.scope, url=args.url, token=args.token)
+    scope = args.scope
+    if scope is not None:
+        validate_scope(scope)
+    elif args.url is not None and args.client != "claude-desktop":
+        # Over HTTP the server cannot see where the client runs: name the project's scope here.
+        folder = (args.project or Path.cwd()).expanduser()
+        if folder.is_dir():
+            scope = derive_scope(folder)
+    entry = client_entry(args.client, scope=scope, url=args.url, token=args.token)
     if args.client == "print":
         print(json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2))
     else:
         path = config_path(args.client, args.project)
         write_entry(path, entry)
-        print(f"registered hivemem in {path}")
+        print(f"registered hivemem in {path}" + ("" if args.url is None or scope is None else f", scope {scope}"))
     if args.url is None and not args.no_warm:
         from api.service import MemoryService
 

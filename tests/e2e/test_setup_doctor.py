@@ -9,11 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from api.cli import main as cli_main
+from api.service import MemoryService
+from hivemem.config import Settings
+from tests.api.test_team_acl import ServerThread
 from tests.e2e.helpers import free_port, hivemem_env
 
 
@@ -52,29 +57,70 @@ def test_setup_writes_a_stdio_entry_that_a_real_client_starts(
     assert "memorize" in seen["tools"] and seen["scope"] == "github.com/acme/api"
 
 
-def test_setup_over_http_and_for_each_client(env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["setup", "print", "--url", "http://127.0.0.1:8765/", "--token", "hm_x"]) == 0
+def test_setup_over_http_and_for_each_client(
+    env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (
+        cli_main(["setup", "print", "--url", "http://127.0.0.1:8765/", "--token", "hm_x", "--scope", "acme/api"]) == 0
+    )
     printed = json.loads(capsys.readouterr().out)
     assert printed == {
         "mcpServers": {
             "hivemem": {
                 "type": "http",
                 "url": "http://127.0.0.1:8765/mcp",
-                "headers": {"Authorization": "Bearer hm_x"},
+                "headers": {"X-Hivemem-Scope": "acme/api", "Authorization": "Bearer hm_x"},
             }
         }
     }
-    assert cli_main(["setup", "cursor", "--project", str(tmp_path), "--url", "http://127.0.0.1:8765"]) == 0
-    cursor = json.loads((tmp_path / ".cursor" / "mcp.json").read_text())
-    assert cursor["mcpServers"]["hivemem"] == {"url": "http://127.0.0.1:8765/mcp"}
+    # No --scope: a git project's own scope, as `hivemem mcp` would derive it there.
+    project = tmp_path / "checkout"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "config").write_text('[remote "origin"]\n\turl = git@github.com:acme/billing.git\n')
+    assert cli_main(["setup", "cursor", "--project", str(project), "--url", "http://127.0.0.1:8765"]) == 0
+    assert "scope github.com/acme/billing" in capsys.readouterr().out
+    cursor = json.loads((project / ".cursor" / "mcp.json").read_text())
+    assert cursor["mcpServers"]["hivemem"] == {
+        "url": "http://127.0.0.1:8765/mcp",
+        "headers": {"X-Hivemem-Scope": "github.com/acme/billing"},
+    }
+    monkeypatch.chdir(project)
+    assert cli_main(["setup", "print", "--url", "http://127.0.0.1:8765"]) == 0
+    assert json.loads(capsys.readouterr().out)["mcpServers"]["hivemem"]["headers"] == {
+        "X-Hivemem-Scope": "github.com/acme/billing"
+    }
     desktop_home = tmp_path / "xdg"
-    os.environ["XDG_CONFIG_HOME"] = str(desktop_home)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(desktop_home))
+    assert cli_main(["setup", "claude-desktop", "--no-warm"]) == 0
+    desktop = json.loads((desktop_home / "Claude" / "claude_desktop_config.json").read_text())
+    assert desktop["mcpServers"]["hivemem"]["args"][-1] == "mcp"
+
+
+def test_an_entry_written_with_url_memorizes_in_its_scope_over_http(env: Path, tmp_path: Path) -> None:
+    # What the issue found: a plain /mcp entry, every memorize refused for naming no project.
+    assert (
+        cli_main(
+            ["setup", "claude-code", "--project", str(tmp_path), "--url", "http://127.0.0.1:1", "--scope", "acme/api"]
+        )
+        == 0
+    )
+    entry = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]["hivemem"]
+    service = MemoryService.from_settings(Settings(data_dir=env, embed_model="hash:64", rate_limit_per_min=0))
+
+    async def memorize(url: str) -> Any:
+        async with (
+            httpx2.AsyncClient(headers=entry["headers"], timeout=30) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            return await client.call_tool("memorize", {"title": "Set up", "content": "Registered by setup."})
+
     try:
-        assert cli_main(["setup", "claude-desktop", "--no-warm"]) == 0
-        desktop = json.loads((desktop_home / "Claude" / "claude_desktop_config.json").read_text())
-        assert desktop["mcpServers"]["hivemem"]["args"][-1] == "mcp"
+        with ServerThread(service) as server:
+            stored = anyio.run(memorize, entry["url"].replace("http://127.0.0.1:1", server.url))
     finally:
-        del os.environ["XDG_CONFIG_HOME"]
+        service.close()
+    assert not stored.is_error, stored.content
+    assert stored.structured_content["scope"] == "acme/api"
 
 
 def test_setup_refuses_what_it_cannot_write_and_changes_nothing(env: Path, tmp_path: Path) -> None:
