@@ -39,6 +39,7 @@ from hivemem.errors import ValidationError as HivememValidationError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState
 from hivemem.limits import DEFAULT_LIMITS, Limits, details_problem, text_pattern
 from hivemem.model import (
+    GLOBAL_SCOPE,
     AuditEvent,
     Hit,
     Link,
@@ -99,8 +100,17 @@ MAX_QUERY_LENGTH = 2000
 _STRICT = ConfigDict(extra="forbid")
 
 
-def _with_engineering_rules(schema: dict[str, Any]) -> None:
-    schema["allOf"] = details_json_schema()
+# `global: true` beside a project scope names two places: refused (`scope: ""` or null is the same place).
+_GLOBAL_WITH_A_PROJECT = {
+    "not": {
+        "required": ["global", "scope"],
+        "properties": {"global": {"const": True}, "scope": {"type": "string", "minLength": 1}},
+    }
+}
+
+
+def _with_memory_rules(schema: dict[str, Any]) -> None:
+    schema["allOf"] = [*details_json_schema(), _GLOBAL_WITH_A_PROJECT]
 
 
 class _TextRule:
@@ -286,8 +296,9 @@ class MemoryCreate(BaseModel):
     # Built per server with its limits (``limits``, see request_schemas); the rule of the text fields
     # is hivemem.limits.text_pattern. The docstring above is the schema's description: for callers.
 
-    # The rules of failure and progress details, stated in the schema too (hivemem.engineering).
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_with_engineering_rules)
+    # The rules of failure and progress details (hivemem.engineering) and of `global`, stated in the
+    # schema too.
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_with_memory_rules)
     limits: ClassVar[Limits] = DEFAULT_LIMITS
 
     title: Title
@@ -305,6 +316,23 @@ class MemoryCreate(BaseModel):
         default_factory=list, description="Edges from this memory to existing ones; an unknown target is refused."
     )
     thread: ThreadName | None = None
+    # `global` is a Python keyword: the field is `global_`, its name in requests `global`. Once
+    # validated it is `scope: ""`, and it is never dumped (a dump re-validates without it).
+    global_: StrictBool = Field(
+        default=False,
+        alias="global",
+        exclude=True,
+        description='Store for every project: the global scope (`scope: ""`). Not with `scope`.',
+    )
+
+    @model_validator(mode="after")
+    def _global_scope(self) -> MemoryCreate:
+        if self.global_:
+            if self.scope:
+                raise ValueError("pass either `scope` or `global: true`, not both")
+            self.scope = GLOBAL_SCOPE
+            self.global_ = False
+        return self
 
     @field_validator("details")
     @classmethod

@@ -118,6 +118,24 @@ def test_http_memorize_without_scope_is_global(client: TestClient) -> None:
     assert client.get(f"/v1/memories/{created['id']}").json()["scope"] == ""
 
 
+def test_rest_takes_global_true_as_mcp_and_the_cli_do(client: TestClient) -> None:
+    project = {"X-Hivemem-Scope": "github.com/acme/api"}
+    body = {"title": "Commit messages", "content": "Commit subjects are imperative and under 72 characters."}
+    created = client.post("/v1/memories", json={**body, "global": True}, headers=project)
+    assert created.status_code == 201, created.text
+    assert created.json()["scope"] == ""  # global, not the header's project
+    bulk = client.post(
+        "/v1/memories/bulk",
+        json={"memories": [{**body, "content": "Branches are named after their ticket.", "global": True}]},
+    )
+    assert bulk.status_code == 201, bulk.text
+    both = client.post(
+        "/v1/memories", json={**body, "title": "Both ways", "global": True, "scope": "github.com/acme/api"}
+    )
+    assert both.status_code == 422 and "global" in both.json()["message"]
+    assert stored_count(client) == 2
+
+
 def test_forget_needs_confirm_true_itself(client: TestClient) -> None:
     created = memorize(client)
     response = client.delete(f"/v1/memories/{created['id']}", params={"confirm": "maybe"})

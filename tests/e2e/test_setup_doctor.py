@@ -4,7 +4,6 @@ refused), and ``hivemem doctor`` says what works and how to fix what does not.""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
