@@ -102,10 +102,20 @@ class Caller:
 
     def visible(self, memory: Memory, requested: str | None) -> Memory:
         """``memory``, if it lies in the scopes a read in ``requested`` searches; else the error an
-        unknown id gets, so that nothing says it exists."""
+        unknown id gets (:meth:`not_found`), so that nothing says it exists."""
         if memory.scope not in self.readable(requested):
-            raise MemoryNotFoundError(f"no memory with id {memory.id}")
+            raise self.not_found(memory.id, requested)
         return memory
+
+    def not_found(self, memory_id: str, requested: str | None) -> MemoryNotFoundError:
+        """The answer to a by-id read that found nothing where it looked: which scopes those were,
+        and how to look in another (the same whether the id exists elsewhere or nowhere)."""
+        looked = " or ".join(_named(scope) for scope in self.readable(requested))
+        if self.locked:
+            hint = f"this session is locked to {_named(self.default_scope or GLOBAL_SCOPE)} and the global scope"
+        else:
+            hint = "a memory of another project is found by naming its scope (`scope`, `?scope=` or --scope)"
+        return MemoryNotFoundError(f"no memory with id {memory_id} in {looked}; {hint}")
 
     def scope_for(self, requested: str | None, *, write: bool) -> str:
         """The scope a call works in: ``requested`` if given and allowed, else the default.

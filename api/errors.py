@@ -183,9 +183,27 @@ def install_handlers(app: FastAPI) -> None:
             allowed = _allowed_methods(request)
             headers = {"Allow": ", ".join(allowed)}
             body = _body("method_not_allowed", f"{request.url.path} takes {', '.join(allowed)}")
+        elif exc.status_code == 404 and (asked := _memory_path_id(request.url.path)) is not None:
+            # Routing takes only whole UUIDs as memory ids: a shortened or mistyped one lands here.
+            body = _body(
+                "not_found",
+                f"{asked[:64]!r} is not a memory id: ids are whole UUIDs (36 characters, e.g. "
+                "5b0d2c1e-8f3a-4e6b-9c7d-1a2b3c4d5e6f), as memorize and remember answer them",
+            )
         else:
             body = _body(_HTTP_CODES.get(exc.status_code, "http_error"), str(exc.detail))
         return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+_MEMORY_PATH = "/v1/memories/"
+
+
+def _memory_path_id(path: str) -> str | None:
+    """The id asked for in ``/v1/memories/ID`` (one segment, no route of its own), else None."""
+    if not path.startswith(_MEMORY_PATH):
+        return None
+    rest = path.removeprefix(_MEMORY_PATH)
+    return rest if rest and "/" not in rest else None
 
 
 # HEAD rides along with GET and OPTIONS answers CORS preflights; neither is an operation of its own.

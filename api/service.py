@@ -530,7 +530,11 @@ class MemoryService:
 
     def _visible(self, memory_id: str, caller: Caller, scope: str | None) -> Memory:
         """The memory, if it is in the caller's recall scopes; else the same error as for an unknown id."""
-        return caller.visible(self.store.get(memory_id), scope)
+        try:
+            memory = self.store.get(memory_id)
+        except MemoryNotFoundError:
+            raise caller.not_found(memory_id, scope) from None
+        return caller.visible(memory, scope)
 
     def promote(
         self, memory_id: str, request: PromoteRequest, caller: Caller = Caller(), *, scope: str | None = None

@@ -436,6 +436,7 @@ def test_a_locked_session_offers_no_scope_and_refuses_others(service: MemoryServ
     run_with_client(service, body, locked)
     assert "scope" in texts[0]
     assert "not_found" in texts[1]
+    assert f"in scope '{SCOPE}' or the global scope; this session is locked to scope '{SCOPE}'" in texts[1]
     assert out["stored"]["scope"] == SCOPE
     assert service.store.get(other.id).scope == "b/x"
 

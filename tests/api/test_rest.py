@@ -407,6 +407,25 @@ def test_unknown_id_is_404_with_json_error(client: TestClient) -> None:
 # -- health and docs ----------------------------------------------------------------------------
 
 
+def test_a_by_id_miss_says_where_it_looked_and_how_to_look_elsewhere(client: TestClient) -> None:
+    created = memorize(client, scope="github.com/acme/api")
+    elsewhere = client.get(f"/v1/memories/{created['id']}")  # no scope named: global only
+    unknown = client.get("/v1/memories/00000000-0000-4000-8000-000000000000")
+    for answer, asked in ((elsewhere, created["id"]), (unknown, "00000000-0000-4000-8000-000000000000")):
+        assert answer.status_code == 404
+        message = answer.json()["message"]
+        assert message.startswith(f"no memory with id {asked} in the global scope;")  # the same for both
+        assert "naming its scope" in message
+    in_project = client.get("/v1/memories/00000000-0000-4000-8000-000000000000?scope=github.com/acme/api")
+    assert "in scope 'github.com/acme/api' or the global scope" in in_project.json()["message"]
+    forgot = client.delete(f"/v1/memories/{created['id']}?confirm=true")
+    assert forgot.status_code == 404 and "naming its scope" in forgot.json()["message"]
+    short = client.get(f"/v1/memories/{created['id'][:8]}")
+    assert short.status_code == 404
+    assert short.json()["message"].startswith(f"'{created['id'][:8]}' is not a memory id: ids are whole UUIDs")
+    assert client.get(f"/v1/memories/{created['id']}?scope=github.com/acme/api").status_code == 200
+
+
 def test_healthz(client: TestClient) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
