@@ -1,6 +1,7 @@
 """``hivemem doctor``: check what hivemem needs, one line each, and say how to fix what fails.
 
-The data folder (there and writable), the embedding model (loads, embeds), the store (opens with
+Doctor makes nothing: a data folder or SQLite file that is not there yet is reported as such (the
+first start makes it). The data folder (there and writable), the embedding model (loads, embeds), the store (opens with
 that model, answers), the second model when one is configured (loads, embeds, and how many memories
 still lack its vector), the broker when one is configured (answers a ping), and the token key's
 permissions. Exit status 0 when every check passes, 1 otherwise.
@@ -14,6 +15,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from hivemem.config import Settings, redact_url
 from hivemem.errors import HivememError
@@ -36,9 +38,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _data_folder(settings: Settings) -> Check:
+    """The data folder is there and writable, or can be made: doctor makes nothing itself."""
     folder = settings.data_dir.expanduser()
+    if not folder.exists():
+        parent = next((p for p in folder.parents if p.exists()), None)
+        if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            return Check(
+                "data folder",
+                False,
+                f"{folder} does not exist and cannot be made; set HIVEMEM_DATA_DIR to a writable folder",
+            )
+        return Check("data folder", True, f"{folder} does not exist yet; `hivemem serve` (or setup) makes it")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder):
             pass
     except OSError as exc:
@@ -46,6 +57,16 @@ def _data_folder(settings: Settings) -> Check:
             "data folder", False, f"{folder}: {exc.strerror or exc}; set HIVEMEM_DATA_DIR to a writable folder"
         )
     return Check("data folder", True, f"{folder} is writable")
+
+
+def _store_not_made_yet(url: str) -> bool:
+    """Whether the store is a SQLite file that is not there: opening it would make it."""
+    from search import sqlite_path
+
+    if not url.startswith("sqlite:"):
+        return False
+    path = sqlite_path(url)
+    return path != ":memory:" and not Path(path).expanduser().exists()
 
 
 def _model_and_store(settings: Settings) -> list[Check]:
@@ -60,6 +81,9 @@ def _model_and_store(settings: Settings) -> list[Check]:
         return [Check("model", False, f"{type(exc).__name__}: {exc}; {hint}")]
     found = [Check("model", True, f"{embedder.model_id} embeds ({dimension} dimensions)")]
     url = settings.resolved_store_url()
+    if _store_not_made_yet(url):
+        found.append(Check("store", True, f"{redact_url(url)} does not exist yet; the first start makes it"))
+        return found
     try:
         store = open_store(url, embedding_model=embedder.model_id, dimension=dimension, settings=settings)
         try:
@@ -111,7 +135,14 @@ def _broker(settings: Settings) -> Check | None:
         return None
     try:
         import redis
-
+    except ImportError:
+        return Check(
+            "broker",
+            False,
+            f"{redact_url(settings.broker_url)} is set, but the Redis client is not installed: "
+            "pip install 'hivemem[distributed]' (or unset HIVEMEM_BROKER_URL for the embedded shape)",
+        )
+    try:
         redis.Redis.from_url(settings.broker_url, socket_timeout=3, socket_connect_timeout=3).ping()
     except Exception as exc:  # any failure to reach the broker is the finding
         return Check(

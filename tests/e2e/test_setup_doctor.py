@@ -4,6 +4,7 @@ refused), and ``hivemem doctor`` says what works and how to fix what does not.""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -148,9 +149,15 @@ def test_setup_refuses_what_it_cannot_write_and_changes_nothing(env: Path, tmp_p
     assert cli_main(["setup", "print", "--scope", "Not A Scope!", "--no-warm"]) == 2
 
 
+def make_store(data: Path) -> None:
+    """The store a first start makes (doctor makes none)."""
+    MemoryService.from_settings(Settings(data_dir=data, embed_model="hash:64")).close()
+
+
 def test_doctor_passes_on_a_working_setup_and_says_how_to_fix_a_broken_one(
     env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    make_store(env)
     assert cli_main(["doctor"]) == 0
     healthy = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in healthy] == ["ok    data folder", "ok    model", "ok    store"]
@@ -171,6 +178,7 @@ def test_doctor_passes_on_a_working_setup_and_says_how_to_fix_a_broken_one(
 def test_doctor_checks_the_second_model(
     env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    make_store(env)
     monkeypatch.setenv("HIVEMEM_SECOND_EMBED_MODEL", "hash:32")
     assert cli_main(["doctor"]) == 0
     healthy = {line.split(":")[0]: line for line in capsys.readouterr().out.splitlines()}
@@ -180,3 +188,26 @@ def test_doctor_checks_the_second_model(
     assert cli_main(["doctor"]) == 1
     sick = {line.split(":")[0]: line for line in capsys.readouterr().out.splitlines()}
     assert "check HIVEMEM_SECOND_EMBED_MODEL" in sick["FAIL  second model"]
+
+
+def test_doctor_makes_nothing_and_names_the_missing_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "not-yet"
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(data))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    assert cli_main(["doctor"]) == 0
+    said = capsys.readouterr().out
+    assert "does not exist yet" in said and "the first start makes it" in said
+    assert not data.exists()  # neither the folder nor an empty database was made
+    data.mkdir()
+    assert cli_main(["doctor"]) == 0
+    assert list(data.iterdir()) == []
+    capsys.readouterr()
+    # A broker configured without the distributed extra: the fix is the extra, not "start Redis".
+    monkeypatch.setenv("HIVEMEM_BROKER_URL", "redis://127.0.0.1:6379/0")
+    monkeypatch.setitem(sys.modules, "redis", None)  # what an install without the extra has
+    assert cli_main(["doctor"]) == 1
+    broker = next(line for line in capsys.readouterr().out.splitlines() if "broker" in line)
+    assert broker.startswith("FAIL") and "pip install 'hivemem[distributed]'" in broker
+    assert "start Redis" not in broker
