@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from api.cli_tokens import add_parser as add_token_parser
 from api.cli_tokens import run as run_tokens
 from api.cli_transfer import add_parsers as add_transfer_parsers
 from api.cli_transfer import run as run_transfer
-from hivemem.config import Settings
+from hivemem.config import Settings, redact_url
 from hivemem.errors import ConfirmationRequired, HivememError
 from hivemem.model import GLOBAL_SCOPE, FusionMethod, MemoryType, RetrievalMode, Source
 from hivemem.scope import derive_scope
@@ -470,11 +471,19 @@ def _through(remote: Remote, args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
+        started = time.monotonic()
+        # Said before the server's own imports (a second or more): a start is never silent.
+        print(
+            f"hivemem: starting: store {redact_url(settings.resolved_store_url())}, "
+            f"model {settings.embed_model or 'all-MiniLM-L6-v2 (packaged)'}",
+            file=sys.stderr,
+            flush=True,
+        )
         from api.main import serve
         from api.process_memory import tune_allocator
 
         tune_allocator()
-        serve(settings, host=args.host, port=args.port)
+        serve(settings, host=args.host, port=args.port, started=started)
         return 0
     if args.command == "mcp":
         from api.mcp_server import run_stdio

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -210,13 +211,22 @@ def _check_address_free(host: str, port: int) -> None:
                 raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
-def serve(settings: Settings, *, host: str | None = None, port: int | None = None) -> None:
+def serve(
+    settings: Settings, *, host: str | None = None, port: int | None = None, started: float | None = None
+) -> None:
     """Open the store, then run the app with uvicorn on ``host:port`` (defaults from settings).
 
     The service is opened before the server starts, so a bad store or model fails here with one
-    clear error instead of inside the server's startup. SIGTERM and SIGINT stop it gracefully:
-    requests in flight finish, queued background writes are done, the store is closed.
+    clear error instead of inside the server's startup. Each step of the start says on stderr what
+    it loaded and when, counted from ``started`` (``time.monotonic()`` when the command began).
+    SIGTERM and SIGINT stop it gracefully: requests in flight finish, queued background writes are
+    done, the store is closed.
     """
+    began = time.monotonic() if started is None else started
+
+    def said(step: str) -> None:
+        print(f"hivemem: {step} ({time.monotonic() - began:.1f} s)", file=sys.stderr, flush=True)
+
     import uvicorn
 
     overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
@@ -225,9 +235,12 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     # First: the embedded shape's in-process jobs are traced from the start.
     start_tracing(settings, "gateway")
     _check_address_free(settings.host, settings.port)
+    said("server loaded; opening the store and the model")
     service = MemoryService.from_settings(settings)
     try:
+        said(f"store open, model {service.embedder.model_id} loaded; loading the store's index")
         service.warm_up()
+        said("index loaded")
         service.start_background()
         if settings.team:
             announce_first_admin(service)
@@ -236,7 +249,8 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
         jobs = f"on Celery workers via {redact_url(settings.broker_url)}" if settings.broker_url else "in-process"
         print(
             f"hivemem serving on http://{settings.host}:{settings.port} (REST /v1, MCP /mcp), "
-            f"store {redact_url(settings.resolved_store_url())}{_new_store_note(service)}, jobs {jobs}",
+            f"store {redact_url(settings.resolved_store_url())}{_new_store_note(service)}, jobs {jobs}; "
+            f"ready in {time.monotonic() - began:.1f} s",
             flush=True,
         )
         config = server_config(create_app(settings, service), settings)
