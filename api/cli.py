@@ -493,7 +493,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         run_stdio(settings, scope=args.scope)
         return 0
     if args.command == "config":
-        _print_json(settings.public_dict())
+        # `store_url` is empty by default: say which store that resolves to (the data folder's file).
+        _print_json({"effective_store_url": redact_url(settings.resolved_store_url()), **settings.public_dict()})
         return 0
     if args.command in _COMMAND_MODULES:
         return _COMMAND_MODULES[args.command](args, settings)

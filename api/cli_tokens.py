@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from hivemem.config import Settings
+from hivemem.config import Settings, redact_url
 
 __all__ = ["add_parser", "run"]
 
@@ -57,6 +57,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     service = MemoryService.from_settings(settings, lazy_model=True)
     caller = Caller(principal="cli")
+    # Tokens live in the store: one command against another data folder than the server's makes a
+    # token that server never sees. Say which store this is.
+    print(f"store: {redact_url(settings.resolved_store_url())}", file=sys.stderr)
     try:
         if args.token_command == "create":
             request = TokenCreate(name=args.name, grants=args.grants, expires_in_days=args.expires)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -59,7 +60,12 @@ def test_the_store_holds_no_token_only_its_keyed_hash(
     assert token not in capsys.readouterr().out
     assert cli_main(["token", "create", "dave"]) == 0
     notes = capsys.readouterr().err
-    assert notes == "note: no --grant: this token may use only its own scope user/dave\n"
+    assert notes == (
+        f"store: sqlite:///{settings.data_dir}/hivemem.db\n"  # the store the token lives in, named
+        "note: no --grant: this token may use only its own scope user/dave\n"
+    )
+    assert cli_main(["config"]) == 0
+    assert json.loads(capsys.readouterr().out)["effective_store_url"] == f"sqlite:///{settings.data_dir}/hivemem.db"
     assert cli_main(["token", "create", "Bad Name"]) == 2
     assert cli_main(["token", "create", "carol", "--grant", "acme:owner"]) == 2
 
