@@ -29,6 +29,7 @@ from api.cli_reembed import add_parser as add_reembed_parser
 from api.cli_reembed import run as run_reembed
 from api.cli_setup import add_parser as add_setup_parser
 from api.cli_setup import run as run_setup
+from api.cli_text import indented
 from api.cli_time import MOMENT_HELP, moment
 from api.cli_tokens import add_parser as add_token_parser
 from api.cli_tokens import run as run_tokens
@@ -404,7 +405,7 @@ def _print_recall(response: dict[str, Any], *, as_json: bool) -> None:
         if r.get("state", "working") != "working":
             about.append(r["state"])
         print(f"{r['label']} {r['score']:.3f}  {r['title']}  ({', '.join(about)})")
-        print(f"    {r['content']}")
+        print(indented(r["content"]))
 
 
 def _memorize_body(args: argparse.Namespace) -> dict[str, Any]:

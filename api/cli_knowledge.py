@@ -13,9 +13,11 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from api.cli_text import indented
 from hivemem.config import Settings
 from hivemem.scope import derive_scope
 
@@ -94,6 +96,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     sources.add_argument("--json", action="store_true", help="print JSON")
 
 
+_PASSAGE_CHARS = 300  # of a passage under its citation; --json gives the whole chunk
+
+
+def _citation(source: str, title: str, section: Sequence[str], page: int | None) -> str:
+    """Where a passage is: its document, then the section and page where they are known."""
+    where = [" > ".join(section)] if section else []
+    where += [f"page {page}"] if page else []
+    return f"{title}  {source}" + (f"  [{', '.join(where)}]" if where else "")
+
+
 def _dump(value: object) -> None:
     print(json.dumps(value, indent=2, default=str))
 
@@ -163,10 +175,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 _dump(found.model_dump(mode="json"))
             else:
                 for hit in found.results:
-                    where = " > ".join(hit.section) or "-"
-                    page = f", page {hit.page}" if hit.page else ""
-                    print(f"{hit.score:.3f}  {hit.title} [{where}{page}]  {hit.source}")
-                    print(f"    {hit.text[:300]}")
+                    print(f"{hit.score:.3f}  {_citation(hit.source, hit.title, hit.section, hit.page)}")
+                    print(indented(hit.text, _PASSAGE_CHARS))
                 if not found.results:
                     print("no chunks found")
         elif command == "read":

@@ -356,6 +356,31 @@ def test_the_cli_reads_a_document_with_its_headings_on_lines_of_their_own(
     assert [s["section"] for s in page["sections"]] == [["Deploying"], ["Deploying", "Rollback"], ["Databases"]]
 
 
+def test_the_cli_prints_each_passage_indented_under_its_citation(
+    cli_alone: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text(
+        "---\ntitle: Ops notes\n---\n# Deploying\n\n## Rollback\n\nRun make rollback.\n\n"
+        "Then check the error rate\nfor ten minutes.\n"
+    )
+    plain = tmp_path / "plain.txt"
+    plain.write_text("Rollback drills happen monthly.\nEveryone takes a turn.\n")
+    assert cli_main(["knowledge", "ingest", str(notes), str(plain), "--scope", SCOPE]) == 0
+    capsys.readouterr()
+    assert cli_main(["knowledge", "search", "rollback", "--scope", SCOPE]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    cited = {line.split("  ", 1)[1]: i for i, line in enumerate(lines) if not line.startswith(" ") and line}
+    assert set(cited) == {
+        f"Ops notes  {notes}  [Deploying > Rollback]",
+        f"Rollback drills happen monthly.  {plain}",
+    }  # no section: none shown
+    for citation, at in cited.items():
+        passage = lines[at + 1 : min([i for i in cited.values() if i > at], default=len(lines))]
+        assert passage and all(line.startswith("    ") or not line for line in passage), (citation, passage)
+    assert "    for ten minutes." in lines  # a passage's later lines are indented too
+
+
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero here")
 def test_store_reads_no_more_of_an_endless_stdin_than_its_limit(tmp_path: Path) -> None:
     # /dev/zero never ends: read whole, it filled the memory; now one character past the limit is read.
