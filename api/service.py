@@ -68,6 +68,7 @@ from hivemem.schemas import (
     ArchivedPublic,
     AuditPublic,
     BulkMemorizeResult,
+    ClosedGoalPublic,
     ConsolidationPublic,
     DeadLetterPublic,
     FeatureStatus,
@@ -89,6 +90,7 @@ from hivemem.schemas import (
     UndoResult,
 )
 from hivemem.tickets import Ticket
+from hivemem.write_said import write_said
 from search import SearchFilter, Store, open_store, recorded_embedding
 from search.base import DEFAULT_STATES, KeepsSecondVectors, LeasesSleep, ReEmbeds, Warms
 from search.graph import graph_neighbours
@@ -132,7 +134,18 @@ def _results(ticket: Ticket, memories: list[Memory]) -> list[MemorizeResult]:
     # A reinforced memory is in the incoming memory's scope: that is where the duplicate was looked for.
     return [
         MemorizeResult(
-            id=r.memory_id, outcome=r.outcome, scope=m.scope, superseded_id=r.superseded_id, job_id=ticket.job_id
+            id=r.memory_id,
+            outcome=r.outcome,
+            scope=m.scope,
+            superseded_id=r.superseded_id,
+            superseded_by_links=list(r.effects.superseded_ids) or None,
+            closed_goals=[
+                ClosedGoalPublic(goal_id=g.goal_id, consolidated_ids=list(g.consolidated_ids))
+                for g in r.effects.closed_goals
+            ]
+            or None,
+            job_id=ticket.job_id,
+            said=write_said(r.outcome, r.memory_id, m.scope, r.superseded_id, r.effects),
         )
         for r, m in zip(ticket.results or (), memories, strict=True)
     ]

@@ -40,6 +40,7 @@ from hivemem.contradiction import Relation as Judged
 from hivemem.contradiction import distinct_subjects, judge
 from hivemem.hashing import content_hash
 from hivemem.limits import DEFAULT_LIMITS, details_problem
+from hivemem.link_effects import NO_EFFECTS, LinkEffects
 from hivemem.model import AuditEvent, Memory, MemoryState, MemoryType, Relation, RelationType, Source, WriteOutcome
 
 __all__ = [
@@ -103,7 +104,8 @@ class Resolution:
     ``memory`` is the memory the caller hears of: the new one (stored, superseded) or the existing
     one updated (reinforced, merged). ``updates`` are other memories the plan rewrites (the
     superseded one), ``relations`` and ``audit`` are written with them. ``target_id`` names the
-    existing memory involved, ``reason`` says why in words.
+    existing memory involved, ``reason`` says why in words. ``effects``: what the memory's own
+    edges did (:mod:`hivemem.link_effects`), known after the unit is written.
     """
 
     outcome: WriteOutcome
@@ -113,6 +115,7 @@ class Resolution:
     relations: tuple[Relation, ...] = ()
     audit: tuple[AuditEvent, ...] = ()
     reason: str = ""
+    effects: LinkEffects = NO_EFFECTS  # what its edges did to their targets, once they are added
     writes: tuple[Memory, ...] = field(init=False)
 
     def __post_init__(self) -> None:

@@ -62,6 +62,7 @@ __all__ = [
     "AuditPublic",
     "BulkMemorizeRequest",
     "BulkMemorizeResult",
+    "ClosedGoalPublic",
     "ConsolidationPublic",
     "DeadLetterPublic",
     "ErrorBody",
@@ -428,6 +429,14 @@ def request_schemas(limits: Limits = DEFAULT_LIMITS) -> RequestSchemas:
     return RequestSchemas(memory, bulk, recall)
 
 
+class ClosedGoalPublic(BaseModel):
+    """A goal a closing note closed: its working findings were consolidated under the note (muted,
+    undoable with the audit record of the consolidation)."""
+
+    goal_id: str
+    consolidated_ids: list[str]
+
+
 class MemorizeResult(BaseModel):
     """The answer to memorize: the memory's id and what happened to it.
 
@@ -441,7 +450,14 @@ class MemorizeResult(BaseModel):
     outcome: WriteOutcome
     scope: str
     superseded_id: str | None = None
+    superseded_by_links: list[str] | None = Field(
+        default=None, description="Memories this one's `supersedes` edges marked no longer valid."
+    )
+    closed_goals: list[ClosedGoalPublic] | None = Field(
+        default=None, description="Goals this one's `closes` edges closed, each with the findings it consolidated."
+    )
     job_id: str | None = None
+    said: str = Field(default="", description="What was done, in words.")
 
 
 class MemorizeAccepted(BaseModel):

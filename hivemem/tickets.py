@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hivemem.jobs import JobState
+from hivemem.link_effects import NO_EFFECTS, LinkEffects
 from hivemem.model import WriteOutcome
 from hivemem.resolution import Resolution
 
@@ -14,17 +15,18 @@ __all__ = ["ItemResult", "Ticket", "item_result"]
 @dataclass(frozen=True, slots=True)
 class ItemResult:
     """What happened to one incoming memory: the stored memory's id, the outcome and, when it
-    superseded one, the memory it replaced."""
+    superseded one, the memory it replaced; and what its own edges did to their targets."""
 
     memory_id: str
     outcome: WriteOutcome
     superseded_id: str | None = None
+    effects: LinkEffects = NO_EFFECTS
 
 
 def item_result(resolution: Resolution) -> ItemResult:
     """What a caller hears of one resolution."""
     superseded = resolution.target_id if resolution.outcome is WriteOutcome.SUPERSEDED else None
-    return ItemResult(resolution.memory.id, resolution.outcome, superseded)
+    return ItemResult(resolution.memory.id, resolution.outcome, superseded, resolution.effects)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from hivemem.codec import memory_to_json
 from hivemem.config import Settings
 from hivemem.errors import BrokerUnavailableError, JobError
 from hivemem.jobs import Job, JobKind, JobState
+from hivemem.link_effects import LinkEffects
 from hivemem.model import Memory, WriteOutcome, utcnow
 from hivemem.tickets import ItemResult, Ticket
 from workers.batcher import MicroBatcher
@@ -109,7 +110,10 @@ class CeleryRunner:
             job = self._board.get(job_id)
             if job.state is JobState.DONE and job.result is not None:
                 items = job.result["items"]
-                results = tuple(ItemResult(i["id"], WriteOutcome(i["outcome"]), i.get("superseded")) for i in items)
+                results = tuple(
+                    ItemResult(i["id"], WriteOutcome(i["outcome"]), i.get("superseded"), LinkEffects.of_record(i))
+                    for i in items
+                )
                 return Ticket(job_id, job.state, results)
             if job.state is JobState.FAILED:
                 raise JobError(f"job {job_id} failed: {job.error}")

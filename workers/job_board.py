@@ -78,7 +78,12 @@ def item_outcome(index: int, resolution: Resolution) -> ItemOutcome:
     outcome: ItemOutcome = {"index": index, "id": resolution.memory.id, "outcome": resolution.outcome.value}
     if resolution.outcome is WriteOutcome.SUPERSEDED:
         outcome["superseded"] = resolution.target_id
+    outcome.update(resolution.effects.as_record())
     return outcome
+
+
+# What a memorize job's result keeps of each memory: its outcome, and what its edges did.
+_MEMORY_ITEM_KEYS = ("id", "outcome", "superseded", "superseded_by_links", "closed_goals")
 
 
 def job_result(items: Sequence[ItemOutcome]) -> dict[str, Any]:
@@ -102,7 +107,7 @@ def job_result(items: Sequence[ItemOutcome]) -> dict[str, Any]:
             "seconds_by_phase": {phase: round(value, 3) for phase, value in seconds.items()},
         }
     return {
-        "items": [{k: item[k] for k in ("id", "outcome", "superseded") if k in item} for item in ordered],
+        "items": [{k: item[k] for k in _MEMORY_ITEM_KEYS if k in item} for item in ordered],
         **{outcome.value: outcomes.count(outcome.value) for outcome in WriteOutcome},
     }
 

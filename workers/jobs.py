@@ -113,7 +113,8 @@ def write_all(
             resolutions[i] = Resolution(resolution.outcome, memory)
     if any(m.requested_links for m in memories):
         # After the unit: an edge's far end may be any memory, and closing a goal writes several.
-        apply_links(store, memories, resolutions, now)
+        effects = apply_links(store, memories, resolutions, now)
+        resolutions = [replace(r, effects=e) if e else r for r, e in zip(resolutions, effects, strict=True)]
     if any(m.memory_type is MemoryType.PROGRESS for m in memories):
         supersede_earlier_progress(store, memories, resolutions, now)
     return resolutions

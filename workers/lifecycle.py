@@ -20,6 +20,7 @@ from hivemem.consolidation import Consolidation, clusters, consolidate, insight_
 from hivemem.decay import ARCHIVE_IDLE_DAYS, archivable, raw_strength, strength
 from hivemem.embedding import Embedder
 from hivemem.errors import MemoryNotFoundError, NotAGoalError
+from hivemem.link_effects import NO_EFFECTS, ClosedGoal, LinkEffects
 from hivemem.model import (
     AuditEvent,
     DuplicatePolicy,
@@ -57,48 +58,64 @@ _NEIGHBOURS = 50  # the nearest of each a cluster may take
 _BLOCK = 512  # rows of the similarity matrix computed at once
 
 
-def apply_links(store: Store, incoming: Sequence[Memory], resolutions: Sequence[Resolution], now: datetime) -> None:
-    """Add the edges each incoming memory asked for, from the memory it ended in.
+def apply_links(
+    store: Store, incoming: Sequence[Memory], resolutions: Sequence[Resolution], now: datetime
+) -> list[LinkEffects]:
+    """Add the edges each incoming memory asked for, from the memory it ended in; what they did to
+    their targets, one per incoming memory.
 
     A ``supersedes`` edge also marks its target no longer valid (audited, undoable); a ``closes``
     edge to a goal consolidates the goal's findings under the closing memory. A target forgotten
     since the gateway checked it is skipped: the memory is written, the edge cannot be.
     """
+    effects: list[LinkEffects] = []
     for memory, resolution in zip(incoming, resolutions, strict=True):
-        source = resolution.memory
-        links: list[Link] = []
-        seen: set[tuple[str, RelationType]] = set()
-        for link in memory.requested_links:
-            # The first link of a target and type, as the store keeps the first edge of each.
-            if link.target_id != source.id and (link.target_id, link.type) not in seen:
-                seen.add((link.target_id, link.type))
-                links.append(link)
-        if not links:
+        effects.append(_apply_own_links(store, memory, resolution, now))
+    return effects
+
+
+def _apply_own_links(store: Store, memory: Memory, resolution: Resolution, now: datetime) -> LinkEffects:
+    """One incoming memory's edges, added in one write; then what the changing ones did."""
+    source = resolution.memory
+    links: list[Link] = []
+    seen: set[tuple[str, RelationType]] = set()
+    for link in memory.requested_links:
+        # The first link of a target and type, as the store keeps the first edge of each.
+        if link.target_id != source.id and (link.target_id, link.type) not in seen:
+            seen.add((link.target_id, link.type))
+            links.append(link)
+    if not links:
+        return NO_EFFECTS
+    targets = {m.id: m for m in store.get_many([link.target_id for link in links])}
+    edges = {
+        link: Relation(source.id, link.target_id, link.type, link.strength, memory.author, now, link.description)
+        for link in links
+        if link.target_id in targets
+    }
+    try:
+        store.add_relations(list(edges.values()))  # one write: on OpenSearch one refresh, not one an edge
+    except MemoryNotFoundError:  # an end forgotten since it was read: add them one by one
+        edges = {link: edge for link, edge in edges.items() if _added(store, edge)}
+    superseded: list[str] = []
+    closed: list[ClosedGoal] = []
+    for link in links:
+        if link not in edges:
+            log.warning(
+                "memory %s: its %s edge to %s was not added, the target is gone",
+                source.id,
+                link.type,
+                link.target_id,
+            )
             continue
-        targets = {m.id: m for m in store.get_many([link.target_id for link in links])}
-        edges = {
-            link: Relation(source.id, link.target_id, link.type, link.strength, memory.author, now, link.description)
-            for link in links
-            if link.target_id in targets
-        }
-        try:
-            store.add_relations(list(edges.values()))  # one write: on OpenSearch one refresh, not one an edge
-        except MemoryNotFoundError:  # an end forgotten since it was read: add them one by one
-            edges = {link: edge for link, edge in edges.items() if _added(store, edge)}
-        for link in links:
-            if link not in edges:
-                log.warning(
-                    "memory %s: its %s edge to %s was not added, the target is gone",
-                    source.id,
-                    link.type,
-                    link.target_id,
-                )
-                continue
-            target = targets[link.target_id]
-            if link.type is RelationType.SUPERSEDES:
-                _supersede(store, source, target, now, memory.author)
-            elif link.type is RelationType.CLOSES and target.memory_type is MemoryType.GOAL:
-                consolidate_goal(store, target.id, now, author=memory.author, parent_id=source.id)
+        target = targets[link.target_id]
+        if link.type is RelationType.SUPERSEDES:
+            if _supersede(store, source, target, now, memory.author):
+                superseded.append(target.id)
+        elif link.type is RelationType.CLOSES and target.memory_type is MemoryType.GOAL:
+            plan = consolidate_goal(store, target.id, now, author=memory.author, parent_id=source.id)
+            folded = () if plan is None else tuple(m.id for m in plan.sources)
+            closed.append(ClosedGoal(target.id, folded))
+    return LinkEffects(tuple(superseded), tuple(closed))
 
 
 def _added(store: Store, edge: Relation) -> bool:
@@ -116,12 +133,14 @@ def _supersede(
     now: datetime,
     author: str,
     reason: str = "a supersedes edge asked for on memorize",
-) -> None:
+) -> bool:
+    """Mark ``older`` no longer valid, superseded by ``newer``; False when it already was."""
     if older.valid_to is not None:
-        return
+        return False
     no_longer_valid, record = superseded(older, newer, now, author=author, reason=reason)
     store.put(no_longer_valid, DuplicatePolicy.OVERWRITE)
     store.audit(record)
+    return True
 
 
 _PROGRESS_SCAN = 500  # the newest progress notes of a scope a new one is compared with

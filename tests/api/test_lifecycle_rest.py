@@ -90,12 +90,23 @@ def test_a_closing_note_consolidates_the_goal_and_the_consolidation_can_be_undon
             "Skipping files whose hash is unchanged cut the import to 40 minutes.",
         )
     ]
-    lesson = _memorize(
-        client,
-        "Lesson: hash the inputs of a batch job before doing the work again.",
-        memory_type="insight",
-        related_to=[{"target_id": goal, "relationship_type": "closes"}],
-    )
+    closing = client.post(
+        "/v1/memories",
+        json={
+            "title": "Lesson: hash the inputs",
+            "content": "Lesson: hash the inputs of a batch job before doing the work again.",
+            "scope": SCOPE,
+            "memory_type": "insight",
+            "related_to": [{"target_id": goal, "relationship_type": "closes"}],
+        },
+    ).json()
+    lesson = closing["id"]
+    # The answer names the goal it closed and the findings it folded away.
+    assert closing["outcome"] == "stored"
+    assert [(g["goal_id"], sorted(g["consolidated_ids"])) for g in closing["closed_goals"]] == [
+        (goal, sorted(findings))
+    ]
+    assert f"closed goal {goal} and consolidated its 2 working findings under this memory" in closing["said"]
     for finding in findings:
         shown = client.get(f"/v1/memories/{finding}", params={"scope": SCOPE}).json()
         assert shown["state"] == "consolidated"
@@ -113,6 +124,25 @@ def test_a_closing_note_consolidates_the_goal_and_the_consolidation_can_be_undon
     assert set(undone.json()["restored"]) == {*findings, lesson}
     for finding in findings:
         assert client.get(f"/v1/memories/{finding}", params={"scope": SCOPE}).json()["state"] == "working"
+
+
+def test_every_memorize_says_what_it_did(client: TestClient) -> None:
+    body = {"title": "Deploy day", "content": "Deploys happen on Tuesdays.", "scope": SCOPE}
+    stored = client.post("/v1/memories", json=body).json()
+    assert stored["said"] == f"stored as memory {stored['id']} in scope {SCOPE}"
+    again = client.post("/v1/memories", json=body).json()
+    assert again["outcome"] == "reinforced"
+    assert (
+        again["said"]
+        == f"the same fact was already in scope {SCOPE}: reinforced memory {stored['id']} instead of storing a copy"
+    )
+    edge = {"target_id": stored["id"], "relationship_type": "supersedes"}
+    newer = client.post(
+        "/v1/memories", json={**body, "content": "Deploys happen on Thursdays now.", "related_to": [edge]}
+    ).json()
+    assert newer["superseded_by_links"] == [stored["id"]]
+    assert newer["said"].endswith(f"; marked {stored['id']} no longer valid (supersedes; undoable)")
+    assert newer["closed_goals"] is None  # what did not happen is not said
 
 
 def test_consolidating_by_hand_uses_the_goal_when_no_note_closed_it(client: TestClient) -> None:
