@@ -41,6 +41,7 @@ from api.denials import denial_recorder
 from api.errors import tool_error
 from api.mcp_compact import compact_answer, compact_schema
 from api.mcp_knowledge import knowledge_tool
+from api.mcp_session_thread import SessionThreads
 from api.service import Caller, MemoryService
 from api.shutdown import sigterm_as_sigint
 from hivemem.access import Access
@@ -358,6 +359,8 @@ def build_mcp(
     TagList = Annotated[list[Tag], Field(max_length=limits.max_tags)]
     FileList = Annotated[list[FilePath], Field(max_length=limits.max_related_files)]
 
+    threads = SessionThreads()
+
     def caller(ctx: Context[Any, Any]) -> Caller:
         base = http_session(ctx.headers, session).caller()
         # The token's grants, put in the request's state by api.auth.AuthGate (HTTP only).
@@ -396,7 +399,7 @@ def build_mcp(
             Field(
                 description="The conversation or task this is one step of (your id for it): recall reads "
                 "each memory with its neighbours in the thread, and lifts the other memories of the thread it "
-                "finds best."
+                "finds best. Default: this session (what one session memorizes is one thread)."
             ),
         ] = None,
     ) -> dict[str, Any]:
@@ -415,7 +418,16 @@ def build_mcp(
             scope=GLOBAL_SCOPE if global_ else scope,
             thread=thread,
         )
-        return service().memorize(request, caller(ctx)).model_dump(mode="json")
+        who = caller(ctx)
+        if thread is None:
+            request.thread = threads.of(
+                headers=ctx.headers,
+                connection_state=ctx.request_context.lifespan_context,
+                meta=ctx.request_context.meta,
+                principal=who.principal or "",
+                scope=request.scope if request.scope is not None else (who.default_scope or ""),
+            )
+        return service().memorize(request, who).model_dump(mode="json")
 
     def remember(
         ctx: Context[Any, Any],

@@ -663,3 +663,25 @@ def test_the_knowledge_tool_lists_many_documents_a_page_at_a_time(service: Memor
     assert {p["total"] for p in pages} == {120}
     uris = [s["uri"] for p in pages for s in p["sources"]]
     assert uris == sorted(uris) and len(set(uris)) == 120
+
+
+def test_a_session_is_a_thread_unless_the_call_names_one(service: MemoryService) -> None:
+    mcp = build_mcp(lambda: service, session=DERIVED)
+    ids: list[list[str]] = []
+
+    async def one_session(texts: list[str], thread: str | None = None) -> None:
+        async with Client(mcp) as client:
+            stored = []
+            for text in texts:
+                arguments = {"title": text[:30], "content": text} | ({} if thread is None else {"thread": thread})
+                stored.append(structured(await client.call_tool("memorize", arguments))["id"])
+            ids.append(stored)
+
+    anyio.run(one_session, ["Staging runs the nightly migrations.", "Migrations need a maintenance window."])
+    anyio.run(one_session, ["The search index is rebuilt on Sundays."])
+    anyio.run(one_session, ["Releases are cut from main."], "release-planning")
+    threads = [[service.store.get(i).thread for i in session] for session in ids]
+    first, second, named = threads
+    assert first[0] == first[1] and first[0].startswith("mcp-session-")  # one session, one thread
+    assert second[0] != first[0] and second[0].startswith("mcp-session-")  # another session, another
+    assert named == ["release-planning"]  # a thread the call names is kept

@@ -107,20 +107,25 @@ def test_an_entry_written_with_url_memorizes_in_its_scope_over_http(env: Path, t
     entry = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]["hivemem"]
     service = MemoryService.from_settings(Settings(data_dir=env, embed_model="hash:64", rate_limit_per_min=0))
 
-    async def memorize(url: str) -> Any:
+    async def memorize(url: str, texts: list[str]) -> list[Any]:
         async with (
             httpx2.AsyncClient(headers=entry["headers"], timeout=30) as http,
             Client(streamable_http_client(url, http_client=http)) as client,
         ):
-            return await client.call_tool("memorize", {"title": "Set up", "content": "Registered by setup."})
+            return [await client.call_tool("memorize", {"title": text, "content": text + "."}) for text in texts]
 
     try:
         with ServerThread(service) as server:
-            stored = anyio.run(memorize, entry["url"].replace("http://127.0.0.1:1", server.url))
+            url = entry["url"].replace("http://127.0.0.1:1", server.url)
+            one_session = anyio.run(memorize, url, ["Registered by setup", "Set up over HTTP"])
+        threads = [service.store.get(r.structured_content["id"]).thread for r in one_session]
     finally:
         service.close()
-    assert not stored.is_error, stored.content
-    assert stored.structured_content["scope"] == "acme/api"
+    for stored in one_session:
+        assert not stored.is_error, stored.content
+        assert stored.structured_content["scope"] == "acme/api"
+    # The calls of one working session over (stateless) HTTP are one thread.
+    assert threads[0] == threads[1] and threads[0].startswith("mcp-session-")
 
 
 def test_setup_refuses_what_it_cannot_write_and_changes_nothing(env: Path, tmp_path: Path) -> None:
