@@ -176,9 +176,7 @@ def run_hivemem(work: Path, items: list[tuple[str, str]], queries: list[str], cl
         # One client for the first half, `clients` for the second: the store grows to the same size.
         wall_1, _ = timed_calls([partial(service.memorize, r, caller) for r in requests[:half]], 1)
         wall_n, _ = timed_calls([partial(service.memorize, r, caller) for r in requests[half:]], clients)
-        recalls = [
-            partial(service.remember, RecallRequest(query=q, limit=10), caller, reinforce=False) for q in queries
-        ]
+        recalls = [partial(service.remember, RecallRequest(query=q, limit=10), caller) for q in queries]
         timed_calls(recalls[:20], 1)
         _, recall = timed_calls(recalls, 1)
         stored = service.store.count()

@@ -425,7 +425,8 @@ class Settings(BaseSettings):
     access_boost: float = Field(
         default=0.1,
         ge=0.0,
-        description="Strength gained per ln(1 + accesses): recalled memories fade slower.",
+        description="Strength gained per ln(1 + uses): memories read by id, cited or repeated fade slower "
+        "(recalls do not count).",
     )
     trust_agent_inferred: float = Field(
         default=0.9, ge=0.0, le=1.0, description="Score factor for `agent_inferred` memories."

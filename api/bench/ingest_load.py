@@ -60,7 +60,7 @@ def run_ingest_load(
 
         def recall() -> object:
             query = queries[int(time.perf_counter() * 1000) % len(queries)]
-            return service.remember(RecallRequest(query=query, scope=SCOPE), caller, reinforce=False)
+            return service.remember(RecallRequest(query=query, scope=SCOPE), caller)
 
         print("ingest-load: recall, workers idle", file=sys.stderr)
         idle = latencies(recall, clients, lambda n: n >= idle_queries)

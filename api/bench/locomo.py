@@ -148,7 +148,6 @@ def _ask(
         response = service.remember(
             RecallRequest(query=q["question"][:2000], limit=10),
             Caller(principal="bench", default_scope=q["scope"]),
-            reinforce=False,
         )
         seconds.append(time.perf_counter() - began)
         ranked = [r.id for r in response.results]

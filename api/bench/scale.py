@@ -252,9 +252,7 @@ def _measure(
     try:
         embed_latency = timed_calls([partial(service.embedder.embed_queries, [q]) for q in queries[:rounds]], 1)[1]
         recall = [
-            partial(
-                service.remember, RecallRequest(query=q, limit=10), Caller("bench", _scope(j, scopes)), reinforce=False
-            )
+            partial(service.remember, RecallRequest(query=q, limit=10), Caller("bench", _scope(j, scopes)))
             for j, q in enumerate(queries)
         ]
         timed_calls(recall[:20], 1)  # warm the caches the first queries fill

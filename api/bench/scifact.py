@@ -109,7 +109,6 @@ def _ask(
         response = service.remember(
             RecallRequest(query=text[:2000], limit=100),
             Caller(principal="bench", default_scope=SCOPE),
-            reinforce=False,
         )
         seconds.append(time.perf_counter() - began)
         ranked = [doc for r in response.results for doc in docs_of.get(r.id, [])]

@@ -186,9 +186,7 @@ def run_throughput(
 
             progress(f"  {queries} recalls from {clients} clients")
             recalls = [RecallRequest(query=q, limit=10) for q in recall_queries(queries)]
-            wall, recall_latency = timed_calls(
-                [partial(service.remember, r, caller, reinforce=False) for r in recalls], clients
-            )
+            wall, recall_latency = timed_calls([partial(service.remember, r, caller) for r in recalls], clients)
             stored = service.store.count([SCOPE])
 
             # The ceiling: the model alone over the same texts, in this process (in the celery shape

@@ -147,9 +147,7 @@ def test_sqlite_to_opensearch_to_sqlite_gives_the_same_file(tmp_path: Path, open
     from_opensearch = export(opensearch_service)
     assert from_opensearch == exported
     # The vectors were made again: the imported store recalls and searches its knowledge.
-    found = opensearch_service.remember(
-        RecallRequest(query="nightly build full disk", scope=SCOPE), LOCAL, reinforce=False
-    )
+    found = opensearch_service.remember(RecallRequest(query="nightly build full disk", scope=SCOPE), LOCAL)
     assert "The nightly build fails on a full disk." in [r.content for r in found.results]
     question = KnowledgeSearchRequest(query="roll back previous tag", scope=OTHER)
     hits = opensearch_service.knowledge.search(question, LOCAL, FileAccess())

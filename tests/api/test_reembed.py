@@ -73,7 +73,7 @@ class GatedEmbedder(HashEmbedder):
 
 
 def _recall(service: MemoryService, query: str) -> list[str]:
-    found = service.remember(RecallRequest(query=query, scope=SCOPE), LOCAL, reinforce=False)
+    found = service.remember(RecallRequest(query=query, scope=SCOPE), LOCAL)
     return [r.content for r in found.results]
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import random
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -14,6 +17,7 @@ from hivemem.config import Settings
 from hivemem.model import (
     DuplicatePolicy,
     FusionMethod,
+    LinkType,
     MemoryType,
     Relation,
     RelationType,
@@ -21,7 +25,7 @@ from hivemem.model import (
     Source,
     utcnow,
 )
-from hivemem.schemas import MemoryCreate, RecallRequest
+from hivemem.schemas import LinkCreate, MemoryCreate, RecallRequest
 
 SCOPE = "github.com/acme/api"
 CALLER = Caller(default_scope=SCOPE)
@@ -35,7 +39,7 @@ def service(settings: Settings) -> Iterator[MemoryService]:
 
 
 def remember(service: MemoryService, query: str | list[str], **kw: object) -> list[str]:
-    response = service.remember(RecallRequest(query=query, **kw), CALLER, reinforce=False)  # type: ignore[arg-type]
+    response = service.remember(RecallRequest(query=query, **kw), CALLER)  # type: ignore[arg-type]
     return [r.title for r in response.results]
 
 
@@ -57,7 +61,7 @@ def test_rrf_fusion_ranks_the_same_obvious_winner(settings: Settings) -> None:
     try:
         add(svc, "Retry policy", "HTTP clients retry three times with exponential backoff.")
         add(svc, "Logging format", "Logs are JSON lines shipped to the collector.")
-        response = svc.remember(RecallRequest(query="exponential backoff"), CALLER, reinforce=False)
+        response = svc.remember(RecallRequest(query="exponential backoff"), CALLER)
         assert response.results[0].title == "Retry policy"
         assert 0.0 < response.results[0].score <= 1.0
     finally:
@@ -82,7 +86,7 @@ def test_confirmed_outranks_inferred_at_equal_relevance(service: MemoryService) 
         source=Source.USER_CONFIRMED,
         scope="",
     )
-    response = service.remember(RecallRequest(query="python indentation four spaces"), CALLER, reinforce=False)
+    response = service.remember(RecallRequest(query="python indentation four spaces"), CALLER)
     assert [r.id for r in response.results] == [confirmed, inferred]
     assert response.results[1].score == pytest.approx(response.results[0].score * 0.9)
 
@@ -92,7 +96,7 @@ def test_decay_ranks_stale_memories_lower(service: MemoryService) -> None:
     stale = add(service, "Cache TTL stale", "Cache entries expire after ten minutes!")
     two_years_ago = utcnow() - timedelta(days=720)
     service.store.put(replace(service.store.get(stale), created_at=two_years_ago), DuplicatePolicy.OVERWRITE)
-    response = service.remember(RecallRequest(query="cache entries expire", explain=True), CALLER, reinforce=False)
+    response = service.remember(RecallRequest(query="cache entries expire", explain=True), CALLER)
     ids = [r.id for r in response.results]
     assert ids.index(fresh) < ids.index(stale)
     explained = {r.id: r.explain for r in response.results}
@@ -135,14 +139,64 @@ def test_recall_reads_scope_and_global_only(service: MemoryService) -> None:
     assert set(remember(service, "widgets rendered")) == {"Project memory", "Global memory"}
 
 
-def test_recall_does_not_write_but_remember_reinforces_in_background(service: MemoryService) -> None:
+def test_being_listed_is_not_being_used_reading_and_citing_are(service: MemoryService) -> None:
     memory_id = add(service, "Port number", "The API listens on port 8443.")
-    service.remember(RecallRequest(query="api port"), CALLER, reinforce=False)
-    service.runner.drain()
-    assert service.store.get(memory_id).access_count == 0
     service.remember(RecallRequest(query="api port"), CALLER)
     service.runner.drain()
+    assert service.store.get(memory_id).access_count == 0  # a recall writes nothing
+    service.get(memory_id, CALLER)  # read by id: used
+    service.runner.drain()
     assert service.store.get(memory_id).access_count == 1
+    edge = LinkCreate(target_id=memory_id, relationship_type=LinkType.DEPENDS_ON)
+    service.memorize(
+        MemoryCreate(title="Firewall rule", content="Open 8443 on the edge firewall.", related_to=[edge]), CALLER
+    )
+    service.runner.drain()
+    assert service.store.get(memory_id).access_count == 2  # cited by a new memory: used
+    replaced = LinkCreate(target_id=memory_id, relationship_type=LinkType.SUPERSEDES)
+    service.memorize(
+        MemoryCreate(title="Port number", content="The API listens on 9443.", related_to=[replaced]), CALLER
+    )
+    service.runner.drain()
+    assert service.store.get(memory_id).access_count == 2  # replaced, not used
+
+
+def stdlib_summaries() -> dict[str, str]:
+    """Real text written by others: the opening paragraph of standard library modules' docstrings."""
+    summaries: dict[str, str] = {}
+    for name in sorted(sys.stdlib_module_names):
+        if name.startswith("_") or name in ("antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo"):
+            continue
+        try:
+            module = importlib.import_module(name)
+        except Exception:  # a module this platform lacks
+            continue
+        first = " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
+        if len(first) >= 40:
+            summaries[name] = first[:400]
+        if len(summaries) == 80:
+            break
+    return summaries
+
+
+def test_the_same_question_ranks_the_same_whatever_was_asked_before(service: MemoryService) -> None:
+    summaries = stdlib_summaries()
+    for name, text in summaries.items():
+        add(service, f"The {name} module", text)
+    words = {name: [w for w in text.split() if len(w) > 4] for name, text in summaries.items()}
+    questions = [" ".join(ws[1:5]) for ws in words.values() if len(ws) >= 5][:50]
+    assert len(questions) == 50
+
+    def ranked(order: list[str]) -> dict[str, list[str]]:
+        answers = {q: [r.id for r in service.remember(RecallRequest(query=q), CALLER).results] for q in order}
+        service.runner.drain()
+        return answers
+
+    first = ranked(questions)
+    again = ranked(list(reversed(questions)))
+    shuffled = questions[:]
+    random.Random(7).shuffle(shuffled)
+    assert first == again == ranked(shuffled)
 
 
 def test_explain_decomposes_each_score_and_the_graph_part(service: MemoryService) -> None:
@@ -150,7 +204,7 @@ def test_explain_decomposes_each_score_and_the_graph_part(service: MemoryService
     linked = add(service, "Eviction incident", "The March outage came from a full disk, not the LRU.")
     service.store.add_relation(Relation(hit, linked, RelationType.RELATED_TO, 0.5))
     response = service.remember(
-        RecallRequest(query="cache entries evicted least recently used", explain=True, limit=1), CALLER, reinforce=False
+        RecallRequest(query="cache entries evicted least recently used", explain=True, limit=1), CALLER
     )
     top = response.results[0]
     assert top.id == hit and top.explain is not None
@@ -162,9 +216,7 @@ def test_explain_decomposes_each_score_and_the_graph_part(service: MemoryService
     (related,) = [r for r in response.related if r.id == linked]
     assert related.explain == {"graph_hops": 1, "from_score": round(top.score, 6), "graph": related.score}
     assert related.score == pytest.approx(top.score * 0.5, abs=1e-6)
-    quiet = service.remember(
-        RecallRequest(query="cache entries evicted least recently used", limit=1), CALLER, reinforce=False
-    )
+    quiet = service.remember(RecallRequest(query="cache entries evicted least recently used", limit=1), CALLER)
     assert quiet.results[0].explain is None and all(r.explain is None for r in quiet.related)
 
 
@@ -174,7 +226,7 @@ def test_a_date_the_question_names_lifts_what_is_dated_then(settings: Settings) 
     try:
         add(boosted, "February release", "[12 February, 2024] The team shipped the billing export.")
         march = add(boosted, "March release", "[14 March, 2024] The team shipped the audit log.")
-        found = boosted.remember(RecallRequest(query=question, explain=True), CALLER, reinforce=False).results
+        found = boosted.remember(RecallRequest(query=question, explain=True), CALLER).results
         by_id = {r.id: r for r in found}
         assert found[0].id == march
         assert by_id[march].explain is not None and by_id[march].explain["time"] == 2.0
@@ -186,7 +238,7 @@ def test_a_date_the_question_names_lifts_what_is_dated_then(settings: Settings) 
     # Turned off: no time factor at all.
     plain = MemoryService.from_settings(settings.model_copy(update={"time_boost": 0.0}))
     try:
-        found = plain.remember(RecallRequest(query=question, explain=True), CALLER, reinforce=False).results
+        found = plain.remember(RecallRequest(query=question, explain=True), CALLER).results
         assert all((r.explain or {})["time"] is None for r in found)
     finally:
         plain.close()
@@ -195,7 +247,7 @@ def test_a_date_the_question_names_lifts_what_is_dated_then(settings: Settings) 
 def test_query_expansion_moves_the_vector_leg_toward_the_best_hits(settings: Settings) -> None:
     def knn_scores(service: MemoryService) -> dict[str, float]:
         service.with_mode(RetrievalMode.DENSE)
-        found = service.remember(RecallRequest(query="cache policy", explain=True), CALLER, reinforce=False).results
+        found = service.remember(RecallRequest(query="cache policy", explain=True), CALLER).results
         return {r.id: float((r.explain or {})["knn_score"] or 0.0) for r in found}
 
     plain = MemoryService.from_settings(settings)
@@ -220,7 +272,7 @@ def test_query_expansion_moves_the_vector_leg_toward_the_best_hits(settings: Set
 
 
 def _ranked(service: MemoryService, query: str) -> list[tuple[str, float]]:
-    found = service.remember(RecallRequest(query=query, explain=True), CALLER, reinforce=False).results
+    found = service.remember(RecallRequest(query=query, explain=True), CALLER).results
     return [(r.id, r.score) for r in found]
 
 
@@ -238,7 +290,7 @@ def test_the_context_leg_finds_the_reply_to_the_turn_that_matches(settings: Sett
         add(svc, "Plumbing", "The plumber fixed the kitchen sink on Tuesday.")
         # The keyword legs alone, so the hash embedder's noise cannot decide the order.
         svc.with_mode(RetrievalMode.BM25)
-        found = svc.remember(RecallRequest(query=query, explain=True), CALLER, reinforce=False).results
+        found = svc.remember(RecallRequest(query=query, explain=True), CALLER).results
         # The reply shares none of the question's words: found through its thread, right after the visit.
         assert [r.id for r in found] == ids  # the lake is two steps away: found too, last
         visit, reply = found[0].explain, found[1].explain
@@ -274,7 +326,7 @@ def test_memories_in_no_thread_are_recalled_as_without_the_context_leg(settings:
 def _scores(service: MemoryService, query: str) -> dict[str, tuple[float, float | int | str | None]]:
     """id -> (score, explain's thread_best), the keyword legs alone (the hash embedder adds noise)."""
     service.with_mode(RetrievalMode.BM25)
-    found = service.remember(RecallRequest(query=query, explain=True), CALLER, reinforce=False).results
+    found = service.remember(RecallRequest(query=query, explain=True), CALLER).results
     return {r.id: (r.score, (r.explain or {})["thread_best"]) for r in found}
 
 

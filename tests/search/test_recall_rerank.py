@@ -64,7 +64,7 @@ def service(settings: Settings) -> Iterator[MemoryService]:
 
 def _recall(service: MemoryService, query: str = "retry with exponential backoff") -> list[RecallResult]:
     request = RecallRequest(query=query, explain=True)
-    return service.remember(request, CALLER, reinforce=False).results
+    return service.remember(request, CALLER).results
 
 
 def _rerank_with(service: MemoryService, reranker: Reranker, policy: RerankPolicy) -> None:

@@ -97,7 +97,7 @@ def test_a_server_fills_the_vectors_and_recall_fuses_the_leg(
         )
         assert service.second_leg.wait_caught_up(30)
         assert service.second_leg.remaining() == 0
-        response = service.remember(RecallRequest(query="exponential backoff", explain=True), CALLER, reinforce=False)
+        response = service.remember(RecallRequest(query="exponential backoff", explain=True), CALLER)
         best = response.results[0]
         assert best.id == retry.id
         assert best.explain is not None and best.explain["knn2_rank"] == 1 and best.explain["knn2_score"] > 0
@@ -188,7 +188,7 @@ def test_bm25_mode_has_no_second_leg(second_settings: Settings) -> None:
         service.memorize(MemoryCreate(title="Retry policy", content="retry with exponential backoff"), CALLER)
         assert service.second_leg is not None and service.second_leg.wait_caught_up(30)
         service.with_mode(RetrievalMode.BM25)
-        response = service.remember(RecallRequest(query="exponential backoff", explain=True), CALLER, reinforce=False)
+        response = service.remember(RecallRequest(query="exponential backoff", explain=True), CALLER)
         assert response.results[0].explain is not None and response.results[0].explain["knn2_rank"] is None
     finally:
         service.close()
@@ -243,7 +243,7 @@ def test_a_one_off_command_touches_the_second_model_only_when_it_embeds(
         assert "not-a-model" not in caplog.text
         service.memorize(MemoryCreate(title="Retry policy", content="retry with exponential backoff"), CALLER)
         assert "not-a-model" not in caplog.text
-        response = service.remember(RecallRequest(query="exponential backoff"), CALLER, reinforce=False)
+        response = service.remember(RecallRequest(query="exponential backoff"), CALLER)
         assert response.results
         assert "second dense leg skipped" in caplog.text
     finally:

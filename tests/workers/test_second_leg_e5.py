@@ -37,9 +37,7 @@ def test_e5_scores_a_note_in_another_language_first(tmp_path: Path) -> None:
         service.start_second_leg()
         ids = {key: service.memorize(MemoryCreate(title=key, content=text), CALLER).id for key, text in NOTES.items()}
         assert service.second_leg.wait_caught_up(120)
-        response = service.remember(
-            RecallRequest(query="How often is the database backed up?", explain=True), CALLER, reinforce=False
-        )
+        response = service.remember(RecallRequest(query="How often is the database backed up?", explain=True), CALLER)
         explained = {r.id: r.explain for r in response.results if r.explain is not None}
         assert explained[ids["backup"]]["knn2_rank"] == 1
     finally:
