@@ -207,12 +207,13 @@ def test_sleep_archives_what_has_faded_and_a_dry_run_only_says_what_it_would(cli
     [foreseen] = dry.json()["archived"]
     assert foreseen["id"] == faded and foreseen["memory_type"] == "fact" and foreseen["strength"] < 0.05
     assert foreseen["title"].startswith("The old build server")
-    shown = client.get(f"/v1/memories/{faded}", params={"scope": SCOPE}).json()
-    assert shown["state"] == "working"
+    # Looked at in the store: a read by id is a use, and a used memory is not faded any more.
+    store = client.app.state.service.store  # type: ignore[attr-defined]
+    assert store.get(faded).state.value == "working"
 
     alone = client.post("/v1/sleep", json={"scope": SCOPE, "archive": False}).json()
     assert alone["archived"] == []
-    assert client.get(f"/v1/memories/{faded}", params={"scope": SCOPE}).json()["state"] == "working"
+    assert store.get(faded).state.value == "working"
 
     done = client.post("/v1/sleep", json={"scope": SCOPE}).json()
     assert [m["id"] for m in done["archived"]] == [faded] and done["dry_run"] is False
