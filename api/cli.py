@@ -246,12 +246,13 @@ def _parser() -> argparse.ArgumentParser:
     for name, data_help in (
         ("locomo", "LoCoMo JSON file"),
         ("scifact", "SciFact folder (corpus.jsonl, queries.jsonl)"),
+        ("smallstore", "small-store set (JSON lines, e.g. bench/smallstore/adr.jsonl)"),
     ):
         b = bench_sub.add_parser(name, help=f"retrieval quality on {name} (a real benchmark's data)")
         b.add_argument("--data", type=Path, required=True, help=data_help)
         if name == "scifact":
             b.add_argument("--qrels", type=Path, default=None, help="qrels TSV (default DATA/qrels/train.tsv)")
-        else:
+        elif name == "locomo":
             b.add_argument(
                 "--as-facts", action="store_true", help="memorize the turns as facts an agent noted, not conversation"
             )
@@ -706,6 +707,16 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
         report = run_locomo(
             args.data, settings, mode=mode, fusion=fusion, fresh=args.fresh, as_facts=args.as_facts, variants=variants
         )
+        emit(report, args.json_out)
+        if variants:
+            print(report["table"], file=sys.stderr)
+    elif args.bench == "smallstore":
+        from api.bench.harness import emit
+        from api.bench.smallstore import run_smallstore
+        from api.bench.variants import parse_variant
+
+        variants = [parse_variant(spec) for spec in args.variants]
+        report = run_smallstore(args.data, settings, mode=mode, fusion=fusion, fresh=args.fresh, variants=variants)
         emit(report, args.json_out)
         if variants:
             print(report["table"], file=sys.stderr)

@@ -1,0 +1,110 @@
+"""Small stores, as a team starts with: one project's decision records per scope, a few dozen each.
+
+The set (``bench/smallstore/adr.jsonl``, built by ``bench/smallstore/build.py`` from public
+projects' architecture decision records) holds memories, one per record, and two questions per
+record: ``paraphrased`` (the opening of its Context section: the problem in other words) and
+``exact`` (naming the record's subject). Each scope is memorized as decisions; each question is
+asked in its scope. Reported: hit@1, hit@3, hit@5 and MRR (of the first 10), overall and by style.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from api.bench.data_files import json_lines, reading
+from api.bench.harness import bench_service
+from api.bench.variants import Variant, latency_ms, run_variants
+from api.service import Caller, MemoryService
+from hivemem.config import Settings
+from hivemem.model import FusionMethod, MemoryType, RetrievalMode, Source
+from hivemem.schemas import MemoryCreate, RecallRequest
+
+__all__ = ["load_smallstore", "run_smallstore"]
+
+METRICS = ["hit@1", "hit@3", "hit@5", "mrr"]
+_DEPTH = 10
+
+
+def load_smallstore(path: Path) -> tuple[list[tuple[str, MemoryCreate]], list[str], list[dict[str, str]]]:
+    """The memories (scope, request), the set's id of each, and the questions."""
+    corpus: list[tuple[str, MemoryCreate]] = []
+    names: list[str] = []
+    questions: list[dict[str, str]] = []
+    with path.open(encoding="utf-8") as handle, reading(path, "a small-store set (JSON lines)"):
+        for line in json_lines(handle):
+            if line["kind"] == "memory":
+                request = MemoryCreate(
+                    title=line["title"][:200],
+                    content=line["content"],
+                    memory_type=MemoryType.DECISION,
+                    source=Source.AGENT_INFERRED,
+                )
+                corpus.append((line["scope"], request))
+                names.append(line["id"])
+            else:
+                questions.append({k: str(line[k]) for k in ("scope", "answer", "style", "query")})
+    return corpus, names, questions
+
+
+def _scores(ranks: Sequence[int | None]) -> dict[str, float]:
+    n = len(ranks) or 1
+    return {
+        "hit@1": round(sum(r is not None and r <= 1 for r in ranks) / n, 4),
+        "hit@3": round(sum(r is not None and r <= 3 for r in ranks) / n, 4),
+        "hit@5": round(sum(r is not None and r <= 5 for r in ranks) / n, 4),
+        "mrr": round(sum(1.0 / r for r in ranks if r is not None) / n, 4),
+    }
+
+
+def _ask(service: MemoryService, name_of: dict[str, str], questions: list[dict[str, str]]) -> dict[str, Any]:
+    ranks: dict[str, list[int | None]] = {}
+    seconds: list[float] = []
+    for question in questions:
+        began = time.perf_counter()
+        response = service.remember(
+            RecallRequest(query=question["query"], limit=_DEPTH),
+            Caller(principal="bench", default_scope=question["scope"]),
+        )
+        seconds.append(time.perf_counter() - began)
+        found = [name_of.get(r.id) for r in response.results]
+        rank = found.index(question["answer"]) + 1 if question["answer"] in found else None
+        ranks.setdefault(question["style"], []).append(rank)
+    every = [r for style in ranks.values() for r in style]
+    return {
+        "questions": len(every),
+        **_scores(every),
+        "by_style": {style: {"questions": len(r), **_scores(r)} for style, r in sorted(ranks.items())},
+        **latency_ms(seconds),
+    }
+
+
+def run_smallstore(
+    data: Path,
+    settings: Settings,
+    *,
+    mode: RetrievalMode,
+    fusion: FusionMethod,
+    fresh: bool = False,
+    variants: Sequence[Variant] = (),
+) -> dict[str, Any]:
+    """Run the set and return the report; with ``variants``, once per variant (see
+    :func:`api.bench.locomo.run_locomo`)."""
+    corpus, names, questions = load_smallstore(data)
+
+    def ask(variant: Variant, rebuild: bool) -> dict[str, Any]:
+        run_settings = variant.settings(settings)
+        service, ids = bench_service(
+            "smallstore", corpus, run_settings, mode=mode, fusion=fusion, fresh=fresh and rebuild
+        )
+        name_of = {ids[(scope, i)]: names[i] for i, (scope, _) in enumerate(corpus)}
+        try:
+            return _ask(service, name_of, questions)
+        finally:
+            service.close()
+
+    report = run_variants(variants, ask, METRICS)
+    report["mode"], report["fusion"], report["set"] = mode.value, fusion.value, data.name
+    return report
