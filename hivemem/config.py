@@ -306,6 +306,13 @@ class Settings(BaseSettings):
         le=1.0,
         description="Weight of the BM25 leg in min-max fusion; vectors get 1 - w.",
     )
+    bm25_half_score: float = Field(
+        default=5.5,
+        ge=0.0,
+        description="In min-max fusion, a BM25 leg that ran out of documents (a small scope) is read on its own "
+        "scale, s / (s + h), not min-max over its few candidates: h is the BM25 score worth half, in Lucene's "
+        "units (SQLite's FTS5 scores are 2.2 times them). 0: min-max always.",
+    )
     rrf_k: int = Field(default=60, ge=1, description="Rank constant of reciprocal-rank fusion.")
     candidates_per_leg: int = Field(
         default=100, ge=1, le=1000, description="Candidates each leg (BM25, vector) brings to fusion."

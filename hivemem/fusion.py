@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Candidate", "Fused", "minmax_fuse", "minmax_normalise", "rrf_fuse"]
+__all__ = ["Candidate", "Fused", "minmax_fuse", "minmax_normalise", "rrf_fuse", "saturation_normalise"]
 
 _MIN_NORMALISED = 0.001
 _SINGLE_RESULT = 1.0
@@ -96,20 +96,37 @@ def _check_weights(legs: Mapping[str, Sequence[Candidate]], weights: Mapping[str
         raise ValueError("weights must be non-negative and not all zero")
 
 
+def saturation_normalise(candidates: Sequence[Candidate], half: float) -> dict[str, float]:
+    """``s / (s + half)``: a score on its own scale, not against the other candidates' (``half``
+    is the score that maps to 0.5). A leg's best match is then worth what it is, not 1.0 because
+    it is the best of a handful."""
+    return {c.id: max(c.score, 0.0) / (max(c.score, 0.0) + half) for c in candidates}
+
+
 def minmax_fuse(
-    legs: Mapping[str, Sequence[Candidate]], weights: Mapping[str, float], floors: Mapping[str, float] | None = None
+    legs: Mapping[str, Sequence[Candidate]],
+    weights: Mapping[str, float],
+    floors: Mapping[str, float] | None = None,
+    saturating: Mapping[str, float] | None = None,
 ) -> list[Fused]:
     """Normalise each leg over its own candidates, then take the weighted mean (missing = 0).
 
     Each leg must be ordered best first (its ranks are reported in ``Fused.ranks``). ``floors``:
-    per leg, the floor of :func:`minmax_normalise` (legs that ran out of documents). Returns
-    every candidate of every leg, best first.
+    per leg, the floor of :func:`minmax_normalise` (legs that ran out of documents).
+    ``saturating``: per leg, the ``half`` of :func:`saturation_normalise`, used instead of min-max
+    for that leg. Returns every candidate of every leg, best first.
     """
     _check_weights(legs, weights)
     total_weight = sum(weights[leg] for leg in legs)
     scores: dict[str, float] = {}
     for leg, candidates in legs.items():
-        for doc_id, value in minmax_normalise(candidates, (floors or {}).get(leg)).items():
+        half = (saturating or {}).get(leg)
+        normalised = (
+            saturation_normalise(candidates, half)
+            if half is not None
+            else minmax_normalise(candidates, (floors or {}).get(leg))
+        )
+        for doc_id, value in normalised.items():
             scores[doc_id] = scores.get(doc_id, 0.0) + weights[leg] * value
     return _ordered({k: v / total_weight for k, v in scores.items()}, _ranks(legs), legs)
 

@@ -403,6 +403,18 @@ class Store(MemoryStore, RelationStore, KnowledgeStore, TokenStore, Protocol):
 
 
 @runtime_checkable
+class ScalesBM25(Protocol):
+    """A store whose BM25 scores are on another scale than Lucene's (OpenSearch's): recall reads a
+    small scope's BM25 leg on its own scale (``bm25_half_score``, in Lucene's units), so the stores
+    must agree on what a score is worth."""
+
+    @property
+    def bm25_scale(self) -> float:
+        """This store's BM25 score of a match, over Lucene's for the same match (about)."""
+        ...
+
+
+@runtime_checkable
 class Warms(Protocol):
     """A store with in-process state worth loading before the first request (the SQLite vector index)."""
 

@@ -43,7 +43,15 @@ from hivemem.observe import NO_OBSERVER, Observer
 from hivemem.rerank import Reranked, Reranker, RerankOutcome, RerankPolicy, rerank_order, wanted
 from hivemem.thread_context import context_leg, thread_lift
 from hivemem.time_window import dates_in, question_date
-from search.base import FusesNatively, KeepsSecondVectors, LegQuery, SearchesLegsTogether, SearchFilter, Store
+from search.base import (
+    FusesNatively,
+    KeepsSecondVectors,
+    LegQuery,
+    ScalesBM25,
+    SearchesLegsTogether,
+    SearchFilter,
+    Store,
+)
 
 __all__ = ["RecallParams", "Recaller", "leg_weights"]
 
@@ -74,6 +82,7 @@ class RecallParams:
 
     fusion: FusionMethod = FusionMethod.MINMAX
     bm25_weight: float = 0.5
+    bm25_half_score: float = 5.5
     rrf_k: int = 60
     candidates_per_leg: int = 100
     mode: RetrievalMode = RetrievalMode.HYBRID
@@ -101,6 +110,7 @@ class RecallParams:
         return cls(
             fusion=settings.fusion,
             bm25_weight=settings.bm25_weight,
+            bm25_half_score=settings.bm25_half_score,
             rrf_k=settings.rrf_k,
             candidates_per_leg=settings.candidates_per_leg,
             mode=mode,
@@ -231,7 +241,15 @@ class Recaller:
             # Scale RRF into (0, 1] by its best possible score, so min_relevance means the same.
             ceiling = sum(weights[leg] for leg in legs) / (self.params.rrf_k + 1)
             return [Fused(f.id, f.score / ceiling, f.ranks, f.leg_scores) for f in fused]
-        return minmax_fuse(legs, weights, exhausted_floors(legs, self.params.candidates_per_leg))
+        floors = exhausted_floors(legs, self.params.candidates_per_leg)
+        # A BM25 leg that ran out of documents (a small scope) has too few candidates for min-max
+        # to mean anything: its best match would score 1.0 whatever it matched. It is read on its
+        # own scale instead (in Lucene's units, whatever the store); a full leg (a large scope)
+        # keeps min-max, which measures best there.
+        scale = self._store.bm25_scale if isinstance(self._store, ScalesBM25) else 1.0
+        half = self.params.bm25_half_score * scale
+        saturating = {_BM25: half} if half > 0 and _BM25 in floors else None
+        return minmax_fuse(legs, weights, floors, saturating)
 
     def _weights(self, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
         return leg_weights(self.params, legs)

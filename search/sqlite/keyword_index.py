@@ -28,10 +28,11 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FTS_TOKENIZER", "Postings", "Tokenizer", "bm25_idf", "length_norm"]
+__all__ = ["BM25_K1", "FTS_TOKENIZER", "Postings", "Tokenizer", "bm25_idf", "length_norm"]
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _K1, _B = 1.2, 0.75
+BM25_K1 = _K1  # FTS5's
 _IDF_FLOOR = 1e-6
 _WORD_CACHE = 50_000
 

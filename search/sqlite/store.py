@@ -63,6 +63,7 @@ from search.neighbours import nearest, neighbour_filter
 from search.query_terms import query_terms
 from search.sqlite import reembed, second_vectors
 from search.sqlite import tokens as token_rows
+from search.sqlite.keyword_index import BM25_K1
 from search.sqlite.knowledge import KnowledgeTables
 from search.sqlite.memory_index import ExactVectors, MemoryIndex
 from search.sqlite.rows import (
@@ -790,6 +791,12 @@ class SQLiteStore(DelegatesKnowledge):
                 sql = f"SELECT rowid, id, embedding FROM memories WHERE rowid IN ({marks(chunk)})"
                 found.update((row[0], (row[1], row[2])) for row in conn.execute(sql, chunk))
         return found
+
+    @property
+    def bm25_scale(self) -> float:
+        # FTS5's bm25() multiplies each term's weight by (k1 + 1); Lucene's BM25 dropped the factor
+        # (its IDF differs a little too: ln(1 + x) against ln(x), close once a term is rare).
+        return 1.0 + BM25_K1
 
     def warm(self) -> None:
         """Load every row into the in-memory index now (the first search would); later, apply what

@@ -99,8 +99,11 @@ def test_fused_recall_agrees(stores: tuple[Store, Any], embedder: HashEmbedder, 
     for queries in (["exponential backoff"], ["billing database", "rabbitmq events"], ["kafka lag", "backups"]):
         lite = Recaller(sqlite, embedder, params).recall(queries, where, limit=3, now=utcnow())
         search = Recaller(opensearch, embedder, params).recall(queries, where, limit=3, now=utcnow())
-        # Ranks agree; scores only where min-max makes them scale-free (a lone query's winner is 1.0).
+        # Ranks agree. Scores agree closely: this small scope's BM25 leg runs out of documents and is
+        # read on its own scale, in Lucene's units (FTS5's are 2.2 times them), so what is left is
+        # the two engines' IDF and tokenizing (ln(1 + x) against ln(x)); RRF is exact.
         assert [h.memory.id for h in lite][:2] == [h.memory.id for h in search][:2], queries
         assert all(0.0 < h.score <= 1.0 for h in [*lite, *search]), queries
         if len(queries) == 1:
-            assert lite[0].score == pytest.approx(search[0].score), queries
+            tolerance = 0.1 if fusion is FusionMethod.MINMAX else 1e-6
+            assert lite[0].score == pytest.approx(search[0].score, rel=tolerance), queries

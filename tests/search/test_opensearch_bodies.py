@@ -198,13 +198,17 @@ def test_deploy_json_is_what_the_builders_produce() -> None:
 
 
 def test_stopwords_match_the_sqlite_store() -> None:
-    from search.query_terms import ENGLISH_STOPWORDS
+    from search.query_terms import ENGLISH_STOPWORDS, LUCENE_STOPWORDS
     from search.sqlite.sql import fts_query
 
-    # Both stores take their terms from search.query_terms: Lucene's 33 English stopwords.
-    assert len(ENGLISH_STOPWORDS) == 33 and {"the", "of", "with"} <= ENGLISH_STOPWORDS
+    # Both stores take their terms from search.query_terms: Lucene's 33 English stopwords (which the
+    # search analyzer drops too) and the words questions are made of.
+    assert len(LUCENE_STOPWORDS) == 33 and LUCENE_STOPWORDS < ENGLISH_STOPWORDS
+    assert {"the", "of", "with", "how", "do", "we", "our", "what", "can"} <= ENGLISH_STOPWORDS
     assert fts_query("The deploy of THE service") == '"deploy" OR "service"'
+    assert fts_query("how do we release to production?") == '"release" OR "production"'
     assert bodies.query_words("The deploy of THE service") == ("deploy service", False)
+    assert bodies.query_words("What can our team deploy") == ("team deploy", False)
     assert bodies.query_words("the of") == ("the of", True)
     assert bodies.query_words("?!") is None
 
