@@ -106,7 +106,8 @@ def fill(service: MemoryService) -> None:
     faded = service.memorize_many([_note("The old wiki lives on the intranet.", scope=OTHER)], bob)[0].id
     store = service.store
     store.put(replace(store.get(faded), state=MemoryState.ARCHIVED), DuplicatePolicy.OVERWRITE)
-    service.remember(RecallRequest(query="deploy switches", scope=SCOPE), alice)
+    used = service.remember(RecallRequest(query="deploy switches", scope=SCOPE), alice).results[0]
+    service.get(used.id, alice, scope=SCOPE)  # read by id: used, so it has an access count
     service.knowledge.store_text(
         KnowledgeStoreRequest(key="conventions", text="Branches are named team/topic.", scope=SCOPE), alice
     )

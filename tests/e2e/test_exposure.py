@@ -152,12 +152,13 @@ def test_sigterm_stops_serve_after_its_queued_writes(dirs: tuple[Path, Path]) ->
     with httpx.Client(base_url=server.url, timeout=10) as http:
         memory_id = http.post("/v1/memories", json=NOTE).json()["id"]
         assert http.post("/v1/remember", json={"query": "deploy key vault"}).json()["results"][0]["id"] == memory_id
+        assert http.get(f"/v1/memories/{memory_id}").status_code == 200  # read by id: a use, reinforced later
     assert server.stop() == 0, server.log_text()  # SIGTERM
     assert not (data_dir / "hivemem.db-wal").exists()  # the store was closed: WAL checkpointed
     assert "Traceback" not in server.log_text()
     store = open_test_store(data_dir)
     try:
-        assert store.get(memory_id).access_count == 1  # the recall's reinforcement was written first
+        assert store.get(memory_id).access_count == 1  # the read's reinforcement was written first
     finally:
         store.close()
 

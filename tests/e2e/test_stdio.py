@@ -337,7 +337,9 @@ def test_serve_on_a_port_in_use_says_so_before_it_claims_to_serve(data_dir: Path
         port = holder.getsockname()[1]
         done = run_cli("serve", "--port", str(port), data_dir=data_dir, cwd=tmp_path, timeout=60)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.strip() == (
+    starting, error = done.stderr.strip().splitlines()  # what it began to load, then why it stopped
+    assert starting.startswith("hivemem: starting: store ")
+    assert error == (
         f"error: 127.0.0.1:{port} is in use (another hivemem serve?): stop it, or pick another port "
         "with --port or HIVEMEM_PORT"
     )

@@ -117,7 +117,11 @@ def test_a_changed_value_supersedes_though_the_vectors_barely_move(service: Memo
     new = _memorize(service, "The API's Postgres pool is 50 connections.")
     assert (new.outcome, new.superseded_id) == (WriteOutcome.SUPERSEDED, old.id)
     found = service.remember(RecallRequest(query="how big is the postgres pool", scope=SCOPE), CALLER).results
-    assert [r.id for r in found][:2] == [new.id, old.id]
+    # The new value first; the old one still found, as history (x0.1), which in a scope this small
+    # may fall below an unrelated memory: "postgres" and "pool" are in half the scope, where BM25's
+    # IDF is 0, and the dense leg alone is left.
+    ids = [r.id for r in found]
+    assert ids[0] == new.id and old.id in ids[1:]
     (record,) = [e for e in service.store.audit_log(new.id) if e.action == "supersede"]
     assert record.detail["cosine"] >= 0.85 and record.detail["superseded"] == old.id
     # The same fact in other words still reinforces, and what was replaced is history: said again,
@@ -132,15 +136,16 @@ def test_a_changed_value_supersedes_though_the_vectors_barely_move(service: Memo
 def test_in_a_scope_of_two_memories_the_replacement_still_comes_first(service: MemoryService) -> None:
     # Min-max fusion gave the weaker of two candidates relevance 0.001: the superseded memory's
     # x0.1 alone left it first. It now never outranks the memory that replaced it, and a leg that
-    # ran out of memories keeps each its share of the best score, so the replacement keeps a
-    # relevance that a caller's min_relevance does not throw away.
+    # ran out of memories keeps each its share of the best score (BM25 on its own scale, not 1.0
+    # for the best of two), so the replacement keeps a relevance that a caller's min_relevance
+    # does not throw away.
     old = _memorize(service, "The API's Postgres pool is 20 connections.")
     new = _memorize(service, "The API's Postgres pool is 50 connections.")
     assert (new.outcome, new.superseded_id) == (WriteOutcome.SUPERSEDED, old.id)
     for query in ("how big is the postgres pool", "postgres pool 20 connections"):
         found = service.remember(RecallRequest(query=query, scope=SCOPE), CALLER).results
         assert [r.id for r in found] == [new.id, old.id], query
-        assert found[0].score > 0.5, (query, found[0].score)
+        assert found[0].score > 0.3, (query, found[0].score)
 
 
 STORIES = json.loads((Path(__file__).parent / "data" / "resolution_stories.json").read_text(encoding="utf-8"))
