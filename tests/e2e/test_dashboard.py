@@ -23,6 +23,7 @@ from tests.services import CeleryWorker
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 Page = playwright_api.Page
+Route = playwright_api.Route
 expect = playwright_api.expect
 
 SCOPE = "github.com/acme/api"
@@ -151,6 +152,22 @@ def test_search_explain_graph_undo_and_forget(server: HivememServer, page: Page,
         page.keyboard.press("j")
         expect(page.get_by_role("table", name="Jobs, newest first")).to_contain_text("memorize")
         page.screenshot(path=shots / "jobs.png", full_page=True)
+
+
+def test_a_page_that_answers_late_does_not_draw_over_the_next_one(server: HivememServer, page: Page) -> None:
+    # The scopes page's request is held until the jobs page, asked for after it, is shown; then let
+    # go. Its late answer must not replace the jobs page (as it did on a busy machine).
+    held: list[Route] = []
+    page.route("**/v1/scopes*", lambda route: held.append(route))
+    page.goto(f"{server.url}/ui")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Scopes")  # drawn, waiting on its data
+    page.keyboard.press("j")
+    expect(page.locator("#jobs")).to_be_visible()
+    assert len(held) == 1
+    with page.expect_response("**/v1/scopes*"):
+        held[0].continue_()
+    expect(page.locator("#jobs")).to_be_visible()
+    expect(page.get_by_role("heading", level=1)).not_to_have_text("Scopes")
 
 
 def test_the_indexed_documents_list_a_page_at_a_time(server: HivememServer, page: Page) -> None:

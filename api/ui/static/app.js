@@ -25,6 +25,9 @@ const VIEWS = {
 const SHORTCUTS = { s: "#/", "/": "#/search", m: "#/memories", k: "#/knowledge", j: "#/jobs", a: "#/admin" };
 
 let leaving = null; // what the current view stops when the page changes (its polling)
+// The latest navigation. Pages render asynchronously: one asked for earlier that finishes later
+// (a sign-in's scopes page, then a key press for jobs, on a slow server) must not draw over it.
+let shown = 0;
 
 /** The route in the fragment: `#/memory/ID?scope=S` → {view: "memory", id: "ID", query}. */
 function route() {
@@ -34,6 +37,7 @@ function route() {
 }
 
 async function show() {
+  const ticket = ++shown;
   if (leaving) leaving();
   leaving = null;
   clearNotice();
@@ -48,16 +52,22 @@ async function show() {
     else link.removeAttribute("aria-current");
   }
   const who = await whoami();
-  if (!who) return;
+  if (!who || ticket !== shown) return;
   const render = VIEWS[view];
   if (!render) {
     fill(main, h("h1", {}, "Not found"), h("p", {}, "No such page. ", h("a", { href: "#/" }, "Back to the scopes.")));
     return;
   }
+  // Each page draws into a container of its own: a later navigation replaces it, so what an
+  // earlier one draws late lands in a container no longer shown.
+  const page = h("div", {});
+  fill(main, page);
   try {
-    leaving = (await render(main, { id, query, who })) || null;
+    const stop = (await render(page, { id, query, who })) || null;
+    if (ticket === shown) leaving = stop;
+    else if (stop) stop(); // a page left before it was ready stops its polling at once
   } catch (error) {
-    fill(main, failure(error));
+    if (ticket === shown) fill(page, failure(error));
   }
 }
 
