@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,29 @@ def _recovery_hint(path: str) -> str:
     )
 
 
+@contextmanager
+def _while_made(file: Path) -> Iterator[None]:
+    """Hold the store's creation lock (a ``-create.lock`` file beside it) while a database that is
+    not there yet, or is empty, is looked at and made. SQLite creates the file empty when it
+    connects and writes it when the schema is made: without the lock, a second process opening a
+    new store at that moment saw 0 bytes and refused it as truncated. With it, the second waits
+    for the first to finish, then finds the schema. A file that holds data takes no lock."""
+    if file.is_file() and file.stat().st_size > 0:
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks here (Windows): the window stays, as it was
+        yield
+        return
+    with open(f"{file}-create.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _refuse_empty_file(file: Path) -> None:
     """Refuse a database file of 0 bytes: SQLite would take it as a new, empty database, and serve a
     store that was truncated (a full disk, a bad copy) as if it had never held a memory."""
@@ -180,8 +203,6 @@ class SQLiteStore(DelegatesKnowledge):
             file = Path(path)
             if file.is_dir():
                 raise StoreUnavailableError(f"{path} is a directory; the SQLite store needs a file path")
-            _refuse_empty_file(file)
-            self.created_now = not file.exists()
             try:
                 file.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:  # the folder is a file, or may not be made
@@ -197,10 +218,14 @@ class SQLiteStore(DelegatesKnowledge):
         self._corruption: str | None = None
         self._writes_since_prune = 0
         self._index = MemoryIndex(dimension, clusters)  # loaded by the first search, or by warm()
-        self._writer = self._connect()
-        if integrity_check and not self._in_memory:
-            self._check_integrity(integrity_check_timeout_s)
-        self._init_schema(embedding_model, dimension)
+        with nullcontext() if self._in_memory else _while_made(Path(path)):
+            if not self._in_memory:
+                _refuse_empty_file(Path(path))
+                self.created_now = not Path(path).exists()
+            self._writer = self._connect()
+            if integrity_check and not self._in_memory:
+                self._check_integrity(integrity_check_timeout_s)
+            self._init_schema(embedding_model, dimension)
         self._embedding_model = embedding_model
         self._dimension = dimension
         self._clusters = clusters

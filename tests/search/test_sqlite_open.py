@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from search.sqlite.store import _use_wal
+from hivemem.errors import StoreCorruptError
+from search.sqlite.store import SQLiteStore, _use_wal
 
 
 class LockedAtFirst:
@@ -48,3 +52,47 @@ def test_other_errors_of_the_wal_switch_are_not_retried(tmp_path: Path) -> None:
         assert broken.attempts == 1
     finally:
         conn.close()
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="waiting lock requests are listed in Linux's /proc/locks")
+def test_a_store_being_made_by_another_process_is_waited_for_not_refused(tmp_path: Path) -> None:
+    # What a second process saw while the first was making a new store: the file there, 0 bytes.
+    import fcntl
+
+    db = tmp_path / "hive.db"
+    opened: list[object] = []
+    with open(f"{db}-create.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # "the other process", making the store
+        db.touch()
+        opener = threading.Thread(target=lambda: opened.append(_open(db)))
+        opener.start()
+        inode = os.stat(f"{db}-create.lock").st_ino
+        deadline = time.monotonic() + 300  # a backstop: the condition is the opener waiting, or done
+        while not opened and not _waited_on(inode):
+            assert time.monotonic() < deadline, "the opener neither waited nor finished"
+            time.sleep(0.005)
+        db.unlink()  # it gave up before writing anything; the waiting opener makes the store itself
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    opener.join()
+    [store] = opened
+    assert isinstance(store, SQLiteStore) and store.created_now
+    store.close()
+    db.write_bytes(b"")  # a truncated store, with no one making it: still refused
+    refused = _open(db)
+    assert isinstance(refused, StoreCorruptError) and "is empty" in str(refused)
+
+
+def _waited_on(inode: int) -> bool:
+    """Whether a lock request on the file of ``inode`` is blocked (Linux lists waiters with "->")."""
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "->" in fields and any(f.endswith(f":{inode}") for f in fields):
+            return True
+    return False
+
+
+def _open(db: Path) -> SQLiteStore | Exception:
+    try:
+        return SQLiteStore(str(db), embedding_model="hash-8", dimension=8)
+    except Exception as exc:  # returned, so the test sees a refusal as a value
+        return exc
