@@ -68,6 +68,12 @@ def _refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     if isinstance(address, ipaddress.IPv6Address):
         if address.ipv4_mapped is not None:
             return _refused(address.ipv4_mapped)
+        # 6to4 and Teredo carry an IPv4 address: that address is where the connection goes, so it
+        # alone is judged (Python before 3.11.4 calls all of 2002::/16 private, refusing public ones).
+        if address.sixtofour is not None:
+            return _refused(address.sixtofour)
+        if address.teredo is not None:
+            return any(_refused(v4) for v4 in address.teredo)
         if address in _NAT64_LOCAL or any(_refused(v4) for v4 in _embedded_ipv4(address)):
             return True
     return (
