@@ -150,7 +150,7 @@ def _results(ticket: Ticket, memories: list[Memory]) -> list[MemorizeResult]:
             ]
             or None,
             job_id=ticket.job_id,
-            said=write_said(r.outcome, r.memory_id, m.scope, r.superseded_id, r.effects),
+            said=write_said(r, m.scope),
         )
         for r, m in zip(ticket.results or (), memories, strict=True)
     ]

@@ -1,14 +1,14 @@
 """Undoing a merge, a supersede or a consolidation from its audit record.
 
-Each merge and supersede writes an audit record holding the memory as it was (and, for a merge, the
-memory folded in). Undo puts them back: a superseded memory is valid again and loses the
-``supersedes`` edge; a merged memory gets its own text back and the folded-in memory is stored on
-its own, under the id it was given. Restored texts are embedded again. A consolidation's sources
-get their state and importance back and lose their ``derived_from`` edges; a parent it made (a
-sleep insight) is archived, one it lifted (a goal's closing note) gets its importance back. A
-memory taken back out of the archive counts as used at that moment, so that it fades again from
-there instead of going straight back at the next sleep. The undo is itself audited, and an audit
-record can be undone once.
+Each merge, reinforcement by meaning and supersede writes an audit record holding the memory as it
+was (and, for a fold, the memory folded in). Undo puts them back: a superseded memory is valid again
+and loses the ``supersedes`` edge; a merged or reinforced memory gets its own text back and the
+folded-in memory is stored on its own, under the id it was given. Restored texts are embedded
+again. A consolidation's sources get their state and importance back and lose their
+``derived_from`` edges; a parent it made (a sleep insight) is archived, one it lifted (a goal's
+closing note) gets its importance back. A memory taken back out of the archive counts as used at
+that moment, so that it fades again from there instead of going straight back at the next sleep.
+The undo is itself audited, and an audit record can be undone once.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from workers.jobs import embedded
 
 __all__ = ["UNDOABLE", "undo"]
 
-UNDOABLE = ("merge", "supersede", "consolidate", "archive")
+UNDOABLE = ("merge", "reinforce", "supersede", "consolidate", "archive")
 
 
 def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> list[str]:
@@ -35,8 +35,8 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
     """
     if event.action not in UNDOABLE:
         raise UndoRefused(
-            f"audit record {event.id} records a {event.action}: only a merge, a supersede, a consolidation "
-            "or an archiving can be undone"
+            f"audit record {event.id} records a {event.action}: only a merge, a reinforcement by meaning, a "
+            "supersede, a consolidation or an archiving can be undone"
         )
     if any(e.action == "undo" and e.detail.get("undid") == event.id for e in store.audit_log(event.memory_id)):
         raise UndoRefused(f"audit record {event.id} was already undone")
@@ -55,7 +55,7 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
         store.put(restored(old, detail["before"], now), DuplicatePolicy.OVERWRITE)
         store.remove_relation(Relation(event.memory_id, old.id, RelationType.SUPERSEDES))
         ids = [old.id]
-    else:
+    else:  # a merge, or a reinforcement by meaning: the memory as it was, and the one folded in
         merged = store.get(event.memory_id)
         # Both texts in one embedder call.
         back, separate = embedded(

@@ -25,6 +25,7 @@ AuditAction = Literal[
     "forget",
     "update",
     "merge",
+    "reinforce",
     "supersede",
     "undo",
     "consolidate",

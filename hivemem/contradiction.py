@@ -35,7 +35,7 @@ from functools import lru_cache
 
 import snowballstemmer  # type: ignore[import-untyped]
 
-__all__ = ["Relation", "Verdict", "distinct_subjects", "judge"]
+__all__ = ["Relation", "Verdict", "distinct_subjects", "distinct_values", "judge", "speaks_of_change"]
 
 
 class Relation(StrEnum):
@@ -337,9 +337,19 @@ def _antonym_conflict(a: frozenset[str], b: frozenset[str]) -> str | None:
     return None
 
 
-def _value_swap(first: _Reading, second: _Reading) -> str | None:
+_NEGATING_PREFIXES = ("a", "un", "in", "im", "dis", "non", "non-")
+
+
+def _negated_form(word: str, other: str) -> bool:
+    """Whether ``other`` is ``word`` with a prefix that negates it: synchronous / asynchronous."""
+    return any(other == prefix + word for prefix in _NEGATING_PREFIXES)
+
+
+def _value_swap(first: _Reading, second: _Reading, values: frozenset[str]) -> str | None:
     """The same statement with one value swapped: one word each ("uses Postgres" / "uses MySQL"),
-    or a number each, with at most one more word of difference ("PostgreSQL 14" / "16 since the upgrade")."""
+    or a number each, with at most one more word of difference ("PostgreSQL 14" / "16 since the upgrade").
+    A one-word swap must swap a value (``values``: a name, a number, a code): "logs are shipped to
+    Loki" / "our logs go to Loki" swaps two verbs and says the same."""
     a, b = first.stems, second.stems
     only_a, only_b = a - b, b - a
     if len(a & b) < _MIN_SHARED or not only_a or not only_b:
@@ -347,9 +357,14 @@ def _value_swap(first: _Reading, second: _Reading) -> str | None:
     if any(first.polarity[w] < 0 for w in only_a) or any(second.polarity[w] < 0 for w in only_b):
         return None  # a value denied is not a value stated: "runs on Fridays" / "never on weekends"
     if len(only_a) == 1 and len(only_b) == 1:
-        return f"the same statement with another value: {next(iter(only_a))} / {next(iter(only_b))}"
+        one, other = next(iter(only_a)), next(iter(only_b))
+        if (only_a | only_b) & values:
+            return f"the same statement with another value: {one} / {other}"
+        if _negated_form(one, other) or _negated_form(other, one):
+            return f"opposite words about the same thing: {one} / {other}"
     numbers_a, numbers_b = {w for w in only_a if _NUMBER.match(w)}, {w for w in only_b if _NUMBER.match(w)}
-    if numbers_a and numbers_b and len(only_a - numbers_a) + len(only_b - numbers_b) <= 1:
+    # One number each: two ("service 3 on port 8003" / "service 5 on port 8005") name a subject too.
+    if len(numbers_a) == len(numbers_b) == 1 and len(only_a - numbers_a) + len(only_b - numbers_b) <= 1:
         return f"the same statement with another number: {min(numbers_a)} / {min(numbers_b)}"
     return None
 
@@ -375,6 +390,75 @@ def _named(title: str) -> frozenset[str]:
     )
 
 
+_DAYS = _words("monday tuesday wednesday thursday friday saturday sunday")
+_CODE_MARKS = re.compile(r"[0-9#@$_./:-]")
+
+
+_NUMBER_LED = re.compile(r"\d[\d.,:]*\d|\d")
+
+
+def _leading_number(word: str) -> str | None:
+    """The number a word opens with ("100/min", "30s", "2.5x": 100, 30, 2.5): the value it states."""
+    match = _NUMBER_LED.match(word)
+    return match.group() if match else None
+
+
+def _mentions(text: str) -> frozenset[str]:
+    """Every content stem of ``text``, and the number each number-led word states."""
+    words = _plain_stems(text)
+    return words | {n for w in words if (n := _leading_number(w))}
+
+
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")
+
+
+@lru_cache(maxsize=8192)
+def _value_stems(text: str, *, sentence_starts: bool = True) -> frozenset[str]:
+    """The stems of the words ``text`` writes as values: names (a capital letter; one that opens a
+    sentence only with ``sentence_starts``, as any word there has one), numbers, codes (digits,
+    ``#``, ``@``, dots, dashes: ``#oncall``, ``eu-west-1``, ``marker03q``), days and months.
+    Words of the stop and filler lists are never values."""
+    lowered = text.lower()
+    found: set[str] = set()
+    for match in _WORD.finditer(lowered):
+        word = _normal(match.group())
+        if word in _STOP or word in _FILLER or word in _NEGATORS:
+            continue
+        start, end = match.span()
+        written = text[start:end]
+        marked = start > 0 and text[start - 1] in "#@$"
+        named = written[:1].isupper() and (
+            sentence_starts or written[1:2].isupper() or not _SENTENCE_START.search(text[:start])
+        )
+        stem = _leading_number(word) or _stem(word)
+        coded = marked or bool(_CODE_MARKS.search(written)) or bool(_NUMBER.match(word))
+        if named or coded or stem in _DAYS or stem in _MONTHS:
+            found.add(stem)
+    return frozenset(found)
+
+
+def distinct_values(older: str, newer: str) -> str | None:
+    """Why two texts may not be folded into one memory: each names a value the other never
+    mentions ("Team 3 owns marker03q" / "Team 4 owns marker04q", "port 8003" / "port 8004",
+    "Alice on Mondays" / "Bob on Tuesdays"). None when one's values are all the other's too (a
+    rewording, or a fact that adds a detail). A value changed in place is the contradiction check's
+    to find (:func:`judge`); this only keeps two facts of one template apart, however close their vectors.
+    """
+    older_words, newer_words = _mentions(older), _mentions(newer)
+    # A capital that opens a sentence says nothing ("Rate limit is 100/min" / "The API allows 100/min").
+    only_older = _value_stems(older, sentence_starts=False) - newer_words
+    only_newer = _value_stems(newer, sentence_starts=False) - older_words
+    if only_older and only_newer:
+        return f"different values: {min(only_older)} / {min(only_newer)}"
+    return None
+
+
+def speaks_of_change(text: str) -> bool:
+    """Whether ``text`` denies something or names a transition ("no longer", "moved from A to B"):
+    a fact of that kind that the rules find no conflict in is one they are unsure of, never merged."""
+    return bool(_read(text).denials)
+
+
 def distinct_subjects(older: tuple[str, str], newer: tuple[str, str]) -> str | None:
     """Why two memories, each a (title, content), are about different subjects; None when they may be one.
 
@@ -392,7 +476,17 @@ def distinct_subjects(older: tuple[str, str], newer: tuple[str, str]) -> str | N
     only_newer = (_named(newer[0]) & newer_text) - older_said
     if only_older and only_newer:
         return f"different subjects: {min(only_older)} / {min(only_newer)}"
+    # A number in the title that the text repeats numbers the subject ("Alert rule 3: … queue 3",
+    # "Runbook step 4: … node 4"): two of them are two entries of a list, not one value changed.
+    numbered_older = (_title_numbers(older[0]) & older_text) - _title_numbers(newer[0])
+    numbered_newer = (_title_numbers(newer[0]) & newer_text) - _title_numbers(older[0])
+    if numbered_older and numbered_newer:
+        return f"different numbered subjects: {min(numbered_older)} / {min(numbered_newer)}"
     return None
+
+
+def _title_numbers(title: str) -> frozenset[str]:
+    return frozenset(stem for stem in _paragraph_stems(title) if _NUMBER.match(stem))
 
 
 def judge(older: str, newer: str) -> Verdict:
@@ -402,13 +496,14 @@ def judge(older: str, newer: str) -> Verdict:
     """
     a, b = _read(older), _read(newer)
     shared = a.stems & b.stems
+    values = _value_stems(older) | _value_stems(newer)
     if not shared - _GENERIC:
         return Verdict(Relation.UNRELATED, f"no subject in common (shared: {', '.join(sorted(shared)) or 'nothing'})")
     for reason in (
         _denial_conflict(b, a),
         _denial_conflict(a, b),
         _antonym_conflict(_plain_stems(older), _plain_stems(newer)),
-        _value_swap(a, b),
+        _value_swap(a, b, values),
     ):
         if reason:
             return Verdict(Relation.CONTRADICTS, reason)

@@ -6,7 +6,7 @@ cosines, and applies the :class:`Resolution` it returns as one unit. The thresho
 unlike Engram, a contradiction is looked for above the reinforce threshold too:
 
 - the same content hash: **reinforce** the memory that holds it;
-- cosine ≥ ``contradiction_at`` (0.65): the same subject. The contradiction check
+- cosine ≥ ``contradiction_at`` (0.60): the same subject. The contradiction check
   (:mod:`hivemem.contradiction`) reads both: a contradiction **supersedes** the old memory (the
   new one is stored with a ``supersedes`` link; the old one stays, marked no longer valid, so
   recall ranks it down), however close the two vectors are (a changed value or a negation barely
@@ -37,13 +37,14 @@ from datetime import datetime
 from typing import Any
 
 from hivemem.contradiction import Relation as Judged
-from hivemem.contradiction import distinct_subjects, judge
+from hivemem.contradiction import Verdict, distinct_subjects, distinct_values, judge, speaks_of_change
 from hivemem.hashing import content_hash
 from hivemem.limits import DEFAULT_LIMITS, details_problem
 from hivemem.link_effects import NO_EFFECTS, LinkEffects
 from hivemem.model import AuditEvent, Memory, MemoryState, MemoryType, Relation, RelationType, Source, WriteOutcome
 
 __all__ = [
+    "SAME_CONTENT",
     "Neighbour",
     "Resolution",
     "ResolutionPolicy",
@@ -72,7 +73,7 @@ class ResolutionPolicy:
 
     neighbours: int = 5
     reinforce_at: float = 0.85
-    contradiction_at: float = 0.65
+    contradiction_at: float = 0.6
     merge_max_chars: int = 2000
     auto_links: int = 5
     auto_link_at: float = 0.40
@@ -83,6 +84,7 @@ class ResolutionPolicy:
 
 
 EXACT_ONLY = ResolutionPolicy(neighbours=0)
+SAME_CONTENT = "same content"  # the reason of a reinforcement by exact content
 
 # Memories that record an event keep their identity: two turns of a conversation, two handoffs or
 # two progress notes that say much the same are still two. So do imported records (a document's
@@ -104,7 +106,8 @@ class Resolution:
     ``memory`` is the memory the caller hears of: the new one (stored, superseded) or the existing
     one updated (reinforced, merged). ``updates`` are other memories the plan rewrites (the
     superseded one), ``relations`` and ``audit`` are written with them. ``target_id`` names the
-    existing memory involved, ``reason`` says why in words. ``effects``: what the memory's own
+    existing memory involved (for a memory stored new: the one it was kept apart from, if any),
+    ``reason`` says why in words. ``effects``: what the memory's own
     edges did (:mod:`hivemem.link_effects`), known after the unit is written.
     """
 
@@ -272,7 +275,7 @@ def _exact(incoming: Memory, exact_duplicate: Memory, now: datetime) -> Resoluti
         # A redelivered job: the stored memory stays as it is.
         return Resolution(WriteOutcome.STORED, exact_duplicate)
     return Resolution(
-        WriteOutcome.REINFORCED, reinforce(exact_duplicate, incoming, now), exact_duplicate.id, reason="same content"
+        WriteOutcome.REINFORCED, reinforce(exact_duplicate, incoming, now), exact_duplicate.id, reason=SAME_CONTENT
     )
 
 
@@ -327,12 +330,20 @@ def resolve(
     # nearly where they were ("the pool is 20 connections" / "… 50 connections": cosine 0.95 with
     # MiniLM), and reinforcing would drop the new value without a trace.
     verdict = judge(old.content, incoming.content)
+    if verdict.relation is not Judged.CONTRADICTS:
+        apart = _why_apart(old, incoming, verdict)
+        if apart:
+            # Unsure, or two facts of one template ("port 8003" / "port 8004" of two services): kept
+            # apart, linked `similar`, whatever the cosine.
+            return replace(_stored(incoming, neighbours, policy, now), target_id=old.id, reason=apart)
     if best.cosine >= policy.reinforce_at and verdict.relation is not Judged.CONTRADICTS:
+        reason = f"the same fact in other words (cosine {best.cosine:.2f})"
         return Resolution(
             WriteOutcome.REINFORCED,
             _reworded(old, incoming, now),
             old.id,
-            reason=f"the same fact in other words (cosine {best.cosine:.2f})",
+            audit=(_fold_record("reinforce", old, incoming, best.cosine, reason, now),),
+            reason=reason,
         )
     if verdict.relation is Judged.CONTRADICTS and _holds_several_facts(old):
         # A merged memory holds other facts besides the one contradicted: superseding it would
@@ -360,18 +371,41 @@ def resolve(
     merged = merge(old, incoming, now)
     if len(merged.content) > policy.merge_max_chars:
         return _stored(incoming, neighbours, policy, now)
-    record = AuditEvent(
-        "merge",
+    record = _fold_record("merge", old, incoming, best.cosine, verdict.reason, now)
+    return Resolution(WriteOutcome.MERGED, merged, old.id, audit=(record,), reason=verdict.reason)
+
+
+def _why_apart(old: Memory, incoming: Memory, verdict: Verdict) -> str:
+    """Why ``incoming`` may not be folded into ``old`` (reinforce or merge) on the judge's word;
+    "" when it may.
+
+    Not when each names a value the other never mentions (:func:`distinct_values`: the template
+    facts a cosine cannot tell apart), nor when the judge found no conflict in a text that denies
+    something or names a change (:func:`speaks_of_change`): the rules missed what it changes, so
+    folding it would bury a contradiction in a merged memory.
+    """
+    values = distinct_values(old.content, incoming.content)
+    if values is not None:
+        return values
+    if verdict.relation is Judged.COMPATIBLE and speaks_of_change(incoming.content):
+        return "it speaks of a change the rules cannot place"
+    return ""
+
+
+def _fold_record(action: str, old: Memory, incoming: Memory, cosine: float, reason: str, now: datetime) -> AuditEvent:
+    """The audit record of a fold: the memory as it was and the one folded in, so that undo can
+    put both back (:mod:`api.undo`)."""
+    return AuditEvent(
+        action,
         old.id,
         incoming.scope,
         incoming.author,
         {
             "merged": incoming.id,
-            "cosine": round(best.cosine, 4),
-            "reason": verdict.reason,
+            "cosine": round(cosine, 4),
+            "reason": reason,
             "before": snapshot(old),
             "incoming": snapshot(incoming) | {"author": incoming.author},
         },
         now,
     )
-    return Resolution(WriteOutcome.MERGED, merged, old.id, audit=(record,), reason=verdict.reason)

@@ -6,8 +6,9 @@ findings away, or that a fact had been merged into another memory instead of sto
 
 from __future__ import annotations
 
-from hivemem.link_effects import LinkEffects
 from hivemem.model import GLOBAL_SCOPE, WriteOutcome
+from hivemem.resolution import SAME_CONTENT
+from hivemem.tickets import ItemResult
 
 __all__ = ["write_said"]
 
@@ -20,11 +21,15 @@ def _ids(ids: tuple[str, ...]) -> str:
     return ", ".join(ids)
 
 
-def write_said(
-    outcome: WriteOutcome, memory_id: str, scope: str, superseded_id: str | None, effects: LinkEffects
-) -> str:
+def write_said(result: ItemResult, scope: str) -> str:
     """The sentence for one memorize: what happened to the memory, then to each target of its edges."""
-    if outcome is WriteOutcome.REINFORCED:
+    outcome, memory_id, effects = result.outcome, result.memory_id, result.effects
+    if outcome is WriteOutcome.REINFORCED and result.reason not in ("", SAME_CONTENT):
+        parts = [
+            f"a memory saying the same in other words was already in {_where(scope)}: reinforced memory "
+            f"{memory_id} instead of storing a copy ({result.reason}; undoable)"
+        ]
+    elif outcome is WriteOutcome.REINFORCED:
         parts = [
             f"the same fact was already in {_where(scope)}: reinforced memory {memory_id} instead of storing a copy"
         ]
@@ -32,8 +37,13 @@ def write_said(
         parts = [f"merged into memory {memory_id} of {_where(scope)}, which said much the same (undoable)"]
     elif outcome is WriteOutcome.SUPERSEDED:
         parts = [
-            f"stored as memory {memory_id} in {_where(scope)}; it contradicts memory {superseded_id}, "
+            f"stored as memory {memory_id} in {_where(scope)}; it contradicts memory {result.superseded_id}, "
             "which is kept as history, no longer valid (undoable)"
+        ]
+    elif result.apart_from:
+        parts = [
+            f"stored as memory {memory_id} in {_where(scope)}, beside memory {result.apart_from}, which it "
+            f"resembles but does not repeat ({result.reason}; linked similar)"
         ]
     else:
         parts = [f"stored as memory {memory_id} in {_where(scope)}"]

@@ -111,7 +111,14 @@ class CeleryRunner:
             if job.state is JobState.DONE and job.result is not None:
                 items = job.result["items"]
                 results = tuple(
-                    ItemResult(i["id"], WriteOutcome(i["outcome"]), i.get("superseded"), LinkEffects.of_record(i))
+                    ItemResult(
+                        i["id"],
+                        WriteOutcome(i["outcome"]),
+                        i.get("superseded"),
+                        LinkEffects.of_record(i),
+                        i.get("reason", ""),
+                        i.get("apart_from"),
+                    )
                     for i in items
                 )
                 return Ticket(job_id, job.state, results)

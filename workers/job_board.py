@@ -78,12 +78,16 @@ def item_outcome(index: int, resolution: Resolution) -> ItemOutcome:
     outcome: ItemOutcome = {"index": index, "id": resolution.memory.id, "outcome": resolution.outcome.value}
     if resolution.outcome is WriteOutcome.SUPERSEDED:
         outcome["superseded"] = resolution.target_id
+    elif resolution.outcome is WriteOutcome.STORED and resolution.target_id:
+        outcome["apart_from"] = resolution.target_id
+    if resolution.reason:
+        outcome["reason"] = resolution.reason
     outcome.update(resolution.effects.as_record())
     return outcome
 
 
 # What a memorize job's result keeps of each memory: its outcome, and what its edges did.
-_MEMORY_ITEM_KEYS = ("id", "outcome", "superseded", "superseded_by_links", "closed_goals")
+_MEMORY_ITEM_KEYS = ("id", "outcome", "superseded", "apart_from", "reason", "superseded_by_links", "closed_goals")
 
 
 def job_result(items: Sequence[ItemOutcome]) -> dict[str, Any]:

@@ -90,7 +90,10 @@ def test_a_forget_cannot_be_undone_and_unknown_records_are_404(client: TestClien
     assert client.delete(f"/v1/memories/{memory_id}", params={"confirm": "true"}, headers=HEADERS).status_code == 200
     (record,) = _audit(client, memory_id)
     refused = client.post(f"/v1/audit/{record['id']}/undo", headers=HEADERS)
-    assert refused.status_code == 409 and "only a merge, a supersede, a consolidation or an archiving" in refused.text
+    assert (
+        refused.status_code == 409
+        and "only a merge, a reinforcement by meaning, a supersede, a consolidation or an archiving" in refused.text
+    )
     missing = client.post("/v1/audit/999999/undo", headers=HEADERS)
     assert missing.status_code == 404 and missing.json()["error"] == "audit_not_found"
     assert client.post("/v1/audit/not-a-number/undo", headers=HEADERS).status_code == 404

@@ -257,3 +257,42 @@ def test_the_edges_a_caller_may_ask_for_are_every_relation_but_derived_from() ->
 
     # LinkType is written out (the request schema's enum needs a class); it must stay in step.
     assert {t.value for t in LinkType} == {t.value for t in RelationType} - {RelationType.DERIVED_FROM.value}
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Team 3 owns the marker03q service and its alerts.", "Team 4 owns the marker04q service and its alerts."),
+        ("The billing service listens on port 8003.", "The auth service listens on port 8004."),
+        ("The EU cluster runs in eu-west-1.", "The US cluster runs in us-east-1."),
+        ("Alice is on call on Mondays.", "Bob is on call on Tuesdays."),
+    ],
+)
+def test_two_facts_of_one_template_are_never_folded_whatever_the_cosine(older: str, newer: str) -> None:
+    # One title for both, as an agent writes a set of them: only the values tell them apart.
+    old = _said("old", older, title="Service facts")
+    incoming = _said("new", newer, title="Service facts")
+    for cosine in (0.7, 0.9, 0.99):
+        resolution = resolve(incoming, None, utcnow(), [Neighbour(old, cosine)], POLICY)
+        assert (resolution.outcome, resolution.memory.id, resolution.updates) == (WriteOutcome.STORED, "new", ())
+        assert [(r.target_id, r.type) for r in resolution.relations] == [("old", RelationType.SIMILAR)]
+
+
+def test_a_fact_that_speaks_of_a_change_the_rules_cannot_place_is_stored_beside_not_merged() -> None:
+    # The judge finds no conflict ("the Redis cache" is not what is denied), so it is unsure: a
+    # merge would bury whatever changed inside the old memory.
+    old = _said("old", "We use Redis for the session cache.")
+    incoming = _said("new", "The session cache no longer expires entries after a day.")
+    resolution = resolve(incoming, None, utcnow(), [Neighbour(old, 0.75)], POLICY)
+    assert (resolution.outcome, resolution.memory.id) == (WriteOutcome.STORED, "new")
+    assert [r.type for r in resolution.relations] == [RelationType.SIMILAR]
+
+
+def test_a_reinforcement_by_meaning_is_audited_with_both_texts() -> None:
+    old = _said("old", "Logs are shipped to Loki.")
+    incoming = _said("new", "Our logs go to Loki.")
+    resolution = resolve(incoming, None, utcnow(), [Neighbour(old, 0.9)], POLICY)
+    assert (resolution.outcome, resolution.memory.id) == (WriteOutcome.REINFORCED, "old")
+    (record,) = resolution.audit
+    assert (record.action, record.memory_id, record.detail["merged"]) == ("reinforce", "old", "new")
+    assert (record.detail["before"]["content"], record.detail["incoming"]["content"]) == (old.content, incoming.content)
