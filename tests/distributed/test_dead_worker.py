@@ -1,15 +1,21 @@
-"""A worker killed while it holds tasks costs seconds, not the broker's visibility timeout.
+"""A worker killed while it holds tasks costs seconds, not the broker's visibility timeout; a
+worker that is alive keeps its task however long it takes.
 
 The sweep (:mod:`workers.holders`) is checked against a real Redis with kombu's own unacked
 hash; end to end, two real workers on default settings (a visibility timeout of an hour) share a
-bulk job, one is killed with SIGKILL while it holds a task, and the other finishes the job.
+bulk job, one is killed with SIGKILL while it holds a task, and the other finishes the job; and
+an ingest held for over a minute on a live worker (the page it fetches is sent only when the test
+lets it) is fetched once and done once, while the other worker sweeps beside it.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx
 import redis
@@ -95,3 +101,73 @@ def test_a_killed_worker_s_tasks_are_done_by_the_other_on_default_settings(
         gateway.stop()
         survivor.stop()
         victim.stop()
+
+
+PAGE = (
+    b"<html><head><title>Queue runbook</title></head><body><article><h1>Queues</h1>"
+    b"<p>Drain the zorbit queue before a kernel upgrade, then restart its consumers.</p></article></body></html>"
+)
+HELD_S = 65  # past a minute: any sweep that went by the age of a task would have taken this one
+
+
+def test_a_job_held_past_a_minute_on_a_live_worker_is_run_once(redis_url: str, dirs: tuple[Path, Path]) -> None:
+    data_dir, logs = dirs
+    fetches: list[str] = []
+    release = threading.Event()
+
+    class SlowPage(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            fetches.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(PAGE)))
+            self.end_headers()
+            self.wfile.write(PAGE[:40])
+            self.wfile.flush()
+            release.wait(timeout=600)  # the rest of the page when the test says so
+            self.wfile.write(PAGE[40:])
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    site = ThreadingHTTPServer(("127.0.0.1", 0), SlowPage)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{site.server_address[1]}/runbook.html"
+    env = {"HIVEMEM_KNOWLEDGE_ALLOW_PRIVATE_URLS": "true", "HIVEMEM_KNOWLEDGE_URL_TIMEOUT_S": "600"}
+    gateway = HivememServer(data_dir, logs, HIVEMEM_BROKER_URL=redis_url, **env)
+    holder = CeleryWorker(redis_url, data_dir, logs, name="holder", **env)
+    sweeper = CeleryWorker(redis_url, data_dir, logs, name="sweeper", **env)
+    client = redis.Redis.from_url(redis_url)
+    gateway.start()
+    try:
+        holder.start(concurrency=1)
+        sweeper.start(concurrency=1)
+        with httpx.Client(base_url=gateway.url, timeout=60) as http:
+            accepted = http.post("/v1/knowledge/ingest", json={"paths": [url], "scope": "github.com/acme/ops"})
+            assert accepted.status_code == 202, accepted.text
+            job_id = accepted.json()["id"]
+            deadline = time.monotonic() + 120
+            while not fetches:
+                assert time.monotonic() < deadline, "no worker fetched the page"
+                time.sleep(0.01)
+            held_since = time.monotonic()
+            while time.monotonic() - held_since < HELD_S:
+                # Both workers alive (their heartbeats stand), the job running, the page fetched once.
+                alive = {key.decode() for key in client.scan_iter("hivemem:alive:*")}
+                assert {f"hivemem:alive:{w.nodename}" for w in (holder, sweeper)} <= alive, alive
+                assert http.get(f"/v1/jobs/{job_id}").json()["state"] == "running"
+                assert len(fetches) == 1, fetches
+                time.sleep(1)
+            release.set()
+            job = wait_for_job(http, job_id, timeout_s=300)
+        assert job["state"] == "done", job
+        assert (job["result"]["indexed"], job["result"]["failed"]) == (1, 0), job["result"]
+        assert fetches == ["/runbook.html"]  # fetched once: never handed to the other worker
+        assert "of dead worker(s)" not in holder.log_text() + sweeper.log_text()
+    finally:
+        release.set()
+        site.shutdown()
+        site.server_close()
+        gateway.stop()
+        holder.stop()
+        sweeper.stop()
