@@ -478,6 +478,7 @@ class MemoryService:
         memories = self._new_batch(requests, caller)
         ticket = self.runner.memorize_bulk(memories, wait_s=None)
         self._written()
+        self._cited(memories)
         return _results(ticket, memories)
 
     def _cited(self, memories: Sequence[Memory]) -> None:

@@ -92,8 +92,9 @@ def test_confirmed_outranks_inferred_at_equal_relevance(service: MemoryService) 
 
 
 def test_decay_ranks_stale_memories_lower(service: MemoryService) -> None:
-    fresh = add(service, "Cache TTL fresh", "Cache entries expire after ten minutes.")
-    stale = add(service, "Cache TTL stale", "Cache entries expire after ten minutes!")
+    # Imported, so that write-time resolution keeps the two near-duplicates apart (exact content only).
+    fresh = add(service, "Cache TTL fresh", "Cache entries expire after ten minutes.", source=Source.IMPORTED)
+    stale = add(service, "Cache TTL stale", "Cache entries expire after ten minutes!", source=Source.IMPORTED)
     two_years_ago = utcnow() - timedelta(days=720)
     service.store.put(replace(service.store.get(stale), created_at=two_years_ago), DuplicatePolicy.OVERWRITE)
     response = service.remember(RecallRequest(query="cache entries expire", explain=True), CALLER)
@@ -153,12 +154,16 @@ def test_being_listed_is_not_being_used_reading_and_citing_are(service: MemorySe
     )
     service.runner.drain()
     assert service.store.get(memory_id).access_count == 2  # cited by a new memory: used
+    cited_in_bulk = MemoryCreate(title="Load balancer", content="The load balancer forwards 8443.", related_to=[edge])
+    service.memorize_many([cited_in_bulk], CALLER)
+    service.runner.drain()
+    assert service.store.get(memory_id).access_count == 3  # in a bulk, the same
     replaced = LinkCreate(target_id=memory_id, relationship_type=LinkType.SUPERSEDES)
     service.memorize(
         MemoryCreate(title="Port number", content="The API listens on 9443.", related_to=[replaced]), CALLER
     )
     service.runner.drain()
-    assert service.store.get(memory_id).access_count == 2  # replaced, not used
+    assert service.store.get(memory_id).access_count == 3  # replaced, not used
 
 
 def stdlib_summaries() -> dict[str, str]:
