@@ -38,6 +38,25 @@ def _admitted(memory: Memory, where: SearchFilter) -> bool:
     )
 
 
+def _read_admitted(
+    store: Store, step: dict[str, tuple[float, str, RelationType]], where: SearchFilter, wanted: int | None
+) -> dict[str, Memory]:
+    """The memories of ``step`` the filter admits. On the last hop only the ``wanted`` best count,
+    so they are read best first, a few at a time, until that many are admitted: a result with its
+    five ``similar`` links made recall read and build some fifty memories to keep three."""
+    if wanted is None:
+        return {m.id: m for m in store.get_many(list(step), vectors=False) if _admitted(m, where)}
+    best_first = sorted(step, key=lambda i: (-step[i][0], i))
+    admitted: dict[str, Memory] = {}
+    batch = 2 * wanted
+    for start in range(0, len(best_first), batch):
+        chunk = best_first[start : start + batch]
+        admitted |= {m.id: m for m in store.get_many(chunk, vectors=False) if _admitted(m, where)}
+        if len(admitted) >= wanted:
+            break
+    return admitted
+
+
 def graph_neighbours(
     store: Store, hits: Sequence[Hit], where: SearchFilter, *, limit: int = 3, hops: int = 1
 ) -> list[GraphHit]:
@@ -59,7 +78,7 @@ def graph_neighbours(
                 if other in seen or (other in step and step[other][0] >= value):
                     continue
                 step[other] = (value, origin, edge.type)
-        admitted = {m.id: m for m in store.get_many(list(step), vectors=False) if _admitted(m, where)}
+        admitted = _read_admitted(store, step, where, limit if hop == hops else None)
         memories |= admitted
         for memory_id, found in step.items():
             if memory_id in admitted and (memory_id not in reached or reached[memory_id][0] < found[0]):
