@@ -290,6 +290,11 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--real", type=_positive_int, default=20_000, help="texts embedded by the model")
     sc.add_argument("--queries", type=_positive_int, default=200, help="recall queries per measurement")
     sc.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    rs = bench_sub.add_parser(
+        "resolution", help="write-time resolution on labelled pairs of facts and on facts of one template"
+    )
+    rs.add_argument("--data", type=Path, default=Path("bench/resolution"), help="folder: pairs.jsonl, templates.json")
+    rs.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     kn = bench_sub.add_parser("knowledge", help="ingest a folder of real documents, then ask questions of it")
     kn.add_argument("--corpus", type=Path, required=True, help="folder of documents")
     kn.add_argument("--questions", type=Path, required=True, help="JSONL: question, evidence [strings], format")
@@ -679,6 +684,12 @@ def _bench(args: argparse.Namespace, settings: Settings) -> int:
             warmup=args.warmup,
         )
         emit(report, args.json_out)
+        return 0
+    if args.bench == "resolution":
+        from api.bench.harness import emit
+        from api.bench.resolution import run_resolution
+
+        emit(run_resolution(args.data, settings), args.json_out)
         return 0
     if args.bench == "knowledge":
         from api.bench.harness import emit

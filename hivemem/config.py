@@ -452,7 +452,7 @@ class Settings(BaseSettings):
         description="Recall score factor of a consolidated source: found, ranked below the memory that holds it.",
     )
     resolution_neighbours: int = Field(
-        default=0,
+        default=5,
         ge=0,
         le=50,
         description="Nearest memories of its scope a new memory is resolved against (reinforce, merge, "
@@ -463,7 +463,7 @@ class Settings(BaseSettings):
         default=0.85, ge=0.0, le=1.0, description="Cosine at which a new memory reinforces its nearest one."
     )
     resolution_contradiction_cosine: float = Field(
-        default=0.65,
+        default=0.6,
         ge=0.0,
         le=1.0,
         description="Cosine from which the contradiction check decides between supersede and merge.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -11,7 +12,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from api.main import create_app
+from hivemem.config import Settings
 from hivemem.model import DuplicatePolicy, MemoryState
+from tests.api.conftest import LOCAL_URL
 from tests.api.helpers import stored_count
 
 SCOPE = "github.com/acme/api"
@@ -138,7 +142,7 @@ def test_every_memorize_says_what_it_did(client: TestClient) -> None:
     )
     edge = {"target_id": stored["id"], "relationship_type": "supersedes"}
     newer = client.post(
-        "/v1/memories", json={**body, "content": "Deploys happen on Thursdays now.", "related_to": [edge]}
+        "/v1/memories", json={**body, "content": "Deploys wait for the Thursday release train.", "related_to": [edge]}
     ).json()
     assert newer["superseded_by_links"] == [stored["id"]]
     assert newer["said"].endswith(f"; marked {stored['id']} no longer valid (supersedes; undoable)")
@@ -164,7 +168,16 @@ def test_consolidating_by_hand_uses_the_goal_when_no_note_closed_it(client: Test
     assert unknown.status_code == 404
 
 
-def test_sleep_dry_run_reports_the_clusters_and_writes_nothing(client: TestClient) -> None:
+@pytest.fixture
+def exact_only_client(settings: Settings) -> Iterator[TestClient]:
+    """A server that resolves exact duplicates only: sleep's own clusters, which write-time
+    resolution by meaning would have folded as they came."""
+    with TestClient(create_app(settings.model_copy(update={"resolution_neighbours": 0})), base_url=LOCAL_URL) as answer:
+        yield answer
+
+
+def test_sleep_dry_run_reports_the_clusters_and_writes_nothing(exact_only_client: TestClient) -> None:
+    client = exact_only_client
     notes = [
         "Flaky test: test_upload times out when the CI runner is busy; rerun fixes it.",
         "Flaky test: test_upload times out when the CI runner is busy, a rerun fixes it.",

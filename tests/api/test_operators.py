@@ -124,8 +124,8 @@ def test_an_edit_is_embedded_again_audited_and_needs_the_right_grant(team: Team)
 def test_scope_counts_show_only_readable_scopes(team: Team) -> None:
     _, client, headers = team
     _memorize(client, headers["alice"], "A decision about the API.", memory_type="decision")
-    _memorize(client, headers["bob"], "A fact about the web app.", scope=OTHER)
-    _memorize(client, headers["bob"], "Another fact about the web app.", scope=OTHER)
+    _memorize(client, headers["bob"], "The web app is built with Vite.", scope=OTHER)
+    _memorize(client, headers["bob"], "The web app talks to the API over GraphQL.", scope=OTHER)
     seen = {s["scope"]: s for s in client.get("/v1/scopes", headers=headers["root"]).json()}
     assert (seen[OTHER]["memories"], seen[OTHER]["by_type"], seen[OTHER]["by_state"]) == (
         2,

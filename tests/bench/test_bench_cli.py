@@ -558,3 +558,32 @@ def test_an_untrained_cross_encoder_of_a_given_shape_scores_pairs(tmp_path: Path
     weights = next(folder.glob("*.safetensors")).stat().st_mtime_ns
     untrained_cross_encoder(folder, layers=2, hidden=64)
     assert next(folder.glob("*.safetensors")).stat().st_mtime_ns == weights
+
+
+def test_resolution_bench_scores_the_committed_set_and_folds_no_template(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The committed set, the hash embedder: which pairs reach the band depends on the model, what
+    # the rules never do (fold a contradiction or a fact of a template) does not.
+    out = tmp_path / "report.json"
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    data = Path(__file__).resolve().parents[2] / "bench" / "resolution"
+    assert main(["bench", "resolution", "--data", str(data), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["pairs"] == 83 and report["resolution_neighbours"] == 5
+    assert sum(sum(by.values()) for by in report["by_label"].values()) == 83
+    assert report["right"] == 83 - len(report["misses"])
+    assert report["contradictions_folded"] == 0 and report["templates_folded"] == 0
+    assert {t["memories"] for t in report["templates"].values()} and all(
+        t["outcomes"] == {"stored": t["memories"]} for t in report["templates"].values()
+    )
+
+
+def test_resolution_bench_refuses_a_pair_of_another_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pairs.jsonl").write_text(
+        json.dumps({"label": "maybe", "older": {"title": "A", "content": "a"}, "newer": {"title": "B", "content": "b"}})
+    )
+    (tmp_path / "templates.json").write_text("[]")
+    assert main(["bench", "resolution", "--data", str(tmp_path)]) == 2
+    assert "unknown label 'maybe'" in capsys.readouterr().err

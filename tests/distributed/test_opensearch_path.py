@@ -56,6 +56,8 @@ def test_a_store_outage_is_retried_with_backoff_until_the_job_is_done(redis_url:
         # the test waits for the restart, not for a number of retries.
         "HIVEMEM_JOB_RETRIES": "100",
         "HIVEMEM_JOB_RETRY_BACKOFF_MAX_S": "5",
+        # osmem-server answers no k-NN query, which resolution by meaning asks for.
+        "HIVEMEM_RESOLUTION_NEIGHBOURS": "0",
     }
     gateway = HivememServer(data_dir, logs, HIVEMEM_BROKER_URL=redis_url, HIVEMEM_MEMORIZE_WAIT_S="0", **env)
     worker = CeleryWorker(redis_url, data_dir, logs, **env)
@@ -111,6 +113,8 @@ def test_the_gateway_fills_the_second_vectors_of_what_workers_wrote(
     logs.mkdir()
     prefix = f"second_{tmp_path.name.lower()[-12:].replace('-', '_')}"
     env = {"HIVEMEM_STORE_URL": opensearch_backend.url_for(prefix), "HIVEMEM_OPENSEARCH_REPLICAS": "0"}
+    if not opensearch_backend.has_knn:
+        env["HIVEMEM_RESOLUTION_NEIGHBOURS"] = "0"  # resolution by meaning asks k-NN, which osmem-server lacks
     gateway = HivememServer(data_dir, logs, HIVEMEM_BROKER_URL=redis_url, HIVEMEM_SECOND_EMBED_MODEL="hash:32", **env)
     worker = CeleryWorker(redis_url, data_dir, logs, **env)
     try:

@@ -59,8 +59,10 @@ def service(request: pytest.FixtureRequest, tmp_path: Path, contradiction_cosine
     memory_service.close()
 
 
-def _memorize(service: MemoryService, content: str) -> MemorizeResult:
-    result = service.memorize(MemoryCreate(title=content[:40], content=content, scope=SCOPE), CALLER)
+def _memorize(service: MemoryService, content: str, title: str | None = None) -> MemorizeResult:
+    # Titled by the text's opening unless told: a title that repeats a value would name a numbered
+    # subject ("Alert rule 3"), which two pool sizes are not.
+    result = service.memorize(MemoryCreate(title=title or content[:40], content=content, scope=SCOPE), CALLER)
     assert isinstance(result, MemorizeResult)
     return result
 
@@ -113,8 +115,8 @@ def test_a_changed_value_supersedes_though_the_vectors_barely_move(service: Memo
     # dropped the 50 without a trace.
     for other in ("Logs are shipped to Loki and kept for 30 days.", "Pull requests need two approvals."):
         assert _memorize(service, other).outcome is WriteOutcome.STORED
-    old = _memorize(service, "The API's Postgres pool is 20 connections.")
-    new = _memorize(service, "The API's Postgres pool is 50 connections.")
+    old = _memorize(service, "The API's Postgres pool is 20 connections.", "Postgres pool size")
+    new = _memorize(service, "The API's Postgres pool is 50 connections.", "Postgres pool size")
     assert (new.outcome, new.superseded_id) == (WriteOutcome.SUPERSEDED, old.id)
     found = service.remember(RecallRequest(query="how big is the postgres pool", scope=SCOPE), CALLER).results
     # The new value first; the old one still found, as history (x0.1), which in a scope this small
@@ -139,8 +141,8 @@ def test_in_a_scope_of_two_memories_the_replacement_still_comes_first(service: M
     # ran out of memories keeps each its share of the best score (BM25 on its own scale, not 1.0
     # for the best of two), so the replacement keeps a relevance that a caller's min_relevance
     # does not throw away.
-    old = _memorize(service, "The API's Postgres pool is 20 connections.")
-    new = _memorize(service, "The API's Postgres pool is 50 connections.")
+    old = _memorize(service, "The API's Postgres pool is 20 connections.", "Postgres pool size")
+    new = _memorize(service, "The API's Postgres pool is 50 connections.", "Postgres pool size")
     assert (new.outcome, new.superseded_id) == (WriteOutcome.SUPERSEDED, old.id)
     for query in ("how big is the postgres pool", "postgres pool 20 connections"):
         found = service.remember(RecallRequest(query=query, scope=SCOPE), CALLER).results
@@ -174,3 +176,49 @@ def test_each_update_supersedes_the_fact_it_updates(service: MemoryService) -> N
         after = service.memorize(MemoryCreate(**story["after"], memory_type="decision", scope=scope), CALLER)
         assert isinstance(before, MemorizeResult) and isinstance(after, MemorizeResult)
         assert (after.outcome, after.superseded_id) == (WriteOutcome.SUPERSEDED, before.id), story["after"]["title"]
+
+
+def test_by_default_a_template_set_stays_apart_and_a_rewording_folds_undoably(tmp_path: Path) -> None:
+    # The defaults, as a team's first hour runs them: nothing set but the store.
+    defaults = MemoryService.from_settings(
+        Settings(store_url=f"sqlite:///{tmp_path / 'hive.db'}", data_dir=str(tmp_path), broker_url="")
+    )
+    try:
+        owners = [
+            defaults.memorize(
+                MemoryCreate(
+                    title=f"Service owner {i}", content=f"Team {i} owns the marker{i:02d}q service.", scope=SCOPE
+                ),
+                CALLER,
+            )
+            for i in range(8)
+        ]
+        assert all(isinstance(r, MemorizeResult) and r.outcome is WriteOutcome.STORED for r in owners), owners
+        assert len({r.id for r in owners}) == 8 and defaults.store.count([SCOPE]) == 8
+        # One template, one title: the values alone tell them apart, and it says so.
+        on_call = [
+            defaults.memorize(MemoryCreate(title="On-call rota", content=text, scope=SCOPE), CALLER)
+            for text in ("Alice is on call on Mondays.", "Bob is on call on Tuesdays.")
+        ]
+        assert [r.outcome for r in on_call if isinstance(r, MemorizeResult)] == [WriteOutcome.STORED] * 2
+        assert isinstance(on_call[1], MemorizeResult) and on_call[1].said
+        assert f"beside memory {on_call[0].id}" in on_call[1].said and "different values" in on_call[1].said
+
+        first = defaults.memorize(
+            MemoryCreate(title="Log shipping", content="Logs are shipped to Loki.", scope=SCOPE), CALLER
+        )
+        again = defaults.memorize(
+            MemoryCreate(title="Log destination", content="Our logs go to Loki.", scope=SCOPE), CALLER
+        )
+        assert isinstance(first, MemorizeResult) and isinstance(again, MemorizeResult)
+        # A fold, reinforced or merged by the cosine the titles give: said, audited, undoable.
+        assert again.outcome in (WriteOutcome.REINFORCED, WriteOutcome.MERGED) and again.id == first.id
+        assert again.said and first.id in again.said and "undoable" in again.said
+        (record,) = [e for e in defaults.store.audit_log(first.id) if e.action in ("reinforce", "merge")]
+        undone = defaults.undo(record.id, CALLER)
+        assert first.id in undone.restored and len(undone.restored) == 2
+        separate = next(i for i in undone.restored if i != first.id)
+        assert defaults.store.get(separate).content == "Our logs go to Loki."
+        assert defaults.store.get(first.id).content == "Logs are shipped to Loki."
+    finally:
+        defaults.close()
