@@ -1,5 +1,5 @@
-"""The ``hivemem`` command line: serve, mcp, memorize, remember, get, forget, knowledge, config, token, worker, beat,
-bench."""
+"""The ``hivemem`` command line: the parser of every command group, and the dispatch to each
+(``hivemem --help`` lists them; tests/surface/cli_commands.json keeps every command and option)."""
 
 from __future__ import annotations
 
@@ -533,10 +533,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return _through(Remote(url, token=settings.token, scope=home), args)
 
     from hivemem.audit_schemas import AuditRequest
-    from hivemem.limits import Limits
     from hivemem.schemas import MemoryCreate, PromoteRequest, RecallRequest, SleepRequest, request_schemas
 
-    schemas = request_schemas(Limits.from_settings(settings))
+    schemas = request_schemas(settings.limits())
     request: MemoryCreate | None = None
     recall: RecallRequest | None = None
     sleep_request: SleepRequest | None = None
@@ -553,7 +552,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             archive=args.command == "sleep",
         )
 
-    from api.service import Caller, MemoryService
+    from api.caller import Caller
+    from api.service import MemoryService
 
     caller = Caller(principal="cli", default_scope=home)
     service = MemoryService.from_settings(settings, lazy_model=True)

@@ -38,7 +38,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from api.service import Caller, MemoryService
+    from api.caller import Caller
+    from api.service import MemoryService
     from hivemem.audit_schemas import AuditRequest
 
     request = AuditRequest.model_validate(

@@ -22,8 +22,8 @@ from hivemem.config import Settings
 from hivemem.scope import derive_scope
 
 if TYPE_CHECKING:
+    from api.caller import Caller
     from api.knowledge_service import KnowledgeService
-    from api.service import Caller
     from hivemem.knowledge_schemas import IngestReport, IngestRequest, KnowledgeReadResponse
     from workers.documents.sources import FileAccess
     from workers.knowledge_jobs import IndexOutcome
@@ -149,8 +149,9 @@ class _Progress:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run one ``knowledge`` subcommand; the exit code."""
+    from api.caller import Caller
     from api.knowledge_service import file_gone
-    from api.service import Caller, MemoryService
+    from api.service import MemoryService
     from hivemem.knowledge_schemas import (
         MAX_STORED_TEXT,
         KnowledgeDeleteRequest,

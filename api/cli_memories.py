@@ -45,7 +45,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from api.service import Caller, MemoryService
+    from api.caller import Caller
+    from api.service import MemoryService
     from hivemem.listing_schemas import CreatedWindow, MemoryUpdate
 
     caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))

@@ -52,7 +52,8 @@ def _notes(settings: Settings, *, first: bool, granted: bool, personal: str) -> 
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from api.service import Caller, MemoryService
+    from api.caller import Caller
+    from api.service import MemoryService
     from hivemem.token_schemas import TokenCreate
 
     service = MemoryService.from_settings(settings, lazy_model=True)

@@ -95,7 +95,8 @@ def _write_whole(path: Path, lines: Iterable[str]) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
-    from api.service import Caller, MemoryService
+    from api.caller import Caller
+    from api.service import MemoryService
 
     caller = Caller(principal="cli")
     with tempfile.TemporaryDirectory(prefix="hivemem-import-") as spool:

@@ -6,8 +6,9 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
+from api.caller import Caller
 from api.denials import denial_recorder
-from api.service import Caller, MemoryService
+from api.service import MemoryService
 from hivemem.access import Access
 from hivemem.errors import ValidationError
 from hivemem.model import GLOBAL_SCOPE

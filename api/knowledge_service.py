@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from api.caller import Caller
 from api.pattern_budget import compile_pattern
 from api.process_memory import release_free_memory
-from api.service import Caller
 from hivemem.access import Role
 from hivemem.admission import FairGate, search_gate_for
 from hivemem.config import Settings

@@ -36,7 +36,6 @@ from api.shutdown import stopping_on_signals
 from api.tracing import TracingObserver, start_tracing, trace_app
 from hivemem.config import Settings, redact_url
 from hivemem.errors import ConfigError
-from hivemem.limits import Limits
 from hivemem.schemas import request_schemas
 from hivemem.scope import SCOPE_HEADER
 
@@ -51,7 +50,7 @@ MCP_METHODS = ["GET", "POST", "DELETE"]
 def create_app(settings: Settings | None = None, service: MemoryService | None = None) -> FastAPI:
     """Build the app. The lifespan opens the service (unless one is given) and runs MCP sessions."""
     settings = settings or Settings()
-    limits = Limits.from_settings(settings)
+    limits = settings.limits()
     holder: dict[str, MemoryService] = {}
     gate: dict[str, Authenticator] = {}
     metrics = Metrics() if settings.metrics else None

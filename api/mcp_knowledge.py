@@ -14,7 +14,8 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.errors import ValidationError
 from hivemem.knowledge_schemas import (
     MAX_STORED_TEXT,

@@ -37,12 +37,13 @@ from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 from pydantic import ValidationError as PydanticValidationError
 
 import hivemem
+from api.caller import Caller
 from api.denials import denial_recorder
 from api.errors import tool_error
 from api.mcp_compact import compact_answer, compact_schema
 from api.mcp_knowledge import knowledge_tool
 from api.mcp_session_thread import SessionThreads
-from api.service import Caller, MemoryService
+from api.service import MemoryService
 from api.shutdown import sigterm_as_sigint
 from hivemem.access import Access
 from hivemem.audit_schemas import AuditRequest
@@ -662,7 +663,7 @@ def run_stdio(settings: Settings, *, scope: str | None = None) -> None:
     warming = threading.Thread(target=_warm_up, args=(service,), name="hivemem-warm-up", daemon=True)
     warming.start()
     service.start_background()
-    server = build_mcp(lambda: service, session=session, limits=Limits.from_settings(settings))
+    server = build_mcp(lambda: service, session=session, limits=settings.limits())
     try:
         # SIGTERM ends the session as Ctrl-C does: the transport unwinds, then the store closes.
         with sigterm_as_sigint():

@@ -111,7 +111,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FORGET_NEEDS_CONFIRM", "Caller", "MemoryService", "make_runner"]
+__all__ = ["FORGET_NEEDS_CONFIRM", "MemoryService", "make_runner"]
 
 # Memories linked to the results that recall adds, labelled "via graph".
 GRAPH_NEIGHBOURS = 3

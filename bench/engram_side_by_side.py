@@ -162,7 +162,8 @@ def run_engram(python: Path, work: Path, texts: list[str], queries: list[str]) -
 
 
 def run_hivemem(work: Path, items: list[tuple[str, str]], queries: list[str], clients: int) -> dict[str, object]:
-    from api.service import Caller, MemoryService
+    from api.caller import Caller
+    from api.service import MemoryService
     from hivemem.config import Settings
     from hivemem.schemas import MemoryCreate, RecallRequest
 

@@ -25,7 +25,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from hivemem.limits import DEFAULT_LIMITS
+from hivemem.limits import DEFAULT_LIMITS, Limits
 from hivemem.model import FusionMethod
 from hivemem.rerank import RerankGate
 
@@ -731,6 +731,15 @@ class Settings(BaseSettings):
                 f"not an http(s) URL: {value!r} (give the collector's OTLP/HTTP base, e.g. http://host:4318)"
             )
         return endpoint
+
+    def limits(self) -> Limits:
+        """How much one memory may carry, as these settings configure it."""
+        return Limits(
+            max_tags=self.max_tags,
+            max_related_files=self.max_related_files,
+            max_details_bytes=self.max_details_bytes,
+            max_details_depth=self.max_details_depth,
+        )
 
     def resolved_store_url(self) -> str:
         """The store URL, with the embedded default filled in from ``data_dir``."""

@@ -7,6 +7,8 @@
     │       ├── DocumentNotFoundError    no such file (or URL answered 404)
     │       └── DocumentAccessDenied     the server may not read that file for this caller
     ├── ConfirmationRequired     a destructive call came without confirm=true
+    ├── UndoRefused              the audit record cannot be undone, or was undone already
+    ├── NotAGoalError            a goal's operation asked of a memory of another type
     ├── AuthenticationError      no token, or not a live one (HTTP 401)
     │   └── TooManyAttempts          too many failed tokens from one address, or calls of one token (429)
     ├── PermissionDeniedError    the caller's grants do not allow this (HTTP 403)
@@ -14,8 +16,11 @@
     ├── JobError                 a background job failed
     │   ├── JobNotFoundError         no job with that id (or it has expired)
     │   └── BrokerUnavailableError   the job broker cannot be reached
+    ├── RerankUnavailableError   the reranker failed or its pool cannot be reached (first-stage order)
+    │   └── RerankLateError          the rerank pool did not answer within its deadline
     └── StoreError               the store could not do what was asked
         ├── MemoryNotFoundError      no memory with that id (in the caller's scopes)
+        ├── AuditNotFoundError       no audit record with that id (in the caller's scopes)
         ├── SourceNotFoundError      no indexed document with that uri or key (in the caller's scopes)
         ├── TokenNotFoundError       no token with that id
         ├── DuplicateMemoryError     the id exists and the policy is FAIL
@@ -30,6 +35,7 @@ Backends translate their driver errors at their boundary (``raise … from exc``
 from __future__ import annotations
 
 __all__ = [
+    "AuditNotFoundError",
     "AuthenticationError",
     "BrokerUnavailableError",
     "ConfigError",
@@ -44,6 +50,7 @@ __all__ = [
     "JobError",
     "JobNotFoundError",
     "MemoryNotFoundError",
+    "NotAGoalError",
     "PermissionDeniedError",
     "RerankLateError",
     "RerankUnavailableError",
@@ -53,6 +60,7 @@ __all__ = [
     "StoreUnavailableError",
     "TokenNotFoundError",
     "TooManyAttempts",
+    "UndoRefused",
     "ValidationError",
 ]
 
@@ -98,7 +106,7 @@ class ConfirmationRequired(HivememError):
 
 
 class UndoRefused(HivememError):
-    """The audit record names something that cannot be undone (not a merge or a supersede), or was undone already."""
+    """The audit record names something that cannot be undone (see ``api.undo.UNDOABLE``), or was undone already."""
 
 
 class NotAGoalError(HivememError):

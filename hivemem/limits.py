@@ -16,10 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from hivemem.config import Settings
+from typing import Any
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -69,16 +66,6 @@ class Limits:
     max_related_files: int = 64
     max_details_bytes: int = 16_384
     max_details_depth: int = 6
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Limits:
-        """The limits ``settings`` configure."""
-        return cls(
-            max_tags=settings.max_tags,
-            max_related_files=settings.max_related_files,
-            max_details_bytes=settings.max_details_bytes,
-            max_details_depth=settings.max_details_depth,
-        )
 
 
 DEFAULT_LIMITS = Limits()

@@ -1,1 +1,2 @@
-"""Job functions, the embedding model, and the runners that execute jobs (in-process today)."""
+"""The work behind the API: job functions and the runners that execute them (in this process, or
+on Celery workers over a broker), and the model runtimes (embedders, rerankers) they call."""

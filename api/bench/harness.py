@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from api.bench.vectors_key import vectors_key
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, RetrievalMode
 from hivemem.schemas import MemoryCreate

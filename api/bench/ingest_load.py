@@ -17,7 +17,7 @@ from typing import Any
 
 from api.bench.latency import latencies, latency_summary
 from api.bench.throughput import shape_service
-from api.service import Caller
+from api.caller import Caller
 from hivemem.config import Settings
 from hivemem.knowledge_schemas import IngestRequest
 from hivemem.model import MemoryType

@@ -26,7 +26,8 @@ from typing import Any
 
 from api.bench.data_files import json_lines, reading
 from api.bench.throughput import raw_forward_per_s, shape_service
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.jobs import JobState
 from hivemem.knowledge_schemas import IngestRequest, KnowledgeSearchRequest

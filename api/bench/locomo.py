@@ -18,7 +18,8 @@ from typing import Any
 from api.bench.data_files import reading
 from api.bench.harness import bench_service
 from api.bench.variants import Variant, latency_ms, run_variants
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.metrics import hit_at, reciprocal_rank
 from hivemem.model import FusionMethod, MemoryType, RetrievalMode, Source

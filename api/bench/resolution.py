@@ -28,7 +28,8 @@ from typing import Any
 
 from api.bench.data_files import json_lines, reading
 from api.bench.variants import latency_ms
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.schemas import MemorizeResult, MemoryCreate
 

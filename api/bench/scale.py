@@ -234,7 +234,8 @@ def _measure(
     rounds: int,
 ) -> dict[str, Any]:
     """Open the store as a server would, then time recall through the service."""
-    from api.service import Caller, MemoryService
+    from api.caller import Caller
+    from api.service import MemoryService
     from hivemem.model import GLOBAL_SCOPE
     from hivemem.schemas import RecallRequest
     from search import SearchFilter

@@ -17,7 +17,8 @@ from typing import Any
 from api.bench.data_files import json_lines, reading
 from api.bench.harness import bench_service
 from api.bench.variants import Variant, latency_ms, run_variants
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, MemoryType, RetrievalMode, Source
 from hivemem.schemas import MemoryCreate, RecallRequest

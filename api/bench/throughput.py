@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from api.bench.local_cluster import RedisServer, WorkerProcess, redis_server_binary
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import Embedder, parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder

@@ -19,7 +19,8 @@ import httpx
 import pytest
 
 from api.auth import PUBLIC_PATHS
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.token_schemas import TokenCreate
 from tests.e2e.helpers import HivememServer

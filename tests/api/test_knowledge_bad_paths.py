@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from api.caller import Caller
 from api.cli import main as cli_main
 from api.main import create_app
-from api.service import Caller, MemoryService
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
 from hivemem.knowledge_schemas import IngestRequest

@@ -13,8 +13,9 @@ from mcp import Client
 
 import hivemem
 from api import mcp_server
+from api.caller import Caller
 from api.mcp_server import SessionScope, build_mcp
-from api.service import Caller, MemoryService
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.errors import MemoryNotFoundError
 from hivemem.knowledge_schemas import KnowledgeStoreRequest

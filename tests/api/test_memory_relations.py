@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.model import Relation, RelationType
 from hivemem.schemas import MemorizeResult, MemoryCreate, RecallRequest

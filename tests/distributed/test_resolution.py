@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.schemas import MemoryCreate
 from tests.e2e.helpers import HivememServer

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.schemas import MemoryCreate, RecallRequest
 

@@ -12,7 +12,8 @@ from datetime import timedelta
 
 import pytest
 
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.model import (
     DuplicatePolicy,

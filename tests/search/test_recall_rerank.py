@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.errors import RerankLateError
 from hivemem.rerank import Reranker, RerankGate, RerankPolicy

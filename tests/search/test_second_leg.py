@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from api.caller import Caller
 from api.second_leg import SecondLeg
-from api.service import Caller, MemoryService
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.embedding_queue import QueuedEmbedder

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from api.service import Caller, MemoryService
+from api.caller import Caller
+from api.service import MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import EmbeddingError
