@@ -36,9 +36,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from api.bench.scale import load_queries, load_texts  # noqa: E402
-from api.bench.throughput import timed_calls  # noqa: E402
-from hivemem.metrics import percentile  # noqa: E402
+from bench.suite.metrics import percentile  # noqa: E402
+from bench.suite.scale import load_queries, load_texts  # noqa: E402
+from bench.suite.throughput import timed_calls  # noqa: E402
 
 ENGRAM_PACKAGES = [
     "torch==2.13.0",
@@ -224,7 +224,7 @@ def main() -> int:
             round(ours_recall["p95_ms"] / theirs_recall["p95_ms"], 3) if isinstance(theirs_recall, dict) else None
         ),
         "memorize_ratio_hivemem_to_engram_1_client": round(
-            float(ours["memorize_per_s_1_client"]) / float(theirs["memorize_per_s_1_client"]), 2
+            float(str(ours["memorize_per_s_1_client"])) / float(str(theirs["memorize_per_s_1_client"])), 2
         ),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "date": datetime.now(UTC).date().isoformat(),

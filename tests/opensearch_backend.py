@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from api.bench.local_cluster import start_osmem
+from bench.suite.local_cluster import start_osmem
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from tests.opensearch_knn_standin import exact_knn_connection

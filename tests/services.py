@@ -1,6 +1,6 @@
 """Real services for tests: a private ``redis-server`` and ``hivemem worker`` subprocesses.
 
-They are the processes of :mod:`api.bench.local_cluster`, configured for tests: the hash embedder,
+They are the processes of :mod:`bench.suite.local_cluster`, configured for tests: the hash embedder,
 a private data dir, the cleaned environment. Nothing here is a mock.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from api.bench.local_cluster import RedisServer, WorkerProcess, redis_server_binary
+from bench.suite.local_cluster import RedisServer, WorkerProcess, redis_server_binary
 from tests.e2e.helpers import hivemem_env
 
 __all__ = ["CeleryWorker", "RedisServer", "redis_server_binary"]

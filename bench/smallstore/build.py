@@ -27,7 +27,8 @@ _MAX_QUESTION = 220
 
 
 def _sections(text: str) -> tuple[str, dict[str, str]]:
-    title, current, sections = "", "", {}
+    title, current = "", ""
+    sections: dict[str, str] = {}
     for line in text.splitlines():
         match = _HEADING.match(line)
         if match:

@@ -16,11 +16,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 import api.transfer as api_transfer
-from api.bench.local_cluster import hivemem_command
 from api.caller import Caller
 from api.cli import main as cli_main
 from api.main import create_app
 from api.service import MemoryService
+from bench.suite.local_cluster import hivemem_command
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import ValidationError

@@ -27,10 +27,10 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from api.bench.local_cluster import free_port
 from api.caller import Caller
 from api.main import create_app, server_config
 from api.service import MemoryService
+from bench.suite.local_cluster import free_port
 from hivemem.access import Grant, Role
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder

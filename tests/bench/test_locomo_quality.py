@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from api.bench.locomo import run_locomo
+from bench.suite.locomo import run_locomo
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, RetrievalMode
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 import redis
 
-from api.bench.local_cluster import free_port
+from bench.suite.local_cluster import free_port
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from tests.e2e.helpers import HivememServer

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import httpx
 
-from api.bench.local_cluster import free_port, hivemem_command
+from bench.suite.local_cluster import free_port, hivemem_command
 from hivemem.embedding import HashEmbedder
 from search import Store, open_store
 

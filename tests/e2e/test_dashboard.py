@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.bench.dashboard import chromium_binary
+from bench.suite.dashboard import chromium_binary
 from tests.e2e.helpers import HivememServer, run_cli
 from tests.services import CeleryWorker
 

@@ -23,8 +23,8 @@ import httpx
 import pytest
 from mcp import Client
 
-from api.bench.local_cluster import hivemem_command
 from api.cli import main as cli_main
+from bench.suite.local_cluster import hivemem_command
 from tests.documents import BAD_DOCUMENTS, GOOD_DOCUMENTS, lying_docx, write_bad, write_good
 from tests.e2e.helpers import HivememServer, hivemem_env, run_cli, wait_for_job
 

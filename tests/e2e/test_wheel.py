@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import httpx
@@ -40,6 +41,10 @@ def test_a_built_wheel_installs_with_the_embed_extra_and_serves(tmp_path: Path) 
     shutil.copytree(ROOT, source, ignore=_NOT_SOURCE)
     _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", tmp_path / "dist", source)
     (wheel,) = (tmp_path / "dist").glob("hivemem-*.whl")
+    # The product only: its four packages and the wheel's metadata, no benchmark and no test.
+    with zipfile.ZipFile(wheel) as built:
+        tops = {name.split("/")[0] for name in built.namelist()}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"hivemem", "api", "search", "workers"}, tops
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", venv)
     _run(venv / "bin" / "pip", "install", "--quiet", f"{wheel}[embed]")
@@ -48,6 +53,8 @@ def test_a_built_wheel_installs_with_the_embed_extra_and_serves(tmp_path: Path) 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HIVEMEM_", "VIRTUAL_ENV", "PYTHON"))}
     env |= {"HOME": str(tmp_path / "home"), "HIVEMEM_DATA_DIR": str(tmp_path / "data")}
     hivemem = venv / "bin" / "hivemem"
+    no_bench = subprocess.run([hivemem, "bench", "locomo"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert no_bench.returncode == 2 and "from a clone of hivemem's repository" in no_bench.stderr, no_bench
     entry = json.loads(_run(hivemem, "setup", "print", "--no-warm", env=env, cwd=tmp_path))["mcpServers"]["hivemem"]
     assert entry == {"command": str(hivemem), "args": ["mcp"]}
 

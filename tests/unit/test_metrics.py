@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from hivemem.metrics import hit_at, ndcg_at, percentile, recall_at, reciprocal_rank
+from bench.suite.metrics import hit_at, ndcg_at, percentile, recall_at, reciprocal_rank
 
 
 def test_hit_and_mrr() -> None:

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from api.bench.data_files import json_lines, reading
-from api.bench.harness import bench_service
-from api.bench.variants import Variant, latency_ms, run_variants
 from api.caller import Caller
 from api.service import MemoryService
+from bench.suite.data_files import json_lines, reading
+from bench.suite.harness import bench_service
+from bench.suite.variants import Variant, latency_ms, run_variants
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, MemoryType, RetrievalMode, Source
 from hivemem.schemas import MemoryCreate, RecallRequest
@@ -92,7 +92,7 @@ def run_smallstore(
     variants: Sequence[Variant] = (),
 ) -> dict[str, Any]:
     """Run the set and return the report; with ``variants``, once per variant (see
-    :func:`api.bench.locomo.run_locomo`)."""
+    :func:`bench.suite.locomo.run_locomo`)."""
     corpus, names, questions = load_smallstore(data)
 
     def ask(variant: Variant, rebuild: bool) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from hivemem.metrics import percentile
+from bench.suite.metrics import percentile
 
 __all__ = ["latencies", "latency_summary"]
 

@@ -25,12 +25,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from api.bench.data_files import json_lines, reading
-from api.bench.local_cluster import RedisServer, WorkerProcess, redis_server_binary
-from api.bench.throughput import settings_env
+from bench.suite.data_files import json_lines, reading
+from bench.suite.local_cluster import RedisServer, WorkerProcess, redis_server_binary
+from bench.suite.metrics import percentile
+from bench.suite.throughput import settings_env
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
-from hivemem.metrics import percentile
 from hivemem.rerank import Reranker
 
 __all__ = [

@@ -27,14 +27,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from api.bench.local_cluster import RedisServer, WorkerProcess, redis_server_binary
 from api.caller import Caller
 from api.service import MemoryService
+from bench.suite.local_cluster import RedisServer, WorkerProcess, redis_server_binary
+from bench.suite.metrics import percentile
 from hivemem.config import Settings
 from hivemem.embedding import Embedder, parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfigError
-from hivemem.metrics import percentile
 from hivemem.model import embedding_text
 from hivemem.schemas import MemoryCreate, RecallRequest
 

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.suite.metrics import percentile
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
-from hivemem.metrics import percentile
 
 __all__ = ["Variant", "latency_ms", "parse_variant", "run_variants", "table"]
 

@@ -38,17 +38,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from api.bench.data_files import json_lines, reading
-from api.bench.throughput import timed_calls
-from api.bench.vectors_key import vectors_key
 from api.process_memory import tune_allocator
+from bench.suite.data_files import json_lines, reading
+from bench.suite.metrics import percentile
+from bench.suite.throughput import timed_calls
+from bench.suite.vectors_key import vectors_key
 from hivemem.config import Settings
 from hivemem.embedding import parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfigError
 from hivemem.hashing import content_hash
 from hivemem.limits import printable
-from hivemem.metrics import percentile
 from hivemem.model import Memory, MemoryType, Source, embedding_text
 from workers.embed import load_embedder
 

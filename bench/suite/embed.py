@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from api.bench.data_files import json_lines, reading
-from api.bench.rerank_pool import conversation_turns
+from bench.suite.data_files import json_lines, reading
+from bench.suite.metrics import percentile
+from bench.suite.rerank_pool import conversation_turns
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.errors import ConfigError
-from hivemem.metrics import percentile
 
 __all__ = ["embed_texts", "run_embed"]
 

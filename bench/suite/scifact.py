@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from api.bench.data_files import json_lines, reading
-from api.bench.harness import bench_service
-from api.bench.variants import Variant, latency_ms, run_variants
 from api.caller import Caller
 from api.service import MemoryService
+from bench.suite.data_files import json_lines, reading
+from bench.suite.harness import bench_service
+from bench.suite.metrics import ndcg_at, recall_at
+from bench.suite.variants import Variant, latency_ms, run_variants
 from hivemem.config import Settings
 from hivemem.limits import printable
-from hivemem.metrics import ndcg_at, recall_at
 from hivemem.model import FusionMethod, MemoryType, RetrievalMode, Source
 from hivemem.schemas import MemoryCreate, RecallRequest
 
@@ -78,7 +78,7 @@ def run_scifact(
     variants: Sequence[Variant] = (),
 ) -> dict[str, Any]:
     """Run the benchmark and return the report; with ``variants``, once per variant (see
-    :func:`api.bench.locomo.run_locomo`)."""
+    :func:`bench.suite.locomo.run_locomo`)."""
     corpus, doc_ids, queries, judgements = load_scifact(data, qrels)
 
     def ask(variant: Variant, rebuild: bool) -> dict[str, Any]:

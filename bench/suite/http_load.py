@@ -27,10 +27,10 @@ from typing import Any
 
 import httpx
 
-from api.bench.cli_latency import wait_ready
-from api.bench.latency import latencies, latency_summary
-from api.bench.local_cluster import free_port, hivemem_command
-from api.bench.throughput import recall_queries, synthetic_corpus
+from bench.suite.cli_latency import wait_ready
+from bench.suite.latency import latencies, latency_summary
+from bench.suite.local_cluster import free_port, hivemem_command
+from bench.suite.throughput import recall_queries, synthetic_corpus
 
 __all__ = ["run_http_load"]
 

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from api.bench.latency import latencies, latency_summary
-from api.bench.throughput import shape_service
 from api.caller import Caller
+from bench.suite.latency import latencies, latency_summary
+from bench.suite.throughput import shape_service
 from hivemem.config import Settings
 from hivemem.knowledge_schemas import IngestRequest
 from hivemem.model import MemoryType

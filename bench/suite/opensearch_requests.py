@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from api.bench.local_cluster import start_osmem
 from api.caller import Caller
 from api.service import MemoryService
+from bench.suite.local_cluster import start_osmem
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.knowledge_schemas import IngestRequest

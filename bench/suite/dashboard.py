@@ -27,11 +27,11 @@ from typing import Any
 
 import httpx
 
-from api.bench.cli_latency import wait_ready
-from api.bench.local_cluster import free_port, hivemem_command
-from api.bench.scale import bench_memory, load_texts
+from bench.suite.cli_latency import wait_ready
+from bench.suite.local_cluster import free_port, hivemem_command
+from bench.suite.metrics import percentile
+from bench.suite.scale import bench_memory, load_texts
 from hivemem.errors import ConfigError
-from hivemem.metrics import percentile
 
 __all__ = ["chromium_binary", "run_dashboard_bench"]
 

@@ -26,10 +26,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from api.bench.data_files import json_lines, reading
-from api.bench.variants import latency_ms
 from api.caller import Caller
 from api.service import MemoryService
+from bench.suite.data_files import json_lines, reading
+from bench.suite.variants import latency_ms
 from hivemem.config import Settings
 from hivemem.schemas import MemorizeResult, MemoryCreate
 

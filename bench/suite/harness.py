@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from api.bench.vectors_key import vectors_key
 from api.caller import Caller
 from api.service import MemoryService
+from bench.suite.vectors_key import vectors_key
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, RetrievalMode
 from hivemem.schemas import MemoryCreate

@@ -1,6 +1,6 @@
 """LoCoMo, turn mode: every turn of a conversation is a memory in that conversation's scope; each
 question (categories 1–4) must bring back its evidence turns. Reports hit@1/5/10, MRR and the
-recall latency (p50, p95), once per ``--variant`` when given (api/bench/variants.py).
+recall latency (p50, p95), once per ``--variant`` when given (bench/suite/variants.py).
 
 A question none of whose evidence is a turn of its conversation (the dataset lists none for a few)
 cannot be answered by any retriever: it is not scored, and the report counts it
@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from api.bench.data_files import reading
-from api.bench.harness import bench_service
-from api.bench.variants import Variant, latency_ms, run_variants
 from api.caller import Caller
 from api.service import MemoryService
+from bench.suite.data_files import reading
+from bench.suite.harness import bench_service
+from bench.suite.metrics import hit_at, reciprocal_rank
+from bench.suite.variants import Variant, latency_ms, run_variants
 from hivemem.config import Settings
-from hivemem.metrics import hit_at, reciprocal_rank
 from hivemem.model import FusionMethod, MemoryType, RetrievalMode, Source
 from hivemem.schemas import MemoryCreate, RecallRequest
 

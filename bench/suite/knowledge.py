@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from api.bench.data_files import json_lines, reading
-from api.bench.throughput import raw_forward_per_s, shape_service
 from api.caller import Caller
 from api.service import MemoryService
+from bench.suite.data_files import json_lines, reading
+from bench.suite.throughput import raw_forward_per_s, shape_service
 from hivemem.config import Settings
 from hivemem.jobs import JobState
 from hivemem.knowledge_schemas import IngestRequest, KnowledgeSearchRequest

@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 
-from api.bench.local_cluster import free_port, hivemem_command
+from bench.suite.local_cluster import free_port, hivemem_command
+from bench.suite.metrics import percentile
 from hivemem.config import Settings
-from hivemem.metrics import percentile
 
 __all__ = ["run_cli_latency", "wait_ready"]
 

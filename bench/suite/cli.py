@@ -1,0 +1,367 @@
+"""The ``hivemem bench`` commands: their parser and their dispatch to each benchmark.
+
+Loaded by the product's CLI (``api/cli.py``) when the suite is there, that is from a clone of
+the repository; the names, flags and JSON reports are those the benchmarks have always had."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from hivemem.config import Settings
+from hivemem.model import FusionMethod, RetrievalMode
+
+__all__ = ["add_parser", "run"]
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _at_least_101(text: str) -> int:
+    """An argparse type: a whole number of at least 101 (the bench's graph step reads the 1st, 11th, …
+    91st memory, each with an edge to the next)."""
+    value = _positive_int(text)
+    if value < 101:
+        raise argparse.ArgumentTypeError(f"must be at least 101, got {value}")
+    return value
+
+
+def _int_list(text: str) -> list[int]:
+    """An argparse type: a comma list of whole numbers of at least 1."""
+    return [_positive_int(part.strip()) for part in text.split(",") if part.strip()]
+
+
+def _layers_by_hidden(text: str) -> tuple[int, int]:
+    """An argparse type: a model's size as ``LAYERSxHIDDEN`` (``24x1024``); the hidden size a
+    multiple of 64, as BERT's attention heads are."""
+    layers, sep, hidden = text.lower().partition("x")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected LAYERSxHIDDEN such as 24x1024, got {text!r}")
+    size = (_positive_int(layers), _positive_int(hidden))
+    if size[1] % 64:
+        raise argparse.ArgumentTypeError(f"the hidden size must be a multiple of 64, got {size[1]}")
+    return size
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``bench`` and its subcommands to the CLI's subparsers ``sub``."""
+    bench = sub.add_parser("bench", help="benchmarks over the real store and recall path")
+    bench_sub = bench.add_subparsers(dest="bench", required=True)
+    for name, data_help in (
+        ("locomo", "LoCoMo JSON file"),
+        ("scifact", "SciFact folder (corpus.jsonl, queries.jsonl)"),
+        ("smallstore", "small-store set (JSON lines, e.g. bench/smallstore/adr.jsonl)"),
+    ):
+        b = bench_sub.add_parser(name, help=f"retrieval quality on {name} (a real benchmark's data)")
+        b.add_argument("--data", type=Path, required=True, help=data_help)
+        if name == "scifact":
+            b.add_argument("--qrels", type=Path, default=None, help="qrels TSV (default DATA/qrels/train.tsv)")
+        elif name == "locomo":
+            b.add_argument(
+                "--as-facts", action="store_true", help="memorize the turns as facts an agent noted, not conversation"
+            )
+        b.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+        b.add_argument(
+            "--mode",
+            choices=[m.value for m in RetrievalMode],
+            default=RetrievalMode.HYBRID.value,
+            help="which recall legs run (default hybrid)",
+        )
+        b.add_argument("--fusion", choices=[f.value for f in FusionMethod], default=None, help="default: the setting")
+        b.add_argument("--fresh", action="store_true", help="rebuild the bench database")
+        b.add_argument(
+            "--variant",
+            dest="variants",
+            action="append",
+            default=[],
+            metavar="NAME[:SETTING=VALUE,...]",
+            help="run the questions once more with these settings changed (e.g. e5:rerank_model=e5-small); "
+            "repeat it for a comparison table",
+        )
+    cl = bench_sub.add_parser("cli", help="CLI calls end to end (process start included), through a server and alone")
+    cl.add_argument("--runs", type=_positive_int, default=20, help="hivemem remember calls through the server")
+    cl.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    ui = bench_sub.add_parser("ui", help="dashboard pages in Chromium on a large store: first paint, data shown")
+    ui.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl: the texts)")
+    ui.add_argument("--size", type=_positive_int, default=100_000, help="memories in the store (default 100000)")
+    ui.add_argument("--scopes", type=_positive_int, default=100, help="scopes they are spread over (default 100)")
+    ui.add_argument("--runs", type=_positive_int, default=10, help="loads of each page (default 10)")
+    ui.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    sc = bench_sub.add_parser("scale", help="recall cost against store size: 10k to 1M memories, 1 and 100 scopes")
+    sc.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl, queries.jsonl)")
+    sc.add_argument("--sizes", type=_int_list, default=[10_000, 100_000, 1_000_000], help="comma list of sizes")
+    sc.add_argument("--layouts", type=_int_list, default=[1, 100], help="comma list of scope counts")
+    sc.add_argument("--real", type=_positive_int, default=20_000, help="texts embedded by the model")
+    sc.add_argument("--queries", type=_positive_int, default=200, help="recall queries per measurement")
+    sc.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    rs = bench_sub.add_parser(
+        "resolution", help="write-time resolution on labelled pairs of facts and on facts of one template"
+    )
+    rs.add_argument("--data", type=Path, default=Path("bench/resolution"), help="folder: pairs.jsonl, templates.json")
+    rs.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    kn = bench_sub.add_parser("knowledge", help="ingest a folder of real documents, then ask questions of it")
+    kn.add_argument("--corpus", type=Path, required=True, help="folder of documents")
+    kn.add_argument("--questions", type=Path, required=True, help="JSONL: question, evidence [strings], format")
+    kn.add_argument("--shape", choices=["embedded", "celery"], default="embedded", help="where the ingest runs")
+    kn.add_argument("--workers", type=_positive_int, default=2, help="Celery workers (celery shape)")
+    kn.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    hl = bench_sub.add_parser("http-load", help="a real server over HTTP: mixed load, and recall during an upload")
+    hl.add_argument(
+        "--document", type=Path, default=None, help="the document to upload (e.g. 5 MB of text); none: no upload"
+    )
+    hl.add_argument(
+        "--rounds", type=_positive_int, default=1, help="mixed-load rounds in a row, the first right after the seed"
+    )
+    hl.add_argument("--memories", type=_positive_int, default=5000, help="memories the server holds")
+    hl.add_argument("--clients", type=_positive_int, default=16, help="clients of the mixed load")
+    hl.add_argument("--calls", type=_positive_int, default=2000, help="calls of the mixed load")
+    hl.add_argument("--upload-clients", type=_positive_int, default=8, help="recall clients around the upload")
+    hl.add_argument("--max-chunks", type=_positive_int, default=None, help="HIVEMEM_KNOWLEDGE_MAX_CHUNKS")
+    hl.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    il = bench_sub.add_parser("ingest-load", help="recall latency while Celery workers ingest a folder")
+    il.add_argument("--corpus", type=Path, required=True, help="folder of documents")
+    il.add_argument("--workers", type=_positive_int, default=2, help="Celery ingest workers")
+    il.add_argument("--clients", type=_positive_int, default=8, help="concurrent recall clients")
+    il.add_argument("--nice", type=int, choices=range(0, 20), default=0, metavar="0-19", help="the workers' niceness")
+    il.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    em = bench_sub.add_parser("embed", help="the embedder alone on each device: texts/s, query latency, agreement")
+    em.add_argument("--data", type=Path, required=True, help="folder holding locomo/ and/or scifact/ (the texts)")
+    em.add_argument(
+        "--device", dest="devices", choices=["cpu", "cuda"], action="append", help="repeatable (default cpu)"
+    )
+    em.add_argument("--batch-sizes", type=_int_list, default=[], help="comma list (default: the setting)")
+    em.add_argument("--texts", type=_positive_int, default=2000, help="texts of each set embedded (default 2000)")
+    em.add_argument("--queries", type=_positive_int, default=100, help="queries embedded one at a time (default 100)")
+    em.add_argument(
+        "--warmup", type=_positive_int, default=32, help="texts of each set embedded before timing (default 32)"
+    )
+    em.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    rp = bench_sub.add_parser(
+        "rerank-pool", help="the rerank pool's round trip (gateway -> worker -> gateway) against scoring in process"
+    )
+    rp.add_argument("--data", type=Path, required=True, help="folder holding locomo/ and/or scifact/ (the passages)")
+    rp_model = rp.add_mutually_exclusive_group()
+    rp_model.add_argument(
+        "--model", default=None, help="cross:PATH or bi:MODEL (default: a MiniLM-L6-shaped cross-encoder, untrained)"
+    )
+    rp_model.add_argument(
+        "--shape",
+        type=_layers_by_hidden,
+        default=None,
+        metavar="LAYERSxHIDDEN",
+        help="instead of --model: an untrained cross-encoder of this size (24x1024: bge-reranker-v2-m3's)",
+    )
+    rp.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both score (default cpu)")
+    rp.add_argument("--top-n", type=_positive_int, default=30, help="passages per request (default 30)")
+    rp.add_argument("--requests", type=_positive_int, default=100, help="requests per data set (default 100)")
+    rp.add_argument(
+        "--warmup", type=_positive_int, default=5, help="requests before measuring (default 5; a GPU wants ~50)"
+    )
+    rp.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    osr = bench_sub.add_parser(
+        "opensearch-requests",
+        help="requests and refresh waits of the OpenSearch store's batch paths (import, export, …)",
+    )
+    osr.add_argument(
+        "--url", default=None, help="store URL of a cluster, opensearch+http(s)://… (default: a private osmem-server)"
+    )
+    osr.add_argument("--memories", type=_at_least_101, default=3000, help="memories written (default 3000)")
+    osr.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    t = bench_sub.add_parser("throughput", help="memorize/s and recall latency, embedded and Celery + Redis")
+    t.add_argument("--shape", choices=["embedded", "celery"], action="append", help="default: both")
+    t.add_argument(
+        "--workers", type=_positive_int, action="append", help="Celery workers (repeatable; default 1 and 2)"
+    )
+    t.add_argument("--memories", type=_positive_int, default=300, help="single memorize calls")
+    t.add_argument("--bulk", type=_positive_int, default=1000, help="memories in the bulk memorize")
+    t.add_argument("--queries", type=_positive_int, default=300, help="recall calls")
+    t.add_argument("--clients", type=_positive_int, default=8, help="concurrent callers")
+    t.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the benchmark ``args`` name; its exit status."""
+    if args.bench == "throughput":
+        return _bench_throughput(args, settings)
+    if args.bench == "cli":
+        from bench.suite.cli_latency import run_cli_latency
+        from bench.suite.harness import emit
+
+        emit(run_cli_latency(settings, runs=args.runs), args.json_out)
+        return 0
+    if args.bench == "ui":
+        from bench.suite.dashboard import run_dashboard_bench
+        from bench.suite.harness import emit
+
+        report = run_dashboard_bench(data=args.data, size=args.size, scopes=args.scopes, runs=args.runs)
+        emit(report, args.json_out)
+        return 0
+    if args.bench == "scale":
+        from bench.suite.harness import emit
+        from bench.suite.scale import run_scale
+
+        report = run_scale(
+            settings, data=args.data, sizes=args.sizes, layouts=args.layouts, real=args.real, queries=args.queries
+        )
+        emit(report, args.json_out)
+        return 0
+    if args.bench == "http-load":
+        from bench.suite.harness import emit
+        from bench.suite.http_load import run_http_load
+
+        report = run_http_load(
+            document=args.document,
+            memories=args.memories,
+            clients=args.clients,
+            calls=args.calls,
+            upload_clients=args.upload_clients,
+            max_chunks=args.max_chunks,
+            rounds=args.rounds,
+        )
+        emit(report, args.json_out)
+        return 0
+    if args.bench == "ingest-load":
+        from bench.suite.harness import emit
+        from bench.suite.ingest_load import run_ingest_load
+
+        if not args.corpus.is_dir():
+            print(f"error: {args.corpus} is not a folder", file=sys.stderr)
+            return 2
+        report = run_ingest_load(
+            settings, corpus=args.corpus, workers=args.workers, clients=args.clients, nice=args.nice
+        )
+        emit(report, args.json_out)
+        return 0
+    if args.bench == "opensearch-requests":
+        from bench.suite.harness import emit
+        from bench.suite.opensearch_requests import run_opensearch_requests
+
+        try:
+            report = run_opensearch_requests(settings, url=args.url, memories=args.memories)
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        emit(report, args.json_out)
+        return 0
+    if args.bench == "embed":
+        from bench.suite.embed import run_embed
+        from bench.suite.harness import emit
+
+        report = run_embed(
+            settings,
+            data=args.data,
+            devices=args.devices or ["cpu"],
+            batch_sizes=args.batch_sizes,
+            texts=args.texts,
+            queries=args.queries,
+            warmup=args.warmup,
+        )
+        emit(report, args.json_out)
+        return 0
+    if args.bench == "rerank-pool":
+        from bench.suite.harness import emit
+        from bench.suite.rerank_pool import run_rerank_pool
+
+        report = run_rerank_pool(
+            settings,
+            data=args.data,
+            model=args.model,
+            shape=args.shape,
+            device=args.device,
+            top_n=args.top_n,
+            requests=args.requests,
+            warmup=args.warmup,
+        )
+        emit(report, args.json_out)
+        return 0
+    if args.bench == "resolution":
+        from bench.suite.harness import emit
+        from bench.suite.resolution import run_resolution
+
+        emit(run_resolution(args.data, settings), args.json_out)
+        return 0
+    if args.bench == "knowledge":
+        from bench.suite.harness import emit
+        from bench.suite.knowledge import run_knowledge
+
+        for given in (args.corpus, args.questions):
+            if not given.exists():
+                print(f"error: {given} does not exist", file=sys.stderr)
+                return 2
+        report = run_knowledge(
+            settings, corpus=args.corpus, questions_file=args.questions, shape=args.shape, workers=args.workers
+        )
+        emit(report, args.json_out)
+        return 0
+    if not args.data.exists():
+        print(f"error: --data {args.data} does not exist", file=sys.stderr)
+        return 2
+    mode = RetrievalMode(args.mode)
+    fusion = FusionMethod(args.fusion) if args.fusion else settings.fusion
+    if args.bench == "locomo":
+        from bench.suite.harness import emit
+        from bench.suite.locomo import run_locomo
+        from bench.suite.variants import parse_variant
+
+        variants = [parse_variant(spec) for spec in args.variants]
+        report = run_locomo(
+            args.data, settings, mode=mode, fusion=fusion, fresh=args.fresh, as_facts=args.as_facts, variants=variants
+        )
+        emit(report, args.json_out)
+        if variants:
+            print(report["table"], file=sys.stderr)
+    elif args.bench == "smallstore":
+        from bench.suite.harness import emit
+        from bench.suite.smallstore import run_smallstore
+        from bench.suite.variants import parse_variant
+
+        variants = [parse_variant(spec) for spec in args.variants]
+        report = run_smallstore(args.data, settings, mode=mode, fusion=fusion, fresh=args.fresh, variants=variants)
+        emit(report, args.json_out)
+        if variants:
+            print(report["table"], file=sys.stderr)
+    else:
+        from bench.suite.harness import emit
+        from bench.suite.scifact import run_scifact
+        from bench.suite.variants import parse_variant
+
+        variants = [parse_variant(spec) for spec in args.variants]
+        report = run_scifact(
+            args.data, settings, qrels=args.qrels, mode=mode, fusion=fusion, fresh=args.fresh, variants=variants
+        )
+        emit(report, args.json_out)
+        if variants:
+            print(report["table"], file=sys.stderr)
+    return 0
+
+
+def _bench_throughput(args: argparse.Namespace, settings: Settings) -> int:
+    from bench.suite.harness import emit
+    from bench.suite.throughput import run_throughput
+
+    runs = []
+    for shape in args.shape or ["embedded", "celery"]:
+        for workers in (args.workers or [1, 2]) if shape == "celery" else [0]:
+            runs.append(
+                run_throughput(
+                    settings,
+                    shape=shape,
+                    workers=workers,
+                    memories=args.memories,
+                    bulk=args.bulk,
+                    queries=args.queries,
+                    clients=args.clients,
+                )
+            )
+    emit({"bench": "throughput", "runs": runs}, args.json_out)
+    return 0
