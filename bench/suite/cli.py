@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,14 @@ def add_parser(sub: Any) -> None:
     """Add ``bench`` and its subcommands to the CLI's subparsers ``sub``."""
     bench = sub.add_parser("bench", help="benchmarks over the real store and recall path")
     bench_sub = bench.add_subparsers(dest="bench", required=True)
+    _add_quality(bench_sub)
+    _add_store_and_client(bench_sub)
+    _add_load(bench_sub)
+    _add_models_and_requests(bench_sub)
+
+
+def _add_quality(bench_sub: Any) -> None:
+    """Retrieval quality on a data set: locomo, scifact, smallstore."""
     for name, data_help in (
         ("locomo", "LoCoMo JSON file"),
         ("scifact", "SciFact folder (corpus.jsonl, queries.jsonl)"),
@@ -88,6 +97,10 @@ def add_parser(sub: Any) -> None:
             help="run the questions once more with these settings changed (e.g. e5:rerank_model=e5-small); "
             "repeat it for a comparison table",
         )
+
+
+def _add_store_and_client(bench_sub: Any) -> None:
+    """The CLI, the dashboard, the store at scale, resolution, knowledge."""
     cl = bench_sub.add_parser("cli", help="CLI calls end to end (process start included), through a server and alone")
     cl.add_argument("--runs", type=_positive_int, default=20, help="hivemem remember calls through the server")
     cl.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
@@ -115,6 +128,10 @@ def add_parser(sub: Any) -> None:
     kn.add_argument("--shape", choices=["embedded", "celery"], default="embedded", help="where the ingest runs")
     kn.add_argument("--workers", type=_positive_int, default=2, help="Celery workers (celery shape)")
     kn.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+
+
+def _add_load(bench_sub: Any) -> None:
+    """Load over HTTP and while workers ingest."""
     hl = bench_sub.add_parser("http-load", help="a real server over HTTP: mixed load, and recall during an upload")
     hl.add_argument(
         "--document", type=Path, default=None, help="the document to upload (e.g. 5 MB of text); none: no upload"
@@ -134,6 +151,10 @@ def add_parser(sub: Any) -> None:
     il.add_argument("--clients", type=_positive_int, default=8, help="concurrent recall clients")
     il.add_argument("--nice", type=int, choices=range(0, 20), default=0, metavar="0-19", help="the workers' niceness")
     il.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+
+
+def _add_models_and_requests(bench_sub: Any) -> None:
+    """The embedder, the rerank pool, OpenSearch requests, throughput."""
     em = bench_sub.add_parser("embed", help="the embedder alone on each device: texts/s, query latency, agreement")
     em.add_argument("--data", type=Path, required=True, help="folder holding locomo/ and/or scifact/ (the texts)")
     em.add_argument(
@@ -189,179 +210,179 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
 
 
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    """Run the benchmark ``args`` name; its exit status."""
-    if args.bench == "throughput":
-        return _bench_throughput(args, settings)
-    if args.bench == "cli":
-        from bench.suite.cli_latency import run_cli_latency
-        from bench.suite.harness import emit
-
-        emit(run_cli_latency(settings, runs=args.runs), args.json_out)
-        return 0
-    if args.bench == "ui":
-        from bench.suite.dashboard import run_dashboard_bench
-        from bench.suite.harness import emit
-
-        report = run_dashboard_bench(data=args.data, size=args.size, scopes=args.scopes, runs=args.runs)
-        emit(report, args.json_out)
-        return 0
-    if args.bench == "scale":
-        from bench.suite.harness import emit
-        from bench.suite.scale import run_scale
-
-        report = run_scale(
-            settings, data=args.data, sizes=args.sizes, layouts=args.layouts, real=args.real, queries=args.queries
-        )
-        emit(report, args.json_out)
-        return 0
-    if args.bench == "http-load":
-        from bench.suite.harness import emit
-        from bench.suite.http_load import run_http_load
-
-        report = run_http_load(
-            document=args.document,
-            memories=args.memories,
-            clients=args.clients,
-            calls=args.calls,
-            upload_clients=args.upload_clients,
-            max_chunks=args.max_chunks,
-            rounds=args.rounds,
-        )
-        emit(report, args.json_out)
-        return 0
-    if args.bench == "ingest-load":
-        from bench.suite.harness import emit
-        from bench.suite.ingest_load import run_ingest_load
-
-        if not args.corpus.is_dir():
-            print(f"error: {args.corpus} is not a folder", file=sys.stderr)
-            return 2
-        report = run_ingest_load(
-            settings, corpus=args.corpus, workers=args.workers, clients=args.clients, nice=args.nice
-        )
-        emit(report, args.json_out)
-        return 0
-    if args.bench == "opensearch-requests":
-        from bench.suite.harness import emit
-        from bench.suite.opensearch_requests import run_opensearch_requests
-
-        try:
-            report = run_opensearch_requests(settings, url=args.url, memories=args.memories)
-        except RuntimeError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        emit(report, args.json_out)
-        return 0
-    if args.bench == "embed":
-        from bench.suite.embed import run_embed
-        from bench.suite.harness import emit
-
-        report = run_embed(
-            settings,
-            data=args.data,
-            devices=args.devices or ["cpu"],
-            batch_sizes=args.batch_sizes,
-            texts=args.texts,
-            queries=args.queries,
-            warmup=args.warmup,
-        )
-        emit(report, args.json_out)
-        return 0
-    if args.bench == "rerank-pool":
-        from bench.suite.harness import emit
-        from bench.suite.rerank_pool import run_rerank_pool
-
-        report = run_rerank_pool(
-            settings,
-            data=args.data,
-            model=args.model,
-            shape=args.shape,
-            device=args.device,
-            top_n=args.top_n,
-            requests=args.requests,
-            warmup=args.warmup,
-        )
-        emit(report, args.json_out)
-        return 0
-    if args.bench == "resolution":
-        from bench.suite.harness import emit
-        from bench.suite.resolution import run_resolution
-
-        emit(run_resolution(args.data, settings), args.json_out)
-        return 0
-    if args.bench == "knowledge":
-        from bench.suite.harness import emit
-        from bench.suite.knowledge import run_knowledge
-
-        for given in (args.corpus, args.questions):
-            if not given.exists():
-                print(f"error: {given} does not exist", file=sys.stderr)
-                return 2
-        report = run_knowledge(
-            settings, corpus=args.corpus, questions_file=args.questions, shape=args.shape, workers=args.workers
-        )
-        emit(report, args.json_out)
-        return 0
-    if not args.data.exists():
-        print(f"error: --data {args.data} does not exist", file=sys.stderr)
-        return 2
-    mode = RetrievalMode(args.mode)
-    fusion = FusionMethod(args.fusion) if args.fusion else settings.fusion
-    if args.bench == "locomo":
-        from bench.suite.harness import emit
-        from bench.suite.locomo import run_locomo
-        from bench.suite.variants import parse_variant
-
-        variants = [parse_variant(spec) for spec in args.variants]
-        report = run_locomo(
-            args.data, settings, mode=mode, fusion=fusion, fresh=args.fresh, as_facts=args.as_facts, variants=variants
-        )
-        emit(report, args.json_out)
-        if variants:
-            print(report["table"], file=sys.stderr)
-    elif args.bench == "smallstore":
-        from bench.suite.harness import emit
-        from bench.suite.smallstore import run_smallstore
-        from bench.suite.variants import parse_variant
-
-        variants = [parse_variant(spec) for spec in args.variants]
-        report = run_smallstore(args.data, settings, mode=mode, fusion=fusion, fresh=args.fresh, variants=variants)
-        emit(report, args.json_out)
-        if variants:
-            print(report["table"], file=sys.stderr)
-    else:
-        from bench.suite.harness import emit
-        from bench.suite.scifact import run_scifact
-        from bench.suite.variants import parse_variant
-
-        variants = [parse_variant(spec) for spec in args.variants]
-        report = run_scifact(
-            args.data, settings, qrels=args.qrels, mode=mode, fusion=fusion, fresh=args.fresh, variants=variants
-        )
-        emit(report, args.json_out)
-        if variants:
-            print(report["table"], file=sys.stderr)
-    return 0
+class _Refused(Exception):
+    """A benchmark's input is not what it needs: said on one line, exit status 2."""
 
 
-def _bench_throughput(args: argparse.Namespace, settings: Settings) -> int:
-    from bench.suite.harness import emit
+def _must_exist(*paths: Path, flag: str = "") -> None:
+    for path in paths:
+        if not path.exists():
+            raise _Refused(f"{flag}{path} does not exist")
+
+
+def _throughput(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     from bench.suite.throughput import run_throughput
 
-    runs = []
-    for shape in args.shape or ["embedded", "celery"]:
-        for workers in (args.workers or [1, 2]) if shape == "celery" else [0]:
-            runs.append(
-                run_throughput(
-                    settings,
-                    shape=shape,
-                    workers=workers,
-                    memories=args.memories,
-                    bulk=args.bulk,
-                    queries=args.queries,
-                    clients=args.clients,
-                )
-            )
-    emit({"bench": "throughput", "runs": runs}, args.json_out)
+    runs = [
+        run_throughput(
+            settings,
+            shape=shape,
+            workers=workers,
+            memories=args.memories,
+            bulk=args.bulk,
+            queries=args.queries,
+            clients=args.clients,
+        )
+        for shape in args.shape or ["embedded", "celery"]
+        for workers in ((args.workers or [1, 2]) if shape == "celery" else [0])
+    ]
+    return {"bench": "throughput", "runs": runs}
+
+
+def _cli(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.cli_latency import run_cli_latency
+
+    return run_cli_latency(settings, runs=args.runs)
+
+
+def _ui(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.dashboard import run_dashboard_bench
+
+    return run_dashboard_bench(data=args.data, size=args.size, scopes=args.scopes, runs=args.runs)
+
+
+def _scale(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.scale import run_scale
+
+    return run_scale(
+        settings, data=args.data, sizes=args.sizes, layouts=args.layouts, real=args.real, queries=args.queries
+    )
+
+
+def _http_load(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.http_load import run_http_load
+
+    return run_http_load(
+        document=args.document,
+        memories=args.memories,
+        clients=args.clients,
+        calls=args.calls,
+        upload_clients=args.upload_clients,
+        max_chunks=args.max_chunks,
+        rounds=args.rounds,
+    )
+
+
+def _ingest_load(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.ingest_load import run_ingest_load
+
+    if not args.corpus.is_dir():
+        raise _Refused(f"{args.corpus} is not a folder")
+    return run_ingest_load(settings, corpus=args.corpus, workers=args.workers, clients=args.clients, nice=args.nice)
+
+
+def _opensearch_requests(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.opensearch_requests import run_opensearch_requests
+
+    try:
+        return run_opensearch_requests(settings, url=args.url, memories=args.memories)
+    except RuntimeError as exc:
+        raise _Refused(str(exc)) from exc
+
+
+def _embed(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.embed import run_embed
+
+    return run_embed(
+        settings,
+        data=args.data,
+        devices=args.devices or ["cpu"],
+        batch_sizes=args.batch_sizes,
+        texts=args.texts,
+        queries=args.queries,
+        warmup=args.warmup,
+    )
+
+
+def _rerank_pool(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.rerank_pool import run_rerank_pool
+
+    return run_rerank_pool(
+        settings,
+        data=args.data,
+        model=args.model,
+        shape=args.shape,
+        device=args.device,
+        top_n=args.top_n,
+        requests=args.requests,
+        warmup=args.warmup,
+    )
+
+
+def _resolution(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.resolution import run_resolution
+
+    return run_resolution(args.data, settings)
+
+
+def _knowledge(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.knowledge import run_knowledge
+
+    _must_exist(args.corpus, args.questions)
+    return run_knowledge(
+        settings, corpus=args.corpus, questions_file=args.questions, shape=args.shape, workers=args.workers
+    )
+
+
+def _quality(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    """The retrieval-quality benches (locomo, smallstore, scifact): one data set, variants."""
+    from bench.suite.locomo import run_locomo
+    from bench.suite.scifact import run_scifact
+    from bench.suite.smallstore import run_smallstore
+    from bench.suite.variants import parse_variant
+
+    _must_exist(args.data, flag="--data ")
+    common: dict[str, Any] = {
+        "mode": RetrievalMode(args.mode),
+        "fusion": FusionMethod(args.fusion) if args.fusion else settings.fusion,
+        "fresh": args.fresh,
+        "variants": [parse_variant(spec) for spec in args.variants],
+    }
+    if args.bench == "locomo":
+        return run_locomo(args.data, settings, as_facts=args.as_facts, **common)
+    if args.bench == "smallstore":
+        return run_smallstore(args.data, settings, **common)
+    return run_scifact(args.data, settings, qrels=args.qrels, **common)
+
+
+_BENCHES: dict[str, Callable[[argparse.Namespace, Settings], dict[str, Any]]] = {
+    "throughput": _throughput,
+    "cli": _cli,
+    "ui": _ui,
+    "scale": _scale,
+    "http-load": _http_load,
+    "ingest-load": _ingest_load,
+    "opensearch-requests": _opensearch_requests,
+    "embed": _embed,
+    "rerank-pool": _rerank_pool,
+    "resolution": _resolution,
+    "knowledge": _knowledge,
+    "locomo": _quality,
+    "smallstore": _quality,
+    "scifact": _quality,
+}
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the benchmark ``args`` names and write its report (stdout, and ``--json``); the exit status."""
+    from bench.suite.harness import emit
+
+    try:
+        report = _BENCHES[args.bench](args, settings)
+    except _Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    emit(report, args.json_out)
+    if "table" in report and getattr(args, "variants", None):
+        print(report["table"], file=sys.stderr)  # the variants side by side, for a reader
     return 0
