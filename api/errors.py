@@ -17,7 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
-from api.service import FORGET_NEEDS_CONFIRM
+from api.services.memories import FORGET_NEEDS_CONFIRM
 from hivemem.errors import (
     AuditNotFoundError,
     AuthenticationError,

@@ -21,19 +21,19 @@ from starlette.routing import Route
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 import hivemem
-from api.auth import METADATA_PATH, Authenticator, AuthGate, protected_resource_metadata
-from api.dashboard import install_dashboard
-from api.deps import no_repeated_query_parameters
-from api.docs_pages import install_docs
 from api.errors import ERROR_RESPONSES, install_handlers
-from api.guard import RequestGuard
-from api.mcp_endpoint import ProjectEndpoint
-from api.mcp_server import build_mcp
-from api.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
-from api.routes import health, jobs, knowledge, memories, operators, tokens, transfer
-from api.service import MemoryService
-from api.shutdown import stopping_on_signals
-from api.tracing import TracingObserver, start_tracing, trace_app
+from api.http.auth import METADATA_PATH, Authenticator, AuthGate, protected_resource_metadata
+from api.http.dashboard import install_dashboard
+from api.http.deps import no_repeated_query_parameters
+from api.http.docs_pages import install_docs
+from api.http.guard import RequestGuard
+from api.http.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
+from api.http.routes import health, jobs, knowledge, memories, operators, tokens, transfer
+from api.mcp.endpoint import ProjectEndpoint
+from api.mcp.server import build_mcp
+from api.process.shutdown import stopping_on_signals
+from api.process.tracing import TracingObserver, start_tracing, trace_app
+from api.services.memories import MemoryService
 from hivemem.config import Settings, redact_url
 from hivemem.errors import ConfigError
 from hivemem.schemas import request_schemas

@@ -162,8 +162,8 @@ def run_engram(python: Path, work: Path, texts: list[str], queries: list[str]) -
 
 
 def run_hivemem(work: Path, items: list[tuple[str, str]], queries: list[str], clients: int) -> dict[str, object]:
-    from api.caller import Caller
-    from api.service import MemoryService
+    from api.services.caller import Caller
+    from api.services.memories import MemoryService
     from hivemem.config import Settings
     from hivemem.schemas import MemoryCreate, RecallRequest
 

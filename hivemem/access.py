@@ -12,7 +12,7 @@ whole subtree). The global scope has no name of its own (it is the empty string)
 ``(global)``, which no scope can spell; ``*`` covers it too. Every principal also holds ``admin`` on
 its personal scope, ``user/<name>``.
 
-The check is made once, where a call picks its scopes (``api.caller.Caller``): the scopes it may read
+The check is made once, where a call picks its scopes (``api.services.caller.Caller``): the scopes it may read
 become the scope filter of the store's own query, so nothing outside them is ever fetched.
 """
 

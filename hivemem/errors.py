@@ -106,7 +106,8 @@ class ConfirmationRequired(HivememError):
 
 
 class UndoRefused(HivememError):
-    """The audit record names something that cannot be undone (see ``api.undo.UNDOABLE``), or was undone already."""
+    """The audit record names something that cannot be undone (``api.services.undo.UNDOABLE``), or
+    was undone already."""
 
 
 class NotAGoalError(HivememError):

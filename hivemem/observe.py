@@ -1,6 +1,6 @@
 """What the core reports about its own work, for a server's metrics: recall stage times, what the
 rerank stage did, embedder batch sizes. The core calls an :class:`Observer`; the server's
-(:mod:`api.metrics`) turns the calls into Prometheus series. Nothing is observed by default."""
+(:mod:`api.http.metrics`) turns the calls into Prometheus series. Nothing is observed by default."""
 
 from __future__ import annotations
 

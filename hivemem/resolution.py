@@ -394,7 +394,7 @@ def _why_apart(old: Memory, incoming: Memory, verdict: Verdict) -> str:
 
 def _fold_record(action: str, old: Memory, incoming: Memory, cosine: float, reason: str, now: datetime) -> AuditEvent:
     """The audit record of a fold: the memory as it was and the one folded in, so that undo can
-    put both back (:mod:`api.undo`)."""
+    put both back (:mod:`api.services.undo`)."""
     return AuditEvent(
         action,
         old.id,

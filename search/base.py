@@ -543,7 +543,7 @@ class ReEmbeds(Protocol):
 @runtime_checkable
 class KeepsSecondVectors(Protocol):
     """A store that keeps a second model's vector of every memory beside the first's, for recall's
-    second dense leg (:mod:`api.second_leg` fills them; :mod:`search.recall` reads them).
+    second dense leg (:mod:`workers.second_model` fills them; :mod:`search.recall` reads them).
 
     A vector counts for the memory's content it was made from: a memory whose content changed since
     is pending again and scores nothing until it has a new one; a deleted memory's go with it.

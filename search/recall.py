@@ -202,12 +202,12 @@ class Recaller:
     ) -> None:
         self._store = store
         self._embedder = embedder
-        # The second dense leg's model, where the store keeps its vectors (api.second_leg fills them).
+        # The second dense leg's model, where the store keeps its vectors (workers.second_model fills them).
         self._second = second if isinstance(store, KeepsSecondVectors) else None
         self.params = params
         self.reranker = reranker
         self.gate = gate  # searches admitted at once in this process (hivemem.admission); None: all
-        self.observer: Observer = NO_OBSERVER  # a server's metrics (api.metrics)
+        self.observer: Observer = NO_OBSERVER  # a server's metrics (api.http.metrics)
 
     def _rerank(
         self, query: str, shortlist: list[Fused], memories: Mapping[str, Memory]

@@ -32,7 +32,7 @@ def mcp_tools() -> list[dict[str, Any]]:
     """Every MCP tool as a client lists it: name, description, schemas, annotations."""
     from mcp import Client
 
-    from api.mcp_server import build_mcp
+    from api.mcp.server import build_mcp
 
     async def listed() -> list[dict[str, Any]]:
         async with Client(build_mcp(lambda: None)) as client:  # type: ignore[arg-type,return-value]

@@ -12,7 +12,7 @@ from fastapi.routing import APIRoute
 from mcp import Client
 
 from api.main import create_app
-from api.mcp_server import build_mcp
+from api.mcp.server import build_mcp
 from hivemem.config import Settings
 
 REPO = Path(__file__).resolve().parent.parent

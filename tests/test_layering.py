@@ -188,12 +188,16 @@ def test_the_import_reader_sees_late_and_type_only_imports(tmp_path: Path) -> No
     source = tmp_path / "probe.py"
     source.write_text(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from api.service import MemoryService\n"
+        "if TYPE_CHECKING:\n    from api.services.memories import MemoryService\n"
         "def late():\n    from workers.runner import InProcessRunner\n"
         "from search import sqlite\n"
     )
     known = _modules()
-    assert set(_imported("hivemem.probe", source, known)) == {"api.service", "workers.runner", "search.sqlite"}
+    assert set(_imported("hivemem.probe", source, known)) == {
+        "api.services.memories",
+        "workers.runner",
+        "search.sqlite",
+    }
 
 
 def test_the_exception_tree_drawn_in_the_errors_module_names_every_class() -> None:

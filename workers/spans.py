@@ -2,7 +2,7 @@
 shows where its time went, in the gateway's process or a worker's.
 
 They are made with the OpenTelemetry API alone: until a process turns tracing on
-(``HIVEMEM_OTEL_ENDPOINT``, :mod:`api.tracing`), its tracer is the API's no-op one and a span costs
+(``HIVEMEM_OTEL_ENDPOINT``, :mod:`api.process.tracing`), its tracer is the API's no-op one and a span costs
 a few hundred nanoseconds.
 """
 

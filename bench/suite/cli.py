@@ -1,6 +1,6 @@
 """The ``hivemem bench`` commands: their parser and their dispatch to each benchmark.
 
-Loaded by the product's CLI (``api/cli.py``) when the suite is there, that is from a clone of
+Loaded by the product's CLI (``api/cli/__init__.py``) when the suite is there, that is from a clone of
 the repository; the names, flags and JSON reports are those the benchmarks have always had."""
 
 from __future__ import annotations

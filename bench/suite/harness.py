@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from bench.suite.vectors_key import vectors_key
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, RetrievalMode

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from api.caller import Caller
+from api.services.caller import Caller
 from bench.suite.latency import latencies, latency_summary
 from bench.suite.throughput import shape_service
 from hivemem.config import Settings

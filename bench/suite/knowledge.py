@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from bench.suite.data_files import json_lines, reading
 from bench.suite.throughput import raw_forward_per_s, shape_service
 from hivemem.config import Settings

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from bench.suite.data_files import reading
 from bench.suite.harness import bench_service
 from bench.suite.metrics import hit_at, reciprocal_rank

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from bench.suite.local_cluster import start_osmem
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder

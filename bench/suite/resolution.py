@@ -26,8 +26,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from bench.suite.data_files import json_lines, reading
 from bench.suite.variants import latency_ms
 from hivemem.config import Settings

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from api.process_memory import tune_allocator
+from api.process.memory import tune_allocator
 from bench.suite.data_files import json_lines, reading
 from bench.suite.metrics import percentile
 from bench.suite.throughput import timed_calls
@@ -234,8 +234,8 @@ def _measure(
     rounds: int,
 ) -> dict[str, Any]:
     """Open the store as a server would, then time recall through the service."""
-    from api.caller import Caller
-    from api.service import MemoryService
+    from api.services.caller import Caller
+    from api.services.memories import MemoryService
     from hivemem.model import GLOBAL_SCOPE
     from hivemem.schemas import RecallRequest
     from search import SearchFilter

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from bench.suite.data_files import json_lines, reading
 from bench.suite.harness import bench_service
 from bench.suite.metrics import ndcg_at, recall_at

@@ -1,6 +1,6 @@
 """``hivemem bench throughput``: memorize/s and recall latency, embedded and over Celery + Redis.
 
-Both shapes run the real gateway code (:class:`api.service.MemoryService`) against a fresh store
+Both shapes run the real gateway code (:class:`api.services.memories.MemoryService`) against a fresh store
 in a temporary folder: embedded, jobs run in the calling threads; distributed, a private
 ``redis-server`` and N ``hivemem worker`` processes (one pool process each) do them. ``clients``
 threads call the service at once, as concurrent HTTP requests would (HTTP itself is not timed).
@@ -27,8 +27,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from bench.suite.local_cluster import RedisServer, WorkerProcess, redis_server_binary
 from bench.suite.metrics import percentile
 from hivemem.config import Settings

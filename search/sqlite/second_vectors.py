@@ -4,7 +4,7 @@ They live in a table of their own, one row per memory and model with the content
 was made from (a memory whose content changed since is pending again, and scores nothing until it
 has a new vector), and go when their memory does (a trigger). They are derived data: a store
 exported and imported elsewhere, or a table dropped, is filled again by
-:class:`api.second_leg.SecondLeg`.
+:class:`workers.second_model.SecondLeg`.
 
 Finding what is pending reads the store's change log (``vector_changes``, which logs every insert
 and every content rewrite) from where the last look ended: at a million memories a scan of every

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from api.cli import main as cli_main
 from api.main import create_app
-from api.service import MemoryService
+from api.services.memories import MemoryService
 from hivemem.audit import public_detail
 from hivemem.config import Settings
 from hivemem.hashing import content_hash

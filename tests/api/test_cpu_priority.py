@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(
 _PROBE = """
 import json, os
 from pathlib import Path
-from api.cpu_priority import lower_cpu_priority
+from api.process.cpu_priority import lower_cpu_priority
 warning = lower_cpu_priority(5)
 print(json.dumps({"warning": warning, "nice": os.nice(0), "autogroup": Path("/proc/self/autogroup").read_text()}))
 """

@@ -10,11 +10,11 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from api.main import create_app
-from api.service import MemoryService
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from tests.api.conftest import LOCAL_URL
 
-STATIC = Path(__file__).resolve().parents[2] / "api" / "ui" / "static"
+STATIC = Path(__file__).resolve().parents[2] / "api" / "http" / "ui" / "static"
 
 
 def test_the_page_and_every_file_it_loads_come_from_this_server(client: TestClient) -> None:

@@ -15,11 +15,11 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-import api.transfer as api_transfer
-from api.caller import Caller
+import api.services.transfer as api_transfer
 from api.cli import main as cli_main
 from api.main import create_app
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from bench.suite.local_cluster import hivemem_command
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.auth import PUBLIC_PATHS
-from api.caller import Caller
-from api.service import MemoryService
+from api.http.auth import PUBLIC_PATHS
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.token_schemas import TokenCreate
 from tests.e2e.helpers import HivememServer

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.main import create_app
-from api.service import MemoryService
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from tests.api.conftest import LOCAL_URL
 

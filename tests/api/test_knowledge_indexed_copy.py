@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.errors import DocumentError
 from hivemem.knowledge_schemas import KnowledgeMatchRequest, KnowledgeReadRequest, KnowledgeSearchRequest

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from api.caller import Caller
 from api.main import create_app
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
 from hivemem.knowledge_schemas import KnowledgeStoreRequest

@@ -1,10 +1,10 @@
-"""What agents read of the tools, compact (api.mcp_compact)."""
+"""What agents read of the tools, compact (api.mcp.compact)."""
 
 from __future__ import annotations
 
 from mcp_types import CallToolResult, ImageContent, TextContent
 
-from api.mcp_compact import compact_answer, compact_schema
+from api.mcp.compact import compact_answer, compact_schema
 from hivemem.limits import text_pattern
 
 

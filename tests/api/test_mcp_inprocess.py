@@ -12,10 +12,10 @@ import pytest
 from mcp import Client
 
 import hivemem
-from api import mcp_server
-from api.caller import Caller
-from api.mcp_server import SessionScope, build_mcp
-from api.service import MemoryService
+from api.mcp import server as mcp_server
+from api.mcp.server import SessionScope, build_mcp
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.errors import MemoryNotFoundError
 from hivemem.knowledge_schemas import KnowledgeStoreRequest

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.model import Relation, RelationType
 from hivemem.schemas import MemorizeResult, MemoryCreate, RecallRequest

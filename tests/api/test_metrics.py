@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.service import MemoryService
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from tests.api.test_team_acl import ServerThread
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from api.service import MemoryService
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder, parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.caller import Caller
 from api.cli import main as cli_main
 from api.main import create_app
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.schemas import MemoryCreate
 from hivemem.token_schemas import TokenCreate

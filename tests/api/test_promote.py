@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api.caller import Caller
 from api.main import create_app
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.token_schemas import TokenCreate
 from tests.api.conftest import LOCAL_URL

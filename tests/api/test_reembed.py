@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api.caller import Caller
 from api.cli import main as cli_main
 from api.main import create_app
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.embedding_queue import QueuedEmbedder

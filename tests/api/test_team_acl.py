@@ -27,9 +27,9 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from api.caller import Caller
 from api.main import create_app, server_config
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from bench.suite.local_cluster import free_port
 from hivemem.access import Grant, Role
 from hivemem.config import Settings

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api.auth import ALL_ADDRESSES_FACTOR, Authenticator, server_key
-from api.caller import Caller
 from api.cli import main as cli_main
+from api.http.auth import ALL_ADDRESSES_FACTOR, Authenticator, server_key
 from api.main import announce_first_admin, create_app
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.errors import AuthenticationError, StoreError, TooManyAttempts
 from hivemem.token_schemas import TokenCreate

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.service import MemoryService
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.hashing import content_hash
 from hivemem.model import Memory, RelationType, WriteOutcome, new_memory_id, utcnow

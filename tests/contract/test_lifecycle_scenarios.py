@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from api.undo import undo
+from api.services.undo import undo
 from hivemem.embedding import HashEmbedder
 from hivemem.hashing import content_hash
 from hivemem.model import Link, Memory, MemoryState, MemoryType, Relation, RelationType, new_memory_id, utcnow

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.cli_knowledge import PARTIAL
+from api.cli.knowledge import PARTIAL
 from bench.suite.local_cluster import hivemem_command
 from tests.e2e.helpers import HivememServer, hivemem_env, run_cli, wait_for_job
 from tests.services import CeleryWorker

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.schemas import MemoryCreate
 from tests.e2e.helpers import HivememServer

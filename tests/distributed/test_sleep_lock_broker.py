@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from api.service import MemoryService
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.errors import BrokerUnavailableError
 from workers.sleep_lock import broker_sleep_lock, redis_sleep_lock, sleep_lock

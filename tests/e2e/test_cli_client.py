@@ -13,9 +13,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.caller import Caller
 from api.cli import main as cli_main
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.jobs import Job, JobKind, new_job_id
 from hivemem.lazy_embedder import LazyEmbedder

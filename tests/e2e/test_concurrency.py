@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from api.service import MemoryService
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.schemas import MemoryCreate
 from tests.e2e.helpers import hivemem_env
@@ -30,7 +30,7 @@ WORKER = textwrap.dedent(
     import json, sys, time
     from pathlib import Path
 
-    from api.service import MemoryService
+    from api.services.memories import MemoryService
     from hivemem.config import Settings
     from hivemem.schemas import MemoryCreate
 

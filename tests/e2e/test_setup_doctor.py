@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from api.cli import main as cli_main
-from api.service import MemoryService
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from tests.api.test_team_acl import ServerThread
 from tests.e2e.helpers import free_port, hivemem_env

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from api.cli_opensearch import DEFAULT_DIMENSION, DEFAULT_MODEL_ID
+from api.cli.opensearch import DEFAULT_DIMENSION, DEFAULT_MODEL_ID
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, MemoryState, MemoryType
 from search.base import ChunkFilter, SearchFilter

@@ -376,7 +376,7 @@ def test_a_sleep_lease_left_by_a_dead_process_is_taken_over_after_an_hour(store:
 def test_a_service_on_opensearch_without_a_broker_sleeps_under_the_clusters_lease(
     store: Any, embedder: HashEmbedder, tmp_path: Path
 ) -> None:
-    from api.service import MemoryService
+    from api.services.memories import MemoryService
 
     other = open_store(same_prefix_url(store), embedding_model=embedder.model_id, dimension=embedder.dimension)
     # Each machine has a data folder of its own: a lock file there would let both sleep.

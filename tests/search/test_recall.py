@@ -12,8 +12,8 @@ from datetime import timedelta
 
 import pytest
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.model import (
     DuplicatePolicy,

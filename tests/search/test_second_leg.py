@@ -1,5 +1,5 @@
 """The second dense leg: a second model's vectors kept by the store (SQLite or OpenSearch), filled in
-the background (api/second_leg.py) and fused by recall as one more leg over the other legs' candidates."""
+the background (workers/second_model.py) and fused by recall as one more leg over the other legs' candidates."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from api.caller import Caller
-from api.second_leg import SecondLeg
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.embedding_queue import QueuedEmbedder
@@ -24,6 +23,7 @@ from search.base import SearchFilter
 from search.recall import Recaller, RecallParams, leg_weights
 from search.sqlite.store import SQLiteStore
 from tests.opensearch_backend import OpenSearchBackend
+from workers.second_model import SecondLeg
 
 FIRST, SECOND = HashEmbedder(64), HashEmbedder(32)
 MODEL = SECOND.model_id

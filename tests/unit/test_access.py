@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from api.caller import Caller
+from api.services.caller import Caller
 from hivemem.access import LOCAL, Access, Grant, Role
 from hivemem.errors import PermissionDeniedError, ValidationError
 from hivemem.throttle import Throttle

@@ -92,7 +92,7 @@ def test_public_settings_hide_url_passwords() -> None:
 
 
 def test_the_trace_collector_is_an_http_url_and_tracing_is_off_without_one() -> None:
-    from api.tracing import start_tracing
+    from api.process.tracing import start_tracing
 
     assert Settings(otel_endpoint=" http://collector:4318/ ").otel_endpoint == "http://collector:4318"
     for bad in ("collector:4318", "grpc://collector:4317", "http://", "http://a b"):

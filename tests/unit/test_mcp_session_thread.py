@@ -1,10 +1,10 @@
-"""Which MCP calls are one session's thread (api.mcp_session_thread)."""
+"""Which MCP calls are one session's thread (api.mcp.session_thread)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from api.mcp_session_thread import IDLE_S, SessionThreads
+from api.mcp.session_thread import IDLE_S, SessionThreads
 
 HTTP: dict[str, str] = {"host": "127.0.0.1:8765"}  # a request over HTTP: headers, but no session id
 

@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from api.cli import main
 from api.main import create_app
-from api.service import MemoryService
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.errors import BrokerUnavailableError, ConfigError
 from hivemem.schemas import MemoryCreate

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import EmbeddingError

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from api.caller import Caller
-from api.knowledge_service import KnowledgeService
+from api.services.caller import Caller
+from api.services.knowledge import KnowledgeService
 from hivemem.config import Settings
 from hivemem.knowledge_schemas import IngestRequest, KnowledgeSearchRequest
 from search import open_store

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.model import RelationType, WriteOutcome

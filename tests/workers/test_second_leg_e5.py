@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from api.caller import Caller
-from api.service import MemoryService
+from api.services.caller import Caller
+from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.schemas import MemoryCreate, RecallRequest
 from workers.e5_package import E5_MODEL_ID

@@ -1,0 +1,86 @@
+"""``hivemem memories list|show|update``: an operator's view of the stored memories."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from api.cli.moments import MOMENT_HELP, moment
+from hivemem.config import Settings
+from hivemem.model import MemoryState, MemoryType
+from hivemem.scope import derive_scope
+
+__all__ = ["add_parser", "run"]
+
+_SCOPE_HELP = "the scope (default: derived from the working directory; '' is global)"
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``memories list|show|update`` to the ``hivemem`` subcommands."""
+    memories = sub.add_parser("memories", help="list, show and edit stored memories")
+    commands = memories.add_subparsers(dest="memories_command", required=True)
+    listing = commands.add_parser("list", help="a page of a scope's memories, newest first, every state")
+    listing.add_argument("--scope", default=None, help=_SCOPE_HELP)
+    listing.add_argument("--type", dest="memory_type", choices=[t.value for t in MemoryType], help="only this type")
+    listing.add_argument("--state", choices=[s.value for s in MemoryState], help="only this state")
+    listing.add_argument("--tag", default=None, help="only memories with this tag")
+    listing.add_argument("--author", default=None, help="only memories this principal wrote")
+    listing.add_argument(
+        "--after", default=None, type=moment, metavar="WHEN", help=f"created at or after ({MOMENT_HELP})"
+    )
+    listing.add_argument("--before", default=None, type=moment, metavar="WHEN", help="created before")
+    listing.add_argument("--limit", type=int, default=50, help="memories per page")
+    listing.add_argument("--cursor", default=None, help="the next_cursor a previous page printed")
+    show = commands.add_parser("show", help="one memory with its relations")
+    show.add_argument("id", help="the memory's id")
+    show.add_argument("--scope", default=None, help=_SCOPE_HELP)
+    update = commands.add_parser("update", help="edit a memory (a new title or content is embedded again)")
+    update.add_argument("id", help="the memory's id")
+    update.add_argument("--scope", default=None, help=_SCOPE_HELP)
+    update.add_argument("--title", default=None, help="the new title")
+    update.add_argument("--content", default=None, help="the new content")
+    update.add_argument("--importance", type=float, default=None, help="the new importance, 0-1")
+    update.add_argument("--tag", dest="tags", action="append", default=None, help="the new tags (repeatable; replaces)")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from api.services.caller import Caller
+    from api.services.memories import MemoryService
+    from hivemem.listing_schemas import CreatedWindow, MemoryUpdate
+
+    caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
+    change = None
+    if args.memories_command == "update":
+        fields = {
+            k: getattr(args, k) for k in ("title", "content", "importance", "tags") if getattr(args, k) is not None
+        }
+        change = MemoryUpdate.model_validate(fields)
+    window = CreatedWindow.model_validate(
+        {"created_after": getattr(args, "after", None), "created_before": getattr(args, "before", None)}
+    )
+    service = MemoryService.from_settings(settings, lazy_model=True)
+    try:
+        if args.memories_command == "list":
+            page = service.operators.page(
+                caller,
+                scope=args.scope,
+                memory_type=None if args.memory_type is None else MemoryType(args.memory_type),
+                state=None if args.state is None else MemoryState(args.state),
+                tag=args.tag,
+                author=args.author,
+                created_after=window.created_after,
+                created_before=window.created_before,
+                limit=args.limit,
+                cursor=args.cursor,
+            )
+            result = page.model_dump(mode="json")
+        elif args.memories_command == "show":
+            result = service.get(args.id, caller, scope=args.scope).model_dump(mode="json")
+        else:
+            assert change is not None
+            result = service.operators.update(args.id, change, caller, scope=args.scope).model_dump(mode="json")
+        print(json.dumps(result, indent=2))
+    finally:
+        service.close()
+    return 0

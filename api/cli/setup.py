@@ -1,0 +1,155 @@
+"""``hivemem setup``: register hivemem with an MCP client in one command, and get it ready.
+
+``setup claude-code`` writes the project's ``.mcp.json``, ``setup cursor`` its ``.cursor/mcp.json``,
+``setup claude-desktop`` the desktop app's config file, ``setup print`` prints the entry. Each
+keeps the file's other servers, refuses a file that is not a JSON object (changing nothing), and
+writes atomically. Over stdio the entry runs ``hivemem mcp``, which takes its scope from the
+project folder the client starts it in (``--scope`` fixes one); with ``--url`` it points the client
+at a running server's ``/mcp``, with the project's scope in the ``X-Hivemem-Scope`` header (``--scope``,
+else the scope of the project folder: its git remote, as stdio would derive it), since a server
+over HTTP cannot see the client's folder and refuses every write of a connection with no project.
+``--token`` adds the bearer header a team server needs. Then the data folder is made and the model
+loaded once, so the first session does not wait for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from hivemem.config import Settings
+from hivemem.errors import ValidationError
+from hivemem.scope import SCOPE_HEADER, derive_scope, validate_scope
+
+__all__ = ["CLIENTS", "add_parser", "client_entry", "config_path", "run", "write_entry"]
+
+CLIENTS = ("claude-code", "cursor", "claude-desktop", "print")
+SERVER_NAME = "hivemem"
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``setup`` to the ``hivemem`` subcommands."""
+    setup = sub.add_parser("setup", help="register hivemem with an MCP client and load the model once")
+    setup.add_argument("client", choices=CLIENTS, help="where to register it ('print': show the entry only)")
+    setup.add_argument(
+        "--project", type=Path, default=None, help="the project folder (claude-code, cursor; default: here)"
+    )
+    setup.add_argument(
+        "--scope",
+        default=None,
+        help="the project's scope (default: over stdio, the folder the client starts in; "
+        "with --url, the project folder's)",
+    )
+    setup.add_argument("--url", default=None, help="a running server's base URL, to use over HTTP instead of stdio")
+    setup.add_argument("--token", default=None, help="the bearer token for --url (a team server's)")
+    setup.add_argument("--no-warm", action="store_true", help="do not load the model now")
+
+
+def _command() -> list[str]:
+    """How the client starts the stdio server: the ``hivemem`` of the installation running this
+    (absolute, since a client does not start it in this shell), else one on PATH, else this Python
+    running the CLI module."""
+    beside = Path(sys.executable).with_name("hivemem")
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("hivemem")
+    if found is not None:
+        return [str(Path(found).resolve())]
+    return [sys.executable, "-m", "api.cli"]
+
+
+def client_entry(client: str, *, scope: str | None, url: str | None, token: str | None) -> dict[str, Any]:
+    """The ``mcpServers`` entry for ``client``."""
+    if url is None:
+        if token is not None:
+            raise ValidationError("--token goes with --url (stdio needs no token)", field="token")
+        command, *args = _command()
+        return {"command": command, "args": [*args, "mcp", *([] if scope is None else ["--scope", scope])]}
+    if client == "claude-desktop":
+        raise ValidationError("Claude Desktop starts its servers over stdio: leave out --url", field="url")
+    if not url.startswith(("http://", "https://")):
+        raise ValidationError("--url: give the server's base URL, e.g. http://127.0.0.1:8765", field="url")
+    entry: dict[str, Any] = {"url": url.rstrip("/") + "/mcp"}
+    if client in ("claude-code", "print"):
+        entry = {"type": "http", **entry}
+    # Every client that takes a URL here takes headers too (the /mcp/SCOPE form is for those that don't).
+    headers = {} if scope is None else {SCOPE_HEADER: scope}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    if headers:
+        entry["headers"] = headers
+    return entry
+
+
+def config_path(client: str, project: Path | None) -> Path:
+    """The file ``client`` reads its MCP servers from. Raises ``ValidationError`` for a project
+    folder that does not exist: a mistyped ``--project`` is not made into a folder."""
+    folder = (project or Path.cwd()).expanduser()
+    if client in ("claude-code", "cursor") and not folder.is_dir():
+        raise ValidationError(f"{folder} is no folder: give the project's folder with --project", field="project")
+    if client == "claude-code":
+        return folder / ".mcp.json"
+    if client == "cursor":
+        return folder / ".cursor" / "mcp.json"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+    if sys.platform == "win32":
+        return Path(os.environ.get("APPDATA", Path.home())) / "Claude" / "claude_desktop_config.json"
+    return Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "Claude" / "claude_desktop_config.json"
+
+
+def write_entry(path: Path, entry: dict[str, Any]) -> None:
+    """Set ``mcpServers.hivemem`` in the JSON file at ``path``, keeping everything else. Raises
+    ``ValidationError`` (the file untouched) for a folder there or a file that is not a JSON object."""
+    if path.is_dir():
+        raise ValidationError(f"{path} is a folder, not a config file", field="path")
+    config: dict[str, Any] = {}
+    if path.exists():
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValidationError(
+                f"{path} is not JSON ({exc}); fix or move it, nothing was changed", field="path"
+            ) from None
+        if not isinstance(loaded, dict) or not isinstance(loaded.get("mcpServers", {}), dict):
+            raise ValidationError(f"{path}: expected a JSON object with an `mcpServers` object", field="path")
+        config = loaded
+    config.setdefault("mcpServers", {})[SERVER_NAME] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    staging.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    staging.replace(path)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    scope = args.scope
+    if scope is not None:
+        validate_scope(scope)
+    elif args.url is not None and args.client != "claude-desktop":
+        # Over HTTP the server cannot see where the client runs: name the project's scope here.
+        folder = (args.project or Path.cwd()).expanduser()
+        if folder.is_dir():
+            scope = derive_scope(folder)
+    entry = client_entry(args.client, scope=scope, url=args.url, token=args.token)
+    if args.client == "print":
+        print(json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2))
+    else:
+        path = config_path(args.client, args.project)
+        write_entry(path, entry)
+        print(f"registered hivemem in {path}" + ("" if args.url is None or scope is None else f", scope {scope}"))
+    if args.url is None and not args.no_warm:
+        from api.services.memories import MemoryService
+
+        settings.data_dir.expanduser().mkdir(parents=True, exist_ok=True)
+        service = MemoryService.from_settings(settings)
+        try:
+            service.warm_up()
+        finally:
+            service.close()
+        print(f"data folder {settings.data_dir}, model {service.embedder.model_id}: ready", file=sys.stderr)
+    return 0
