@@ -36,6 +36,7 @@ from api.process.tracing import TracingObserver, start_tracing, trace_app
 from api.services.memories import MemoryService
 from hivemem.config import Settings, redact_url
 from hivemem.errors import ConfigError
+from hivemem.limits import Limits
 from hivemem.schemas import request_schemas
 from hivemem.scope import SCOPE_HEADER
 
@@ -50,7 +51,7 @@ MCP_METHODS = ["GET", "POST", "DELETE"]
 def create_app(settings: Settings | None = None, service: MemoryService | None = None) -> FastAPI:
     """Build the app. The lifespan opens the service (unless one is given) and runs MCP sessions."""
     settings = settings or Settings()
-    limits = settings.limits()
+    limits = Limits()
     holder: dict[str, MemoryService] = {}
     gate: dict[str, Authenticator] = {}
     metrics = Metrics() if settings.metrics else None

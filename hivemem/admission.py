@@ -21,18 +21,38 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import ClassVar
+
+from pydantic import Field
 
 from hivemem.config import Settings
+from hivemem.tuning import Tuning
 
-__all__ = ["FairGate", "admitted", "search_gate_for"]
+__all__ = ["AdmissionTuning", "FairGate", "admitted", "search_gate_for"]
 
 
-def search_gate_for(settings: Settings) -> FairGate | None:
+class AdmissionTuning(Tuning):
+    """How many searches of one process run at once."""
+
+    group_title: ClassVar[str] = "Search admission"
+
+    search_concurrency: int = Field(
+        default=0,
+        ge=0,
+        le=1024,
+        description="Searches (recalls and knowledge searches) run at once in one process; the others wait their "
+        "turn in arrival order. 0: one more than the cores with the SQLite store (about half again as many recalls "
+        "per second under load as letting every request in), no limit with OpenSearch (searches wait on the cluster).",
+    )
+
+
+def search_gate_for(settings: Settings, tuning: AdmissionTuning | None = None) -> FairGate | None:
     """The gate of a process's searches: ``search_concurrency`` at once. For 0: one more than the
     cores when the store searches on this machine's cores (SQLite), none when it searches remotely
     (OpenSearch: a recall there mostly waits on the cluster, and a few slots would idle the gateway)."""
-    if settings.search_concurrency:
-        return FairGate(settings.search_concurrency)
+    concurrency = (tuning or AdmissionTuning()).search_concurrency
+    if concurrency:
+        return FairGate(concurrency)
     in_process = settings.resolved_store_url().startswith("sqlite")
     return FairGate((os.cpu_count() or 1) + 1) if in_process else None
 

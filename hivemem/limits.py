@@ -1,7 +1,7 @@
 """Limits on caller input: what a memory may carry, and the text rules every text field follows.
 
 A memory is a note, not a file store: its ``details`` are kilobytes, a handful of tags and paths.
-Each number here is a default of a setting (``HIVEMEM_MAX_*``); the request schemas in
+Each number here is a tuning parameter (``HIVEMEM_MAX_*``); the request schemas in
 :mod:`hivemem.schemas` are built from a :class:`Limits`, so the published schema and the
 validation always say the same thing.
 
@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from hivemem.tuning import Tuning
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -58,16 +61,28 @@ def text_pattern(min_chars: int = 1) -> str:
     return rf"^{space}*{edge}{body}{space}*$"
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(Tuning):
     """How much one memory may carry. ``details`` is measured as compact UTF-8 JSON."""
 
-    max_tags: int = 32
-    max_related_files: int = 64
-    max_details_bytes: int = 16_384
-    max_details_depth: int = 6
+    group_title: ClassVar[str] = "Input limits"
+
+    max_tags: int = Field(default=32, ge=0, le=1000, description="Most tags one memory (or one recall filter) has.")
+    max_related_files: int = Field(default=64, ge=0, le=10_000, description="Most `related_files` one memory has.")
+    max_details_bytes: int = Field(
+        default=16_384,
+        ge=2,
+        le=16 * 1024 * 1024,
+        description="Largest `details` object of a memory, in bytes of JSON.",
+    )
+    max_details_depth: int = Field(
+        default=6,
+        ge=1,
+        le=100,
+        description="Deepest nesting of a memory's `details` (an object of scalars is 1).",
+    )
 
 
+# The limits in force, read once when this module is imported: the request schemas are built from them.
 DEFAULT_LIMITS = Limits()
 
 

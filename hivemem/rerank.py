@@ -57,12 +57,13 @@ class RerankOutcome(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class RerankPolicy:
-    """The stage's settings (``HIVEMEM_RERANK_*``)."""
+    """When the stage runs and how much it moves the order; the configured one is recall's
+    tuning (``search.recall_params.RecallParams.rerank``)."""
 
-    gate: RerankGate = RerankGate.NEVER
-    top_n: int = 30
-    margin: float = 0.05
-    weight: float = 0.5
+    gate: RerankGate
+    top_n: int
+    margin: float
+    weight: float
 
 
 def wanted(policy: RerankPolicy, scores: Sequence[float]) -> bool:

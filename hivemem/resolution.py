@@ -69,11 +69,12 @@ class Neighbour:
 
 @dataclass(frozen=True, slots=True)
 class ResolutionPolicy:
-    """The thresholds of semantic resolution; ``neighbours`` 0 resolves exact duplicates only."""
+    """The thresholds of semantic resolution; ``neighbours`` 0 resolves exact duplicates only. The
+    configured ones are the lifecycle tuning's (``workers.jobs.resolution_policy``)."""
 
-    neighbours: int = 5
-    reinforce_at: float = 0.85
-    contradiction_at: float = 0.6
+    neighbours: int
+    reinforce_at: float
+    contradiction_at: float
     merge_max_chars: int = 2000
     auto_links: int = 5
     auto_link_at: float = 0.40
@@ -83,7 +84,8 @@ class ResolutionPolicy:
             raise ValueError("need 0 <= contradiction_at <= reinforce_at <= 1")
 
 
-EXACT_ONLY = ResolutionPolicy(neighbours=0)
+# No neighbour is read, so no threshold is ever compared.
+EXACT_ONLY = ResolutionPolicy(neighbours=0, reinforce_at=1.0, contradiction_at=1.0)
 SAME_CONTENT = "same content"  # the reason of a reinforcement by exact content
 
 # Memories that record an event keep their identity: two turns of a conversation, two handoffs or

@@ -20,6 +20,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from hivemem.config import Settings
+    from search.sqlite.tuning import SQLiteTuning
 
 SUPPORTED_SCHEMES = ("sqlite", "opensearch+http", "opensearch+https")
 
@@ -35,40 +36,33 @@ def sqlite_path(url: str) -> str:
     return unquote(parts.path[1:])
 
 
-def open_store(url: str, *, embedding_model: str, dimension: int, settings: Settings | None = None) -> Store:
+def open_store(
+    url: str,
+    *,
+    embedding_model: str,
+    dimension: int,
+    settings: Settings | None = None,
+    sqlite_tuning: SQLiteTuning | None = None,
+) -> Store:
     """Open the store a URL names. The only place in hivemem that picks a backend.
 
     ``sqlite:///PATH`` or ``sqlite://:memory:`` gives a :class:`search.sqlite.SQLiteStore`;
     ``opensearch+http://HOST:PORT`` or ``opensearch+https://USER:PASS@HOST:PORT`` (optional
     ``?index=PREFIX``) gives a :class:`search.opensearch.OpenSearchStore`, configured by the
-    ``opensearch_*`` fields of ``settings`` (None: the defaults).
+    ``opensearch_*`` fields of ``settings`` (None: the defaults); ``sqlite_tuning`` None: as configured.
     The store records ``embedding_model`` and ``dimension`` on first open and refuses a mismatch.
     Raises ``ConfigError`` for any other scheme.
     """
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme == "sqlite":
         from search.sqlite import SQLiteStore
-        from search.sqlite.vector_set import ClusterParams
 
-        checked = settings is None or settings.sqlite_integrity_check == "quick"
-        timeout_s = 10.0 if settings is None else settings.sqlite_integrity_check_timeout_s
-        clusters = (
-            None
-            if settings is None
-            else ClusterParams(
-                min_rows=settings.vector_cluster_min_rows,
-                probe_rows=settings.vector_probe_rows,
-                probe_share=settings.vector_probe_share,
-            )
-        )
         return SQLiteStore(
             sqlite_path(url),
             embedding_model=embedding_model,
             dimension=dimension,
-            integrity_check=checked,
-            integrity_check_timeout_s=timeout_s,
-            clusters=clusters,
-            rescore=False if settings is None else settings.vector_rescore,
+            integrity_check=settings is None or settings.sqlite_integrity_check == "quick",
+            tuning=sqlite_tuning,
         )
     if scheme in ("opensearch+http", "opensearch+https"):
         from search.opensearch import OpenSearchStore

@@ -45,9 +45,9 @@ class KnowledgeSearcher:
         params = self.params
         legs = {}
         n = max(params.candidates_per_leg, limit)
-        if params.mode is not RetrievalMode.DENSE:
+        if params.retrieval_mode is not RetrievalMode.DENSE:
             legs["bm25"] = self._store.chunk_keyword_search(query, where, n)
-        if params.mode is not RetrievalMode.BM25:
+        if params.retrieval_mode is not RetrievalMode.BM25:
             vector = self._embedder.embed_queries([query])[0]
             legs["dense"] = self._store.chunk_vector_search(vector, where, n)
         weights = leg_weights(params, legs)

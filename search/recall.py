@@ -26,12 +26,11 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import NamedTuple
 
 from hivemem.admission import FairGate, admitted
-from hivemem.config import Settings
 from hivemem.decay import rescore, strength, trust_factor
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
@@ -40,7 +39,7 @@ from hivemem.expansion import prf_vector
 from hivemem.fusion import Candidate, Fused, minmax_fuse, rrf_fuse
 from hivemem.model import FusionMethod, Hit, Memory, MemoryState, RelationType, RetrievalMode
 from hivemem.observe import NO_OBSERVER, Observer
-from hivemem.rerank import Reranked, Reranker, RerankOutcome, RerankPolicy, rerank_order, wanted
+from hivemem.rerank import Reranked, Reranker, RerankOutcome, rerank_order, wanted
 from hivemem.thread_context import context_leg, thread_lift
 from hivemem.time_window import dates_in, question_date
 from search.base import (
@@ -52,6 +51,7 @@ from search.base import (
     SearchFilter,
     Store,
 )
+from search.recall_params import RecallParams
 
 __all__ = ["RecallParams", "Recaller", "leg_weights"]
 
@@ -76,69 +76,6 @@ def _query_vectors(embedder: Embedder, queries: Sequence[str]) -> _Vectors:
     return list(embedder.embed_queries(list(queries)))
 
 
-@dataclass(frozen=True, slots=True)
-class RecallParams:
-    """The tunable arithmetic of recall; :meth:`from_settings` fills it from :class:`Settings`."""
-
-    fusion: FusionMethod = FusionMethod.MINMAX
-    bm25_weight: float = 0.5
-    bm25_half_score: float = 5.5
-    rrf_k: int = 60
-    candidates_per_leg: int = 100
-    mode: RetrievalMode = RetrievalMode.HYBRID
-    decay_half_life_days: float = 90.0
-    decay_weight: float = 0.3
-    access_boost: float = 0.1
-    trust_agent_inferred: float = 0.9
-    trust_imported: float = 0.95
-    superseded_factor: float = 0.1
-    consolidated_factor: float = 0.5
-    rerank: RerankPolicy = field(default_factory=RerankPolicy)
-    context_window: int = 2
-    context_weight: float = 0.25
-    context_neighbour_weight: float = 1.0
-    expansion: str = "off"
-    prf_docs: int = 3
-    prf_weight: float = 0.5
-    time_boost: float = 0.25
-    thread_weight: float = 0.4
-    second_dense_weight: float = 0.5
-
-    @classmethod
-    def from_settings(cls, settings: Settings, mode: RetrievalMode = RetrievalMode.HYBRID) -> RecallParams:
-        """Recall parameters as configured."""
-        return cls(
-            fusion=settings.fusion,
-            bm25_weight=settings.bm25_weight,
-            bm25_half_score=settings.bm25_half_score,
-            rrf_k=settings.rrf_k,
-            candidates_per_leg=settings.candidates_per_leg,
-            mode=mode,
-            decay_half_life_days=settings.decay_half_life_days,
-            decay_weight=settings.decay_weight,
-            access_boost=settings.access_boost,
-            trust_agent_inferred=settings.trust_agent_inferred,
-            trust_imported=settings.trust_imported,
-            superseded_factor=settings.superseded_factor,
-            consolidated_factor=settings.consolidated_factor,
-            context_window=settings.context_window,
-            context_weight=settings.context_weight,
-            context_neighbour_weight=settings.context_neighbour_weight,
-            expansion=settings.query_expansion,
-            prf_docs=settings.prf_docs,
-            prf_weight=settings.prf_weight,
-            time_boost=settings.time_boost,
-            thread_weight=settings.thread_weight,
-            second_dense_weight=settings.second_dense_weight,
-            rerank=RerankPolicy(
-                gate=settings.rerank_gate,
-                top_n=settings.rerank_top_n,
-                margin=settings.rerank_margin,
-                weight=settings.rerank_weight,
-            ),
-        )
-
-
 class _Rescored(NamedTuple):
     """A shortlisted memory after decay, trust and the time stage, before the thread lift."""
 
@@ -159,7 +96,7 @@ def leg_weights(params: RecallParams, legs: Mapping[str, Sequence[Candidate]]) -
     hybrid mode, equal weights otherwise; a second model's leg (``dense2``) takes
     ``second_dense_weight`` of the vector weight from ``dense``; a ``context`` leg takes
     ``context_weight`` and the others share the rest in those proportions."""
-    hybrid = params.mode is RetrievalMode.HYBRID
+    hybrid = params.retrieval_mode is RetrievalMode.HYBRID
     base = [leg for leg in legs if leg != _CONTEXT]
     weights = {
         leg: (params.bm25_weight if leg == _BM25 else 1.0 - params.bm25_weight) if hybrid else 1.0 for leg in base
@@ -255,7 +192,11 @@ class Recaller:
         return leg_weights(self.params, legs)
 
     def _native(self, text: str, vector: Sequence[float] | None, where: SearchFilter) -> list[Fused] | None:
-        if self.params.mode is not RetrievalMode.HYBRID or vector is None or not isinstance(self._store, FusesNatively):
+        if (
+            self.params.retrieval_mode is not RetrievalMode.HYBRID
+            or vector is None
+            or not isinstance(self._store, FusesNatively)
+        ):
             return None
         found = self._store.native_hybrid(
             text, vector, where, self.params.candidates_per_leg, fusion=self.params.fusion
@@ -270,7 +211,7 @@ class Recaller:
         self, queries: Sequence[str], vectors: _Vectors, where: SearchFilter
     ) -> list[dict[str, Sequence[Candidate]]]:
         n = self.params.candidates_per_leg
-        with_text = self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.BM25)
+        with_text = self.params.retrieval_mode in (RetrievalMode.HYBRID, RetrievalMode.BM25)
         if isinstance(self._store, SearchesLegsTogether):
             asked = [LegQuery(q if with_text else None, v) for q, v in zip(queries, _now(vectors), strict=True)]
             found = self._store.search_legs(asked, where, n)
@@ -304,7 +245,7 @@ class Recaller:
                 gathered = self._with_second(gathered, [second_vectors[i] for i in rest])
             for i, legs in zip(rest, gathered, strict=True):
                 results[i] = self._fuse(legs, self._weights(legs)) if legs else []
-            if self.params.expansion == "prf":
+            if self.params.query_expansion == "prf":
                 resolved = _now(vectors)
                 for j, (i, legs) in enumerate(zip(rest, gathered, strict=True)):
                     results[i] = self._expanded(resolved[j], legs, results[i] or [], where)
@@ -358,7 +299,7 @@ class Recaller:
     def _second_vectors(self, queries: Sequence[str]) -> _Vectors | None:
         """The second model's query vectors (being computed), or None without that leg or when its
         model fails (the other legs answer)."""
-        if self._second is None or self.params.mode not in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
+        if self._second is None or self.params.retrieval_mode not in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
             return None
         try:
             return _query_vectors(self._second, queries)
@@ -401,7 +342,7 @@ class Recaller:
         with admitted(self.gate):
             clock = self._lap("admission", clock)
             vectors: _Vectors = [None] * len(queries)
-            if self.params.mode in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
+            if self.params.retrieval_mode in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
                 vectors = _query_vectors(self._embedder, queries)
             per_query = self._per_query(queries, vectors, where, self._second_vectors(queries))
             if len(per_query) == 1:

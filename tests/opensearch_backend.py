@@ -18,6 +18,8 @@ import pytest
 from bench.suite.local_cluster import start_osmem
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
+from search.opensearch.tuning import OpenSearchTuning
+from search.recall_params import RecallParams
 from tests.opensearch_knn_standin import exact_knn_connection
 from tests.opensearch_spec import SPEC_DIR, SpecValidator, checked_connection
 
@@ -54,11 +56,14 @@ class OpenSearchBackend:
         prefix: str | None = None,
         *,
         exact_knn: bool = False,
+        tuning: OpenSearchTuning | None = None,
+        recall: RecallParams | None = None,
     ) -> Any:
         """An :class:`search.opensearch.OpenSearchStore` on a fresh prefix, requests validated when possible.
 
         ``exact_knn`` on a server without k-NN answers k-NN searches with the exact stand-in
-        (tests/opensearch_knn_standin.py); a real cluster always answers them itself.
+        (tests/opensearch_knn_standin.py); a real cluster always answers them itself. ``tuning``
+        None: no replicas (a test cluster is one node).
         """
         from search.opensearch import OpenSearchStore
 
@@ -70,6 +75,8 @@ class OpenSearchBackend:
             embedding_model=embedder.model_id,
             dimension=embedder.dimension,
             settings=settings,
+            tuning=tuning or OpenSearchTuning(opensearch_replicas=0),
+            recall=recall,
             connection_class=connection,
         )
 

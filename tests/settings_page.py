@@ -1,5 +1,6 @@
-"""docs/settings.md, made from the settings class itself: one row per setting, its variable, its
-default and its description, in the order the class declares them.
+"""docs/settings.md, made from the settings classes themselves: the operator settings, then each
+group of tuning parameters, one row per field with its variable, its default and its description,
+in the order the classes declare them.
 
 ``tests/test_docs.py`` fails when the page and the code disagree; after a change of the settings,
 write the page again and commit it with the change::
@@ -18,16 +19,34 @@ from typing import Any
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from api.settings_catalogue import TUNING_GROUPS
 from hivemem.config import Settings
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "settings.md"
-MARK = "<!-- The table below is generated from hivemem/config.py: python -m tests.settings_page --write -->"
+MARK = "<!-- Generated from the settings classes below: python -m tests.settings_page --write -->"
 
 INTRO = """# Settings
 
-Environment variables `HIVEMEM_*`, or the same names in lower case without the prefix in a TOML file
-(`HIVEMEM_CONFIG`, default `~/.config/hivemem/config.toml`). The environment wins over the file.
-`hivemem config` prints the settings in force, and the store they resolve to.
+Two kinds of knobs.
+
+- **Operator settings** are what a person deploying hivemem decides: where memories live, the
+  broker, the model and its device, the bind, the team and its tokens, request limits, paths, logs.
+- **Tuning parameters** are the engine's numbers: fusion weights, vector index sizes, retries,
+  chunk lengths. Their defaults are measured (bench/RESULTS.md); change them for an experiment or
+  a benchmark, not to get started. Each group lives in the module that uses it.
+
+Both are read from environment variables `HIVEMEM_*`, or from a TOML file (`HIVEMEM_CONFIG`,
+default `~/.config/hivemem/config.toml`): operator settings at its top level, tuning parameters in
+its `[tuning]` table, each under its name in lower case without the prefix. The environment wins
+over the file. `hivemem config` prints the operator settings in force, and the store they resolve to.
+
+```toml
+store_url = "sqlite:///srv/hivemem/hivemem.db"
+embed_device = "cuda"
+
+[tuning]
+bm25_weight = 0.4
+```
 """
 
 
@@ -59,12 +78,21 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def table() -> str:
-    """The generated part of the page."""
+def _rows(fields: dict[str, FieldInfo]) -> str:
     rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
-    for name, field in Settings.model_fields.items():
+    for name, field in fields.items():
         rows.append(f"| `HIVEMEM_{name.upper()}` | {_default(field)} | {_cell(field.description or '')} |")
     return "\n".join(rows) + "\n"
+
+
+def table() -> str:
+    """The generated part of the page: the operator settings, then one section per tuning group."""
+    sections = ["## Operator settings\n\n" + _rows(Settings.model_fields)]
+    for group in TUNING_GROUPS:
+        where = f"`{group.__module__}.{group.__name__}`"
+        summary = _cell((group.__doc__ or "").strip().split("\n\n")[0])
+        sections.append(f"## Tuning: {group.group_title}\n\n{summary} ({where})\n\n" + _rows(group.model_fields))
+    return "\n".join(sections)
 
 
 def page() -> str:

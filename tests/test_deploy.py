@@ -20,8 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
+from api.settings_catalogue import TUNING_GROUPS
 from hivemem.config import Settings
 from search.opensearch.client import parse_url
+from search.opensearch.tuning import OpenSearchTuning
 from workers.queues import QUEUES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -144,7 +146,8 @@ def test_hivemem_services_share_one_environment() -> None:
 @pytest.mark.parametrize("env", [{}, env_example()], ids=["defaults", "security-on"])
 def test_compose_environment_is_valid_settings(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     environment = services(env=env)["hivemem"]["environment"]
-    unknown = [key for key in environment if key.removeprefix("HIVEMEM_").lower() not in Settings.model_fields]
+    known = set(Settings.model_fields).union(*(group.model_fields for group in TUNING_GROUPS))
+    unknown = [key for key in environment if key.removeprefix("HIVEMEM_").lower() not in known]
     assert unknown == []
     for key, value in environment.items():
         monkeypatch.setenv(key, str(value))
@@ -152,7 +155,7 @@ def test_compose_environment_is_valid_settings(env: dict[str, str], monkeypatch:
     assert settings.broker_url == "redis://redis:6379/0"
     assert settings.resolved_store_url().startswith("opensearch+http")
     # One node cannot hold replicas of its own shards: the indices would stay yellow.
-    assert settings.opensearch_replicas == 0
+    assert OpenSearchTuning().opensearch_replicas == 0
 
 
 def test_cpu_workers_are_scalable() -> None:

@@ -29,6 +29,10 @@ def test_the_settings_page_is_the_settings_class() -> None:
 
     assert _page("settings.md") == page(), "docs/settings.md is stale: python -m tests.settings_page --write"
     assert all(f"`HIVEMEM_{name.upper()}`" in _page("settings.md") for name in Settings.model_fields)
+    from api.settings_catalogue import TUNING_GROUPS
+
+    tuning = [name for group in TUNING_GROUPS for name in group.model_fields]
+    assert all(f"`HIVEMEM_{name.upper()}`" in _page("settings.md") for name in tuning)
 
 
 def test_every_route_is_documented() -> None:

@@ -66,9 +66,13 @@ def _imports(package: str) -> dict[str, set[str]]:
 
 
 def test_no_backend_imports_the_read_path() -> None:
-    # Backends implement search.base; search.recall sits above them and uses them.
+    # Backends implement search.base; search.recall sits above them and uses them. Recall's tuning
+    # (search.recall_params) is data: the OpenSearch pipelines repeat its fusion arithmetic.
+    def reads_the_path(name: str) -> bool:
+        return name.startswith("search.recall") and not name.startswith("search.recall_params")
+
     for backend in ("search/sqlite", "search/opensearch"):
-        offenders = {f for f, names in _imports(backend).items() if any(n.startswith("search.recall") for n in names)}
+        offenders = {f for f, names in _imports(backend).items() if any(reads_the_path(n) for n in names)}
         assert offenders == set(), offenders
 
 

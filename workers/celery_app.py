@@ -26,6 +26,7 @@ from hivemem.config import Settings
 from hivemem.errors import ConfigError
 from workers.context import close_current
 from workers.holders import Heartbeat, hold
+from workers.job_tuning import JobTuning
 from workers.queues import QUEUES, TASK_QUEUE, Task
 from workers.spans import flush_spans
 
@@ -42,7 +43,8 @@ def build_celery(settings: Settings) -> Celery:
     if not settings.broker_url:
         raise ConfigError("HIVEMEM_BROKER_URL is not set: the Celery workers need a redis:// broker")
     app = Celery("hivemem", broker=settings.broker_url, backend=settings.broker_url, set_as_current=False)
-    visibility = settings.broker_visibility_timeout_s
+    jobs = JobTuning()
+    visibility = jobs.broker_visibility_timeout_s
     transport = {
         "visibility_timeout": visibility,
         "queue_order_strategy": "priority",
@@ -68,10 +70,10 @@ def build_celery(settings: Settings) -> Celery:
         task_default_queue="maintenance",
         task_routes={name: {"queue": queue} for name, queue in TASK_QUEUE.items()},
         task_track_started=True,
-        result_expires=settings.job_ttl_s,
+        result_expires=jobs.job_ttl_s,
         beat_schedule={
             "prune-dead-letters": {"task": Task.PRUNE_DEAD_LETTERS, "schedule": 3600.0},
-            "reconcile-jobs": {"task": Task.RECONCILE, "schedule": float(settings.reconcile_interval_s)},
+            "reconcile-jobs": {"task": Task.RECONCILE, "schedule": float(jobs.reconcile_interval_s)},
             **(
                 {"sleep-consolidate": {"task": Task.SLEEP, "schedule": 3600.0}}
                 if settings.sleep_interval_hours > 0

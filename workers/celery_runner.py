@@ -25,7 +25,9 @@ from hivemem.tickets import ItemResult, Ticket
 from workers.batcher import MicroBatcher
 from workers.celery_app import build_celery
 from workers.dispatch import queue_job_work, send_job_task
+from workers.embed_tuning import EmbedTuning
 from workers.job_board import JobBoard, JobItem, RedisJobBoard
+from workers.job_tuning import JobTuning
 from workers.queues import QUEUES, Task
 
 __all__ = ["CeleryRunner", "job_item"]
@@ -41,14 +43,21 @@ def job_item(job_id: str, index: int, memory: Memory) -> JobItem:
 class CeleryRunner:
     """Queues memorize jobs on Celery workers over Redis. Thread-safe."""
 
-    def __init__(self, settings: Settings, app: Celery | None = None, board: RedisJobBoard | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        app: Celery | None = None,
+        board: RedisJobBoard | None = None,
+        jobs: JobTuning | None = None,
+    ) -> None:
         self._settings = settings
+        self._jobs = jobs or JobTuning()
         self._app = app or build_celery(settings)
-        self._board = board or RedisJobBoard.from_url(settings.broker_url, settings.job_ttl_s)
+        self._board = board or RedisJobBoard.from_url(settings.broker_url, self._jobs.job_ttl_s)
         self._batcher = MicroBatcher(
             lambda items: self._send(Task.EMBED, items),
-            window_s=settings.embed_batch_window_ms / 1000,
-            max_items=settings.embed_batch_size,
+            window_s=self._jobs.embed_batch_window_ms / 1000,
+            max_items=EmbedTuning().embed_batch_size,
         )
 
     @property
@@ -81,7 +90,7 @@ class CeleryRunner:
         job = Job.of_memories(JobKind.MEMORIZE, [memory])
         item = job_item(job.id, 0, memory)
         self._queue(job, [item], lambda: self._batcher.submit(item))
-        return self._wait(job.id, self._settings.memorize_wait_s)
+        return self._wait(job.id, self._jobs.memorize_wait_s)
 
     def memorize_bulk(self, memories: Sequence[Memory], *, wait_s: float | None) -> Ticket:
         """Queue a bulk memorize as ``memorize_bulk`` tasks of ``BULK_CHUNK`` memories; wait up to ``wait_s``."""

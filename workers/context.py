@@ -20,6 +20,7 @@ from hivemem.rerank import Reranker
 from search import Store, open_store
 from workers.embed import load_embedder
 from workers.job_board import RedisJobBoard
+from workers.job_tuning import JobTuning
 from workers.rerankers import load_reranker
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class WorkerContext:
     @cached_property
     def board(self) -> RedisJobBoard:
         """The job board, in the broker's Redis."""
-        return RedisJobBoard(self.redis, self.settings.job_ttl_s)
+        return RedisJobBoard(self.redis, JobTuning().job_ttl_s)
 
     @cached_property
     def embedder(self) -> Embedder:

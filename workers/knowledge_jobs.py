@@ -25,6 +25,7 @@ from hivemem.knowledge import Document, DocumentFormat, KnowledgeChunk, Knowledg
 from hivemem.model import utcnow
 from search.base import Store
 from workers.documents import GuardLimits, format_of, parse_document
+from workers.knowledge_tuning import KnowledgeTuning
 from workers.spans import step
 
 __all__ = [
@@ -79,7 +80,8 @@ class IndexOutcome:
 def guard_limits(settings: Settings) -> GuardLimits:
     """The document guards' limits as configured."""
     return GuardLimits(
-        max_bytes=settings.knowledge_max_document_bytes, max_inflated_bytes=settings.knowledge_max_inflated_bytes
+        max_bytes=settings.knowledge_max_document_bytes,
+        max_inflated_bytes=KnowledgeTuning().knowledge_max_inflated_bytes,
     )
 
 
@@ -108,7 +110,8 @@ def _source(
 
 
 def _chunks(scope: str, uri: str, digest: str, parsed: ParsedDocument, settings: Settings) -> list[KnowledgeChunk]:
-    spans = chunk_document(parsed, settings.knowledge_chunk_chars, settings.knowledge_chunk_overlap)
+    tuning = KnowledgeTuning()
+    spans = chunk_document(parsed, tuning.knowledge_chunk_chars, tuning.knowledge_chunk_overlap)
     return [
         KnowledgeChunk(
             id=chunk_id(scope, uri, digest, ordinal),

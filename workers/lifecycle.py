@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from hivemem.config import Settings
 from hivemem.consolidation import Consolidation, clusters, consolidate, insight_from
 from hivemem.decay import ARCHIVE_IDLE_DAYS, archivable, raw_strength, strength
 from hivemem.embedding import Embedder
@@ -35,6 +34,8 @@ from hivemem.model import (
 )
 from hivemem.resolution import Resolution, resolves_by_meaning, snapshot, superseded
 from search.base import SearchFilter, Store
+from search.recall_params import RecallParams
+from workers.lifecycle_tuning import LifecycleTuning
 
 __all__ = [
     "SLEEP_AUTHOR",
@@ -198,14 +199,15 @@ def consolidate_goal(
 
 @dataclass(frozen=True, slots=True)
 class SleepPolicy:
-    """Which memories a sleep pass consolidates (settings ``sleep_*``), and how strength decays
-    for the archiving that follows it (settings ``decay_half_life_days``, ``access_boost``)."""
+    """Which memories a sleep pass consolidates (:class:`LifecycleTuning` ``sleep_*``), and how
+    strength decays for the archiving that follows it (recall's ``decay_half_life_days`` and
+    ``access_boost``); :func:`sleep_policy` builds it as configured."""
 
-    threshold: float = 0.85
-    min_size: int = 3
-    window_days: float = 7.0
-    base_half_life_days: float = 90.0
-    access_boost: float = 0.1
+    threshold: float
+    min_size: int
+    window_days: float
+    base_half_life_days: float
+    access_boost: float
     protect_at: float = 0.3  # a neighbour this strong keeps a faded memory out of the archive
 
     @property
@@ -260,7 +262,7 @@ def sleep_consolidate(
     embedder: Embedder,
     scope: str,
     now: datetime,
-    policy: SleepPolicy = SleepPolicy(),
+    policy: SleepPolicy | None = None,
     *,
     dry_run: bool = False,
     new_id: Callable[[], str] = new_memory_id,
@@ -268,7 +270,9 @@ def sleep_consolidate(
     """One sleep pass over ``scope``: clusters of at least ``min_size`` working memories of the
     last ``window_days``, each within ``threshold`` of its seed, become one insight built from
     their text, with the sources muted under it. Memories deduplicated by exact content only
-    (conversation turns, handoffs, progress, imports) are left alone, as on write."""
+    (conversation turns, handoffs, progress, imports) are left alone, as on write. ``policy`` None:
+    as configured."""
+    policy = policy or sleep_policy()
     where = SearchFilter(
         scopes=[scope], states=(MemoryState.WORKING,), created_after=now - timedelta(days=policy.window_days)
     )
@@ -318,15 +322,16 @@ _ARCHIVE_PAGE = 500  # faded memories whose edges and their far ends are read at
 
 
 def archive_faded(
-    store: Store, scope: str, now: datetime, policy: SleepPolicy = SleepPolicy(), *, dry_run: bool = False
+    store: Store, scope: str, now: datetime, policy: SleepPolicy | None = None, *, dry_run: bool = False
 ) -> list[Memory]:
     """Archive the memories of ``scope`` that have faded (strength under the floor, idle for a week)
     unless an edge ties them to a memory still strong (chain protection); the memories moved, as
     they were (read without vectors), or on a ``dry_run`` those that would be, nothing written.
 
     Archived memories leave default recall and stay stored, found with ``states: [archived]``;
-    each move is audited (``archive``) and undone like a merge.
+    each move is audited (``archive``) and undone like a merge. ``policy`` None: as configured.
     """
+    policy = policy or sleep_policy()
     where = SearchFilter(
         scopes=[scope],
         states=(MemoryState.WORKING, MemoryState.CONSOLIDATED),
@@ -408,12 +413,14 @@ def sleep_due(
     return reports
 
 
-def sleep_policy(settings: Settings) -> SleepPolicy:
-    """The sleep pass the settings ask for."""
+def sleep_policy(tuning: LifecycleTuning | None = None, recall: RecallParams | None = None) -> SleepPolicy:
+    """The sleep pass ``tuning`` and the decay of ``recall`` ask for (None: as configured)."""
+    tuning = tuning or LifecycleTuning()
+    recall = recall or RecallParams()
     return SleepPolicy(
-        settings.sleep_threshold,
-        settings.sleep_min_size,
-        settings.sleep_window_days,
-        settings.decay_half_life_days,
-        settings.access_boost,
+        tuning.sleep_threshold,
+        tuning.sleep_min_size,
+        tuning.sleep_window_days,
+        recall.decay_half_life_days,
+        recall.access_boost,
     )

@@ -16,21 +16,43 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from typing import ClassVar
 
 from celery import Celery
 from celery.exceptions import TaskRevokedError
 from celery.exceptions import TimeoutError as CeleryTimeout
+from pydantic import Field
 
 from hivemem.config import Settings
 from hivemem.errors import RerankLateError, RerankUnavailableError
+from hivemem.tuning import Tuning
 from workers.celery_app import build_celery
 from workers.queues import TASK_QUEUE, Task
 
-__all__ = ["PoolReranker"]
+__all__ = ["PoolReranker", "RerankPoolTuning"]
 
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.005  # one GET on the result backend: cheap next to the scoring it waits for
+
+
+class RerankPoolTuning(Tuning):
+    """How long recall waits for the rerank pool, and how long it skips a pool that failed."""
+
+    group_title: ClassVar[str] = "Rerank pool"
+
+    rerank_deadline_ms: int = Field(
+        default=1500,
+        ge=1,
+        le=60_000,
+        description="How long recall waits for the rerank pool; later, it answers in first-stage order.",
+    )
+    rerank_pool_cooldown_s: float = Field(
+        default=30.0,
+        ge=0.0,
+        le=3600.0,
+        description="After the pool failed or was late, how long recall skips it (first-stage order at once).",
+    )
 
 
 class PoolReranker:
@@ -41,7 +63,7 @@ class PoolReranker:
     ``fallbacks`` counts both, by kind, for the status report.
     """
 
-    def __init__(self, settings: Settings, app: Celery | None = None) -> None:
+    def __init__(self, settings: Settings, app: Celery | None = None, tuning: RerankPoolTuning | None = None) -> None:
         if app is None:
             app = build_celery(settings)
             # The result backend retries a lost connection for about 20 s by default; a rerank
@@ -51,8 +73,9 @@ class PoolReranker:
             app.conf.result_backend_transport_options = options
         self._app = app
         self._model_id = f"pool:{settings.rerank_model}"
-        self._deadline_s = settings.rerank_deadline_ms / 1000
-        self._cooldown_s = settings.rerank_pool_cooldown_s
+        tuning = tuning or RerankPoolTuning()
+        self._deadline_s = tuning.rerank_deadline_ms / 1000
+        self._cooldown_s = tuning.rerank_pool_cooldown_s
         self._lock = threading.Lock()
         self._down_until = 0.0
         self.fallbacks: Counter[str] = Counter()

@@ -98,6 +98,7 @@ class InProcessRunner:
         self._embedder = embedder
         self._board = board or MemoryJobBoard()
         self._settings = settings or Settings.model_construct()
+        self._policy = jobs.resolution_policy()
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-bg")
         # Ingest jobs run here, one at a time: a bulk ingest uses one core and the embedder's batches,
         # and the server keeps answering (queries go first in the embedder's queue).
@@ -127,8 +128,8 @@ class InProcessRunner:
 
     def _write_group(self, _: None, groups: Sequence[Sequence[Memory]]) -> list[list[Resolution]]:
         """One store unit for the memories of every call in ``groups``; each call's resolutions back."""
-        policy = jobs.resolution_policy(self._settings)
-        resolutions = jobs.write_all(self._store, self._embedder, [m for g in groups for m in g], utcnow(), policy)
+        memories = [m for g in groups for m in g]
+        resolutions = jobs.write_all(self._store, self._embedder, memories, utcnow(), self._policy)
         answers, start = [], 0
         for group in groups:
             answers.append(resolutions[start : start + len(group)])

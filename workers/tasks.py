@@ -30,12 +30,14 @@ from hivemem.config import Settings
 from hivemem.errors import BrokerUnavailableError, StoreUnavailableError
 from hivemem.jobs import DeadLetter, failure_text
 from hivemem.model import Memory, utcnow
-from hivemem.resolution import Resolution
+from hivemem.resolution import Resolution, ResolutionPolicy
+from search.opensearch.tuning import OpenSearchTuning
 from workers import jobs
 from workers.context import current
 from workers.dispatch import job_ids, queue_job_work, send_job_task
 from workers.ingest_jobs import outcome_record, run_document_items
 from workers.job_board import ItemOutcome, JobItem, item_key, item_outcome
+from workers.job_tuning import JobTuning
 from workers.lifecycle import sleep_due, sleep_policy
 from workers.queues import Task
 from workers.reconcile import reconcile
@@ -94,17 +96,12 @@ def _unrecorded(items: Sequence[JobItem]) -> list[JobItem]:
     return [item for item in items if (str(item["job_id"]), item_key(item)) not in done]
 
 
-def _resolve_and_record(items: Sequence[JobItem], memories: Sequence[Memory], settings: Settings) -> None:
+def _resolve_and_record(
+    items: Sequence[JobItem], memories: Sequence[Memory], policy: ResolutionPolicy, lock_s: int
+) -> None:
     context = current()
-    with scope_locks(
-        context.redis,
-        (m.scope for m in memories),
-        timeout_s=settings.resolve_lock_timeout_s,
-        wait_s=settings.resolve_lock_timeout_s,
-    ):
-        resolutions = jobs.write_all(
-            context.store, context.embedder, memories, utcnow(), jobs.resolution_policy(settings)
-        )
+    with scope_locks(context.redis, (m.scope for m in memories), timeout_s=lock_s, wait_s=lock_s):
+        resolutions = jobs.write_all(context.store, context.embedder, memories, utcnow(), policy)
     _record(items, resolutions)
 
 
@@ -120,14 +117,17 @@ def _record(items: Sequence[JobItem], resolutions: Sequence[Resolution]) -> None
 
 def register_tasks(app: Celery, settings: Settings) -> None:
     """Register hivemem's tasks on ``app`` with the retry policy of ``settings``."""
+    tuning = JobTuning()
+    policy = jobs.resolution_policy()
+    lock_s = OpenSearchTuning().resolve_lock_timeout_s
     options: dict[str, Any] = {
         "base": JobTask,
         "bind": True,
         # Bound to this app only: a process that builds several apps (tests, benchmarks) must not
         # see each app's tasks registered on every other one.
         "shared": False,
-        "max_retries": settings.job_retries,
-        "retry_backoff_max": settings.job_retry_backoff_max_s,
+        "max_retries": tuning.job_retries,
+        "retry_backoff_max": tuning.job_retry_backoff_max_s,
     }
 
     @app.task(name=Task.EMBED, **options)  # type: ignore[untyped-decorator]
@@ -148,7 +148,7 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         """Resolve and write embedded memories under their scopes' locks; record each job's outcome."""
         items = _unrecorded(items)
         if items:
-            _resolve_and_record(items, _memories(items), settings)
+            _resolve_and_record(items, _memories(items), policy, lock_s)
         return len(items)
 
     @app.task(name=Task.MEMORIZE_BULK, **options)  # type: ignore[untyped-decorator]
@@ -160,7 +160,7 @@ def register_tasks(app: Celery, settings: Settings) -> None:
             return 0
         context = current()
         embedded = jobs.embed_new(context.store, context.embedder, _memories(items))
-        _resolve_and_record(items, embedded, settings)
+        _resolve_and_record(items, embedded, policy, lock_s)
         return len(items)
 
     @app.task(name=Task.INGEST, **options)  # type: ignore[untyped-decorator]
@@ -189,7 +189,7 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         """Queue again the open jobs whose work the broker lost (beat, and each worker at start-up)."""
         context = current()
         # One pass at a time; a pass that finds the lock taken has nothing to add.
-        lock = context.redis.lock("hivemem:lock:reconcile", timeout=max(60, settings.reconcile_interval_s))
+        lock = context.redis.lock("hivemem:lock:reconcile", timeout=max(60, tuning.reconcile_interval_s))
         if not lock.acquire(blocking=False):
             return {"skipped": True}
         try:
@@ -197,8 +197,8 @@ def register_tasks(app: Celery, settings: Settings) -> None:
                 context.board,
                 context.redis,
                 lambda kind, items: queue_job_work(app, kind, items),
-                grace_s=settings.broker_visibility_timeout_s,
-                limit=settings.job_republish_limit,
+                grace_s=tuning.broker_visibility_timeout_s,
+                limit=tuning.job_republish_limit,
             )
         finally:
             with suppress(Exception):
@@ -225,7 +225,7 @@ def register_tasks(app: Celery, settings: Settings) -> None:
                 context.store,
                 context.embedder,
                 utcnow(),
-                sleep_policy(settings),
+                sleep_policy(),
                 timedelta(hours=settings.sleep_interval_hours),
             )
         return {r.scope: len(r.consolidations) for r in reports}

@@ -378,9 +378,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return _through(Remote(url, token=settings.token, scope=home), args)
 
     from hivemem.audit_schemas import AuditRequest
+    from hivemem.limits import Limits
     from hivemem.schemas import MemoryCreate, PromoteRequest, RecallRequest, SleepRequest, request_schemas
 
-    schemas = request_schemas(settings.limits())
+    schemas = request_schemas(Limits())
     request: MemoryCreate | None = None
     recall: RecallRequest | None = None
     sleep_request: SleepRequest | None = None

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from search.opensearch.client import make_client, parse_url
     from search.opensearch.setup import ensure, exported_files
 
-    options = IndexOptions.from_settings(settings)
+    options = IndexOptions.of()
     if args.export is not None:
         model, dimension = _model(args, settings, export=True)
         args.export.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import sys
 from api.process.cpu_priority import lower_cpu_priority
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
+from workers.job_tuning import JobTuning
 from workers.queues import QUEUES
 
 __all__ = ["run_beat", "run_worker"]
@@ -82,7 +83,7 @@ def run_worker(
 
     # Before the pool forks: the span exporter's thread starts again in each pool process.
     start_tracing(settings, "worker")
-    warning = RedisJobBoard.from_url(settings.broker_url, settings.job_ttl_s).persistence_warning()
+    warning = RedisJobBoard.from_url(settings.broker_url, JobTuning().job_ttl_s).persistence_warning()
     if warning:
         print(f"warning: {warning}", file=sys.stderr, flush=True)
     app.worker_main(argv)

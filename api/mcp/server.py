@@ -663,7 +663,7 @@ def run_stdio(settings: Settings, *, scope: str | None = None) -> None:
     warming = threading.Thread(target=_warm_up, args=(service,), name="hivemem-warm-up", daemon=True)
     warming.start()
     service.start_background()
-    server = build_mcp(lambda: service, session=session, limits=settings.limits())
+    server = build_mcp(lambda: service, session=session, limits=Limits())
     try:
         # SIGTERM ends the session as Ctrl-C does: the transport unwinds, then the store closes.
         with sigterm_as_sigint():

@@ -71,6 +71,7 @@ from workers.documents import EXTENSIONS, format_of, parse_document
 from workers.documents.sources import STORED_PREFIXES, FileAccess, is_url, key_uri, read_source
 from workers.ingest_jobs import document_item, outcome_record
 from workers.knowledge_jobs import IndexOutcome, PhaseTimes, guard_limits, index_documents, text_document
+from workers.knowledge_tuning import KnowledgeTuning
 from workers.runner import Runner
 
 __all__ = ["STORED", "Expansion", "FileAccess", "KnowledgeService", "left_out_words"]
@@ -132,13 +133,15 @@ class KnowledgeService:
         *,
         model_gate: ReadWriteLock | None = None,
         search_gate: FairGate | None = None,
+        tuning: KnowledgeTuning | None = None,
     ) -> None:
         self.settings = settings
+        self.tuning = tuning or KnowledgeTuning()
         self.store = store
         self.embedder = embedder
         self.runner = runner
         gate = search_gate or search_gate_for(settings)
-        self.searcher = KnowledgeSearcher(store, embedder, RecallParams.from_settings(settings), gate=gate)
+        self.searcher = KnowledgeSearcher(store, embedder, RecallParams(), gate=gate)
         self.model_gate = model_gate or ReadWriteLock()
         # Large uploads and stored texts, one at a time in the background (see INDEX_IN_REQUEST_MAX_BYTES).
         self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-upload")
@@ -173,7 +176,7 @@ class KnowledgeService:
             return None
         if is_url(source):
             held = self.store.get_source(scope, source)
-            max_age = timedelta(seconds=self.settings.knowledge_url_max_age_s)
+            max_age = timedelta(seconds=self.tuning.knowledge_url_max_age_s)
             if held is not None and held.last_error is None and utcnow() - held.fetched_at < max_age:
                 return None
         # Read first: a file that is missing or not this caller's is that error (404, 403), not an index failure.
@@ -239,7 +242,7 @@ class KnowledgeService:
         the allowed folders; a file gone; a site down) is read from its indexed copy when the scope
         set holds one (``stored``): what was indexed is what search cites, so a team's dashboard
         can open what an agent indexed over stdio."""
-        limit = request.limit or self.settings.knowledge_read_chars
+        limit = request.limit or self.tuning.knowledge_read_chars
         source = request.source
         found = self._stored(source, caller, request.scope) if source.startswith(STORED_PREFIXES) else None
         if found is None:
@@ -292,8 +295,8 @@ class KnowledgeService:
         compiled = compile_pattern(request.pattern, regex.IGNORECASE if request.ignore_case else 0)
         scopes = caller.readable(request.scope)
         uri = None if request.source is None else self._indexed_uri(request.source, caller, request.scope, access)
-        cap = min(request.limit, self.settings.knowledge_match_max_results)
-        deadline = time.monotonic() + self.settings.knowledge_match_budget_s
+        cap = min(request.limit, self.tuning.knowledge_match_max_results)
+        deadline = time.monotonic() + self.tuning.knowledge_match_budget_s
         found: list[KnowledgeMatch] = []
         seen: set[tuple[str, str, int]] = set()
         scanned = 0

@@ -95,6 +95,8 @@ from search.base import DEFAULT_STATES, KeepsSecondVectors, LeasesSleep, ReEmbed
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder
+from workers.embed_tuning import EmbedTuning
+from workers.job_tuning import JobTuning
 from workers.lifecycle import archive_faded, consolidate_goal, last_sleep, sleep_consolidate, sleep_policy
 from workers.reembed import Reembedding
 from workers.rerankers import load_reranker
@@ -200,11 +202,12 @@ def make_second_leg(settings: Settings, store: Store, *, one_off: bool = False) 
 def queued(settings: Settings, embedder: Embedder, *, threads: int | None = None) -> QueuedEmbedder:
     """``embedder`` on threads of its own, batching every caller: ``threads``, else as many as
     configured, else as many calls at once as its runtime runs well."""
-    threads = threads or settings.embed_parallel or parallel_calls(embedder)
+    tuning = EmbedTuning()
+    threads = threads or tuning.embed_parallel or parallel_calls(embedder)
     # Document chunks on threads of their own at the lowest priority (api.process.cpu_priority): measured
     # with 8 clients recalling during a 5 MB upload, recall's p95 was 6.5x its idle p95 with the
     # chunks on the same threads as queries.
-    return QueuedEmbedder(embedder, max_batch=settings.embed_batch_size, threads=threads, background=lower_this_thread)
+    return QueuedEmbedder(embedder, max_batch=tuning.embed_batch_size, threads=threads, background=lower_this_thread)
 
 
 def _in_order(memories: list[Memory]) -> list[Memory]:
@@ -233,19 +236,22 @@ class MemoryService:
         runner: Runner | None = None,
         *,
         one_off: bool = False,
+        recall: RecallParams | None = None,
     ) -> None:
-        """``one_off``: a CLI call's service, whose second model (if any) loads only when it embeds."""
+        """``one_off``: a CLI call's service, whose second model (if any) loads only when it embeds.
+        ``recall``: how it recalls (None: as configured)."""
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.runner = runner or make_runner(settings, store, embedder)
+        self._jobs = JobTuning()
         # Recalls and knowledge searches share one gate: they share the cores (hivemem.admission).
         self.search_gate = search_gate_for(settings)
         self.second_leg = make_second_leg(settings, store, one_off=one_off)
         self.recaller = Recaller(
             store,
             embedder,
-            RecallParams.from_settings(settings),
+            recall or RecallParams(),
             make_reranker(settings),
             gate=self.search_gate,
             second=None if self.second_leg is None else self.second_leg.embedder,
@@ -258,7 +264,12 @@ class MemoryService:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, embedder: Embedder | None = None, *, lazy_model: bool = False
+        cls,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        *,
+        lazy_model: bool = False,
+        recall: RecallParams | None = None,
     ) -> MemoryService:
         """Open the configured store with the configured embedder (loaded lazily).
 
@@ -303,7 +314,7 @@ class MemoryService:
             target = embedder.inner
             embedder.switch(serving)
             store = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension, settings=settings)
-            service = cls(settings, store, embedder)
+            service = cls(settings, store, embedder, recall=recall)
             job = service.start_reembed(target, Caller(principal="server"))
             log.warning(
                 "the store holds %s vectors and %s is configured: re-embedding in the background (job %s); "
@@ -313,7 +324,7 @@ class MemoryService:
                 job.id,
             )
             return service
-        return cls(settings, store, embedder, one_off=lazy_model)
+        return cls(settings, store, embedder, one_off=lazy_model, recall=recall)
 
     def reembed_job(self, caller: Caller = Caller()) -> JobPublic:
         """The job re-embedding this server's store (admin on ``*``). Raises ``JobNotFoundError``
@@ -382,7 +393,7 @@ class MemoryService:
 
     def with_mode(self, mode: RetrievalMode) -> None:
         """Switch which recall legs run (benchmarks and diagnostics)."""
-        self.recaller.params = RecallParams.from_settings(self.settings, mode)
+        self.recaller.params = self.recaller.params.model_copy(update={"retrieval_mode": mode})
 
     def _new_memory(self, request: MemoryCreate, caller: Caller) -> Memory:
         scope = caller.scope_for(request.scope, write=True)
@@ -465,7 +476,7 @@ class MemoryService:
         ``wait_s`` defaults to ``memorize_wait_s``; None in ``memorize_many`` means until done.
         """
         memories = self._new_batch(requests, caller)
-        wait = self.settings.memorize_wait_s if wait_s is None else wait_s
+        wait = self._jobs.memorize_wait_s if wait_s is None else wait_s
         ticket = self.runner.memorize_bulk(memories, wait_s=wait)
         self._written()
         self._cited(memories)
@@ -532,7 +543,7 @@ class MemoryService:
             hits = self.recaller.recall(
                 request.queries(),
                 where,
-                limit=request.limit or self.settings.default_limit,
+                limit=request.limit or self.recaller.params.default_limit,
                 now=utcnow(),
                 min_relevance=request.min_relevance,
             )
@@ -688,7 +699,7 @@ class MemoryService:
         """One sleep pass over the caller's scope (or ``request.scope``), now, whenever it last ran:
         consolidation, then (unless ``request.archive`` is false) archiving, as the scheduled pass."""
         scope = caller.scope_for(request.scope, write=True)
-        base = sleep_policy(self.settings)
+        base = sleep_policy()
         policy = replace(
             base,
             threshold=base.threshold if request.threshold is None else request.threshold,
@@ -815,7 +826,7 @@ class MemoryService:
         self._sleep_timer = SleepTimer(
             self.store,
             self.embedder,
-            sleep_policy(self.settings),
+            sleep_policy(),
             timedelta(hours=self.settings.sleep_interval_hours),
             # Every process serving this store runs a timer (a server, each stdio session): one sleeps.
             lock=lambda: self.sleep_lock(wait=False),

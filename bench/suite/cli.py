@@ -340,11 +340,12 @@ def _quality(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     from bench.suite.scifact import run_scifact
     from bench.suite.smallstore import run_smallstore
     from bench.suite.variants import parse_variant
+    from search.recall_params import RecallParams
 
     _must_exist(args.data, flag="--data ")
     common: dict[str, Any] = {
         "mode": RetrievalMode(args.mode),
-        "fusion": FusionMethod(args.fusion) if args.fusion else settings.fusion,
+        "fusion": FusionMethod(args.fusion) if args.fusion else RecallParams().fusion,
         "fresh": args.fresh,
         "variants": [parse_variant(spec) for spec in args.variants],
     }

@@ -28,6 +28,7 @@ from bench.suite.rerank_pool import conversation_turns
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.errors import ConfigError
+from workers.embed_tuning import EmbedTuning
 
 __all__ = ["embed_texts", "run_embed"]
 
@@ -104,15 +105,15 @@ def run_embed(
     # One call at a time, so each gets every core (onnxruntime's default is one thread a call, for
     # a server's many calls at once), as the rerank-pool bench gives its model.
     settings = settings.model_copy(update={"embed_threads": settings.embed_threads or os.cpu_count() or 1})
-    reference_settings = settings.model_copy(update={"embed_device": "cpu", "embed_runtime": "torch"})
-    reference_embedder = load_embedder(reference_settings)
+    reference_settings = settings.model_copy(update={"embed_device": "cpu"})
+    reference_embedder = load_embedder(reference_settings, EmbedTuning(embed_runtime="torch"))
     kinds = [kind for kind in ("memories", "documents") if kind in sets]
     reference = {kind: _embed(reference_embedder, kind, sets[kind][:AGREEMENT_SAMPLE]) for kind in kinds}
     report: dict[str, Any] = {"model": reference_embedder.model_id, "runs": []}
     for device in devices:
-        for batch_size in batch_sizes or (settings.embed_batch_size,):
+        for batch_size in batch_sizes or (EmbedTuning().embed_batch_size,):
             embedder = load_embedder(
-                settings.model_copy(update={"embed_device": device, "embed_batch_size": batch_size})
+                settings.model_copy(update={"embed_device": device}), EmbedTuning(embed_batch_size=batch_size)
             )
             for kind in kinds:
                 _embed(embedder, kind, sets[kind][-warmup:])  # the sample's far end: other texts, same kind

@@ -17,6 +17,7 @@ from hivemem.model import FusionMethod, RetrievalMode
 from hivemem.schemas import MemoryCreate
 from search.sqlite.schema import SCHEMA_VERSION
 from workers.embed import load_embedder
+from workers.lifecycle_tuning import LifecycleTuning
 
 __all__ = ["BenchCorpus", "bench_service", "emit"]
 
@@ -51,12 +52,13 @@ def bench_service(
     folder.mkdir(parents=True, exist_ok=True)
     # The store's schema version is part of the key: an upgrade rebuilds instead of failing. So is
     # the write-time resolution, which decides what the store holds.
+    lifecycle = LifecycleTuning()
     resolution = ":".join(
         str(v)
         for v in (
-            settings.resolution_neighbours,
-            settings.resolution_reinforce_cosine,
-            settings.resolution_contradiction_cosine,
+            lifecycle.resolution_neighbours,
+            lifecycle.resolution_reinforce_cosine,
+            lifecycle.resolution_contradiction_cosine,
         )
     )
     key = _fingerprint(corpus, f"{vectors_key(settings, embedder)}:{SCHEMA_VERSION}:{resolution}")
@@ -65,9 +67,9 @@ def bench_service(
     if fresh or not ids_file.exists():
         for suffix in ("", "-wal", "-shm", ".ids.json"):
             Path(str(db) + suffix if suffix != ".ids.json" else ids_file).unlink(missing_ok=True)
-    run_settings = settings.model_copy(update={"store_url": f"sqlite:///{db}", "fusion": fusion})
+    run_settings = settings.model_copy(update={"store_url": f"sqlite:///{db}"})
     service = MemoryService.from_settings(run_settings, embedder=embedder)
-    service.with_mode(mode)
+    service.recaller.params = service.recaller.params.model_copy(update={"fusion": fusion, "retrieval_mode": mode})
     if ids_file.exists():
         raw: list[list[Any]] = json.loads(ids_file.read_text())
         _second_leg_filled(service, progress)

@@ -33,6 +33,7 @@ from hivemem.jobs import JobState
 from hivemem.knowledge_schemas import IngestRequest, KnowledgeSearchRequest
 from search.base import ChunkFilter
 from workers.documents.sources import FileAccess
+from workers.embed_tuning import EmbedTuning
 from workers.knowledge_jobs import PhaseTimes
 
 __all__ = ["evidence_not_in", "found_at", "load_questions", "run_knowledge"]
@@ -163,7 +164,7 @@ def run_knowledge(
         for question in absent:
             print(f"warning: no chunk holds the evidence of {question!r}; it can only miss", file=sys.stderr)
         inner = getattr(service.embedder, "inner", service.embedder)
-        raw_per_s = raw_forward_per_s(inner, texts, settings.embed_batch_size, documents=True) if texts else None
+        raw_per_s = raw_forward_per_s(inner, texts, EmbedTuning().embed_batch_size, documents=True) if texts else None
         formats = {s.uri: s.format.value for s in service.store.sources([SCOPE])}
         ranks: list[int | None] = []
         by_format: dict[str, list[int | None]] = defaultdict(list)

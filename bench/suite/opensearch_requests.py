@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from api.services.caller import Caller
 from api.services.memories import MemoryService
 from bench.suite.local_cluster import start_osmem
+from bench.suite.tuned import tuned
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.knowledge_schemas import IngestRequest
@@ -123,10 +124,11 @@ def run_opensearch_requests(settings: Settings, *, url: str | None, memories: in
     ``url`` is a store URL (``opensearch+http://HOST:PORT``); None starts a private osmem-server.
     """
     log = _Log()
-    config = settings.model_copy(update={"resolution_neighbours": 0})
+    config = settings
     run = uuid.uuid4().hex[:8]
     rows: list[dict[str, Any]] = []
-    with _server(url) as store_url:
+    # Exact-hash resolution only: the writes measured are the store's, not the neighbour searches.
+    with tuned(resolution_neighbours=0), _server(url) as store_url:
         source = _service(store_url, f"bench_requests_{run}_a", log, config)
         target = _service(store_url, f"bench_requests_{run}_b", log, config)
         try:

@@ -169,7 +169,7 @@ def run_rerank_pool(
     """Score the same requests in process and through the pool; the report of both, per data set.
     ``model`` names the reranker (``HIVEMEM_RERANK_MODEL``'s forms); without it, ``shape`` (layers,
     hidden size) makes an untrained cross-encoder of that size, and without both the MiniLM-shaped one."""
-    from workers.rerank_pool import PoolReranker
+    from workers.rerank_pool import PoolReranker, RerankPoolTuning
     from workers.rerankers import load_reranker
 
     # The data first: a file of another shape is refused before a model or a server is made.
@@ -196,8 +196,6 @@ def run_rerank_pool(
                 # its pool processes): this process scores with as many, so the two compare.
                 "embed_threads": settings.embed_threads or os.cpu_count() or 1,
                 "broker_url": redis_server.url,
-                # The bench measures the round trip, not the deadline: nothing is cut short.
-                "rerank_deadline_ms": 60_000,
             }
         )
         in_process = load_reranker(configured)
@@ -205,7 +203,10 @@ def run_rerank_pool(
         worker = WorkerProcess(settings_env(configured), cwd=folder, log_path=folder / "rerank-worker.log")
         progress(f"rerank pool: one worker on the rerank queue ({device}), model {model}")
         worker.start(queues="rerank", concurrency=1)
-        pool = PoolReranker(configured.model_copy(update={"rerank_pool": True}))
+        # The bench measures the round trip, not the deadline: nothing is cut short.
+        pool = PoolReranker(
+            configured.model_copy(update={"rerank_pool": True}), tuning=RerankPoolTuning(rerank_deadline_ms=60_000)
+        )
         report: dict[str, Any] = {"model": model, "device": device, "top_n": top_n, "sets": {}}
         for name, asked in sets.items():
             first = min(warmup, len(asked) // 2)  # a small data set keeps half for measuring

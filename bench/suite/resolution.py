@@ -32,6 +32,7 @@ from bench.suite.data_files import json_lines, reading
 from bench.suite.variants import latency_ms
 from hivemem.config import Settings
 from hivemem.schemas import MemorizeResult, MemoryCreate
+from workers.lifecycle_tuning import LifecycleTuning
 
 __all__ = ["RIGHT", "run_resolution"]
 
@@ -129,12 +130,13 @@ def run_resolution(data: Path, settings: Settings) -> dict[str, Any]:
             update={"store_url": f"sqlite:///{Path(folder) / 'bench.db'}", "data_dir": folder, "broker_url": ""}
         )
         service = MemoryService.from_settings(run_settings)
+        lifecycle = LifecycleTuning()
         try:
             writer = _Writer(service)
             report = {
-                "resolution_neighbours": settings.resolution_neighbours,
-                "contradiction_cosine": settings.resolution_contradiction_cosine,
-                "reinforce_cosine": settings.resolution_reinforce_cosine,
+                "resolution_neighbours": lifecycle.resolution_neighbours,
+                "contradiction_cosine": lifecycle.resolution_contradiction_cosine,
+                "reinforce_cosine": lifecycle.resolution_reinforce_cosine,
                 **_run_pairs(writer, pairs),
                 "templates": _run_templates(writer, sets),
                 "memorize": latency_ms(writer.seconds),

@@ -51,6 +51,7 @@ from hivemem.hashing import content_hash
 from hivemem.limits import printable
 from hivemem.model import Memory, MemoryType, Source, embedding_text
 from workers.embed import load_embedder
+from workers.embed_tuning import EmbedTuning
 
 __all__ = ["run_scale"]
 
@@ -107,7 +108,7 @@ def _embedded(settings: Settings, texts: Sequence[str], cache: Path, kind: str) 
     if path.exists():
         return np.asarray(np.load(path), dtype=np.float32)
     # The model threads a server would run, so every core embeds.
-    queued = QueuedEmbedder(embedder, max_batch=settings.embed_batch_size, threads=parallel_calls(embedder))
+    queued = QueuedEmbedder(embedder, max_batch=EmbedTuning().embed_batch_size, threads=parallel_calls(embedder))
     embed = queued.embed_passages if kind == "passages" else queued.embed_queries
     vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
     try:

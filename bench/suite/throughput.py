@@ -31,12 +31,14 @@ from api.services.caller import Caller
 from api.services.memories import MemoryService
 from bench.suite.local_cluster import RedisServer, WorkerProcess, redis_server_binary
 from bench.suite.metrics import percentile
+from bench.suite.tuned import tuned
 from hivemem.config import Settings
 from hivemem.embedding import Embedder, parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfigError
 from hivemem.model import embedding_text
 from hivemem.schemas import MemoryCreate, RecallRequest
+from workers.embed_tuning import EmbedTuning
 
 __all__ = ["recall_queries", "run_throughput", "synthetic_corpus", "timed_calls"]
 
@@ -118,9 +120,7 @@ def shape_service(
     processes: list[WorkerProcess] = []
     service: MemoryService | None = None
     try:
-        gateway = Settings.model_validate(
-            settings.model_dump() | store | {"broker_url": redis_server.url, "memorize_wait_s": 60.0}
-        )
+        gateway = Settings.model_validate(settings.model_dump() | store | {"broker_url": redis_server.url})
         env = settings_env(gateway)
         # The workers share this machine's cores: split them, as separate hosts would not need to.
         env["HIVEMEM_EMBED_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
@@ -128,8 +128,10 @@ def shape_service(
             process = WorkerProcess(env, cwd=folder, log_path=folder / f"worker-{i}.log")
             process.start(concurrency=1, nice=nice)
             processes.append(process)
-        service = MemoryService.from_settings(gateway)
-        yield service
+        # A memorize call waits for its job as long as a loaded shape needs, not the default's seconds.
+        with tuned(memorize_wait_s=60.0):
+            service = MemoryService.from_settings(gateway)
+            yield service
     finally:
         if service is not None:
             service.close()
@@ -195,7 +197,7 @@ def run_throughput(
             progress("  raw batched forward pass over the same texts")
             inner = service.embedder.inner if isinstance(service.embedder, QueuedEmbedder) else service.embedder
             texts = [embedding_text(r.title, r.content) for r in singles + batch]
-            raw_per_s = raw_forward_per_s(inner, texts, settings.embed_batch_size)
+            raw_per_s = raw_forward_per_s(inner, texts, EmbedTuning().embed_batch_size)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     ms = 1000.0

@@ -1,6 +1,6 @@
 """Stage combinations for the recall benchmarks: ``--variant NAME:SETTING=VALUE,...``, run on one store.
 
-Each variant is the run's settings with some changed (``rerank_model=e5-small``,
+Each variant is the run's settings and tuning parameters with some changed (``rerank_model=e5-small``,
 ``query_expansion=prf``, ``bm25_weight=0.4``): the same names as ``HIVEMEM_*`` without the prefix,
 validated as settings are. Recall-only changes reuse the bench database built for the corpus; a
 change that decides what the store holds (resolution) builds its own. The benchmark answers the
@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.settings_catalogue import tuning_group_of
 from bench.suite.metrics import percentile
+from bench.suite.tuned import tuned
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
 
@@ -30,14 +33,26 @@ class Variant:
     changes: dict[str, str] = field(default_factory=dict)
 
     def settings(self, base: Settings) -> Settings:
-        """``base`` with this variant's changes, validated; ``ConfigError`` names a bad one."""
-        unknown = [key for key in self.changes if key not in Settings.model_fields]
+        """``base`` with this variant's operator settings changed, every change validated (a tuning
+        parameter by its group); ``ConfigError`` names a bad or unknown one."""
+        unknown = [key for key in self.changes if key not in Settings.model_fields and not tuning_group_of(key)]
         if unknown:
             raise ConfigError(f"--variant {self.name}: unknown setting(s) {unknown}")
+        operator = {k: v for k, v in self.changes.items() if k in Settings.model_fields}
         try:
-            return Settings.model_validate({**base.model_dump(), **self.changes})
+            for group in {tuning_group_of(key) for key in self._tuning()}:
+                assert group is not None
+                group.model_validate({k: v for k, v in self._tuning().items() if k in group.model_fields})
+            return Settings.model_validate({**base.model_dump(), **operator})
         except ValueError as exc:
             raise ConfigError(f"--variant {self.name}: {exc}") from exc
+
+    def _tuning(self) -> dict[str, str]:
+        return {k: v for k, v in self.changes.items() if k not in Settings.model_fields}
+
+    def tuned(self) -> AbstractContextManager[None]:
+        """This variant's tuning parameters in force for the length of a block."""
+        return tuned(**self._tuning())
 
 
 def parse_variant(spec: str) -> Variant:
@@ -75,6 +90,11 @@ def table(rows: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def _asked(ask: Callable[[Variant, bool], dict[str, Any]], variant: Variant, fresh: bool) -> dict[str, Any]:
+    with variant.tuned():
+        return ask(variant, fresh)
+
+
 def run_variants(
     variants: Sequence[Variant], ask: Callable[[Variant, bool], dict[str, Any]], metrics: Sequence[str]
 ) -> dict[str, Any]:
@@ -83,7 +103,7 @@ def run_variants(
     with several variants, every row (``variants``) and their Markdown ``table``. No variant asks
     once with the settings as they are."""
     rows = [
-        {"variant": variant.name, "changes": variant.changes, **ask(variant, i == 0)}
+        {"variant": variant.name, "changes": variant.changes, **_asked(ask, variant, i == 0)}
         for i, variant in enumerate(variants or [Variant("default")])
     ]
     report: dict[str, Any] = {k: v for k, v in rows[0].items() if k not in ("variant", "changes")}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from workers.embed import vectors_made_by
+from workers.embed_tuning import EmbedTuning
 
 __all__ = ["vectors_key"]
 
@@ -13,4 +14,4 @@ def vectors_key(settings: Settings, embedder: Embedder) -> str:
     """The model (and its weights), the token window a memory or query is read through, and the
     passage prefix. A cache keyed by less would serve a run asking for a 512-token window the
     vectors of a 256-token one."""
-    return f"{vectors_made_by(embedder)}:w{settings.embed_max_length}:{settings.passage_prefix}"
+    return f"{vectors_made_by(embedder)}:w{EmbedTuning().embed_max_length}:{settings.passage_prefix}"

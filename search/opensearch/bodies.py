@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from hivemem.config import Settings
 from hivemem.model import FusionMethod
 from search.base import SearchFilter
 from search.opensearch.docs import to_iso
+from search.opensearch.tuning import OpenSearchTuning
 from search.query_terms import query_terms
+from search.recall_params import RecallParams
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -114,35 +115,38 @@ class IndexNames:
 
 @dataclass(frozen=True, slots=True)
 class IndexOptions:
-    """The OpenSearch knobs of :class:`hivemem.config.Settings`, plus the fusion settings the pipelines use."""
+    """What the request bodies read: the store's tuning (:class:`OpenSearchTuning`), and the fusion
+    arithmetic of recall (:class:`RecallParams`) that the engine-side pipelines repeat."""
 
-    engine: Literal["lucene", "faiss"] = "lucene"
-    space_type: Literal["cosinesimil", "innerproduct", "l2"] = "cosinesimil"
-    hnsw_m: int = 16
-    ef_construction: int = 128
-    ef_search: int = 100
-    shards: int = 1
-    replicas: int = 1
-    hybrid: Literal["core", "native"] = "core"
-    fusion: FusionMethod = FusionMethod.MINMAX
-    bm25_weight: float = 0.5
-    rrf_k: int = 60
+    engine: Literal["lucene", "faiss"]
+    space_type: Literal["cosinesimil", "innerproduct", "l2"]
+    hnsw_m: int
+    ef_construction: int
+    ef_search: int
+    shards: int
+    replicas: int
+    hybrid: Literal["core", "native"]
+    fusion: FusionMethod
+    bm25_weight: float
+    rrf_k: int
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> IndexOptions:
-        """The options as configured."""
+    def of(cls, tuning: OpenSearchTuning | None = None, recall: RecallParams | None = None) -> IndexOptions:
+        """The options of ``tuning`` and ``recall`` (None: each as configured)."""
+        tuning = tuning or OpenSearchTuning()
+        recall = recall or RecallParams()
         return cls(
-            engine=settings.opensearch_knn_engine,
-            space_type=settings.opensearch_space_type,
-            hnsw_m=settings.opensearch_hnsw_m,
-            ef_construction=settings.opensearch_ef_construction,
-            ef_search=settings.opensearch_ef_search,
-            shards=settings.opensearch_shards,
-            replicas=settings.opensearch_replicas,
-            hybrid=settings.opensearch_hybrid,
-            fusion=settings.fusion,
-            bm25_weight=settings.bm25_weight,
-            rrf_k=settings.rrf_k,
+            engine=tuning.opensearch_knn_engine,
+            space_type=tuning.opensearch_space_type,
+            hnsw_m=tuning.opensearch_hnsw_m,
+            ef_construction=tuning.opensearch_ef_construction,
+            ef_search=tuning.opensearch_ef_search,
+            shards=tuning.opensearch_shards,
+            replicas=tuning.opensearch_replicas,
+            hybrid=tuning.opensearch_hybrid,
+            fusion=recall.fusion,
+            bm25_weight=recall.bm25_weight,
+            rrf_k=recall.rrf_k,
         )
 
 

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
+from search.opensearch.tuning import OpenSearchTuning
 
 __all__ = ["SCHEMES", "ClusterTarget", "make_client", "parse_url", "reporting_connection"]
 
@@ -70,8 +71,15 @@ def parse_url(url: str) -> ClusterTarget:
     )
 
 
-def make_client(target: ClusterTarget, settings: Settings, *, connection_class: type[Any] | None = None) -> Any:
-    """An ``opensearchpy.OpenSearch`` client for ``target`` with the TLS, timeout and retry settings.
+def make_client(
+    target: ClusterTarget,
+    settings: Settings,
+    tuning: OpenSearchTuning | None = None,
+    *,
+    connection_class: type[Any] | None = None,
+) -> Any:
+    """An ``opensearchpy.OpenSearch`` client for ``target`` with the TLS settings, and the timeout and
+    retries of ``tuning`` (None: as configured).
 
     ``connection_class`` swaps the HTTP connection (the tests validate every request body with it).
     """
@@ -79,14 +87,15 @@ def make_client(target: ClusterTarget, settings: Settings, *, connection_class: 
         from opensearchpy import OpenSearch
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise ConfigError("the OpenSearch store needs the extra: pip install 'hivemem[opensearch]'") from exc
+    tuning = tuning or OpenSearchTuning()
     options: dict[str, Any] = {
         "hosts": [{"host": target.host, "port": target.port}],
         "use_ssl": target.use_ssl,
         "verify_certs": settings.opensearch_verify_certs,
         "ssl_show_warn": settings.opensearch_verify_certs,
-        "timeout": settings.opensearch_timeout_s,
-        "max_retries": settings.opensearch_max_retries,
-        "retry_on_timeout": settings.opensearch_max_retries > 0,
+        "timeout": tuning.opensearch_timeout_s,
+        "max_retries": tuning.opensearch_max_retries,
+        "retry_on_timeout": tuning.opensearch_max_retries > 0,
     }
     if settings.opensearch_ca_certs is not None:
         ca = Path(settings.opensearch_ca_certs).expanduser()

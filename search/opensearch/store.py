@@ -87,7 +87,9 @@ from search.opensearch.scope_lease import ScopeLeases
 from search.opensearch.second_vectors import SecondVectors
 from search.opensearch.setup import ensure
 from search.opensearch.tokens import TokenIndex
+from search.opensearch.tuning import OpenSearchTuning
 from search.opensearch.writes import MemoryWriter
+from search.recall_params import RecallParams
 
 __all__ = ["OpenSearchStore"]
 
@@ -117,9 +119,12 @@ class OpenSearchStore(DelegatesKnowledge):
         embedding_model: str,
         dimension: int,
         settings: Settings | None = None,
+        tuning: OpenSearchTuning | None = None,
+        recall: RecallParams | None = None,
         connection_class: type[Any] | None = None,
     ) -> None:
         settings = settings if settings is not None else Settings.model_construct()
+        tuning = tuning or OpenSearchTuning()
         self._target: ClusterTarget = parse_url(url)
         prefix = self._target.index or settings.opensearch_index
         if not _PREFIX.match(prefix):
@@ -127,7 +132,7 @@ class OpenSearchStore(DelegatesKnowledge):
                 f"OpenSearch index prefix {prefix!r} is invalid: lower-case letters, digits, '-' and '_' only"
             )
         self._names = IndexNames(prefix)
-        self._options = IndexOptions.from_settings(settings)
+        self._options = IndexOptions.of(tuning, recall)
         rrf = self._options.fusion is FusionMethod.RRF
         if self._options.hybrid == "native" and rrf and self._options.bm25_weight != 0.5:
             raise ConfigError(
@@ -136,13 +141,13 @@ class OpenSearchStore(DelegatesKnowledge):
             )
         self._embedding_model = embedding_model
         self._dimension = dimension
-        self._client: Any = make_client(self._target, settings, connection_class=connection_class)
+        self._client: Any = make_client(self._target, settings, tuning, connection_class=connection_class)
         self._cluster = Cluster(self._client, self._target)
         self._leases = ScopeLeases(
             self._cluster,
             self._names,
-            lease_s=settings.resolve_lock_timeout_s,
-            wait_s=settings.resolve_lock_timeout_s,
+            lease_s=tuning.resolve_lock_timeout_s,
+            wait_s=tuning.resolve_lock_timeout_s,
         )
         # A sleep pass runs for minutes: its lease is taken over only from a holder that long dead.
         self._sleep_leases = ScopeLeases(self._cluster, self._names, lease_s=SLEEP_LOCK_S, wait_s=0)

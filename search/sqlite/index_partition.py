@@ -17,7 +17,8 @@ from hivemem.fusion import Candidate
 from hivemem.model import MemoryState, MemoryType
 from search.base import SearchFilter
 from search.sqlite.keyword_index import Postings, length_norm
-from search.sqlite.vector_set import ClusterParams, VectorSet
+from search.sqlite.tuning import SQLiteTuning
+from search.sqlite.vector_set import VectorSet
 
 __all__ = ["STATE_CODES", "TYPE_CODES", "UNKNOWN_CODE", "Partition", "RowFields", "VectorHit"]
 
@@ -62,7 +63,7 @@ def _among(codes: npt.NDArray[np.int8], allowed: Sequence[int]) -> Mask:
 class Partition:
     """The rows of one scope."""
 
-    def __init__(self, dimension: int, clusters: ClusterParams, capacity: int = _INITIAL_CAPACITY) -> None:
+    def __init__(self, dimension: int, clusters: SQLiteTuning, capacity: int = _INITIAL_CAPACITY) -> None:
         capacity = max(capacity, _INITIAL_CAPACITY)
         self.size = 0
         self.tokens = 0  # the live rows' lengths together, for BM25's average and for compaction

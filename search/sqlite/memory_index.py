@@ -49,7 +49,8 @@ from search.sqlite.index_partition import (
     ranked,
 )
 from search.sqlite.keyword_index import Tokenizer, bm25_idf
-from search.sqlite.vector_set import ClusterParams, training_rows
+from search.sqlite.tuning import SQLiteTuning
+from search.sqlite.vector_set import training_rows
 
 __all__ = ["ExactVectors", "MemoryIndex"]
 
@@ -100,10 +101,10 @@ class MemoryIndex:
     """The rows of one SQLite store, kept in step with the file by its change log. Thread-safe:
     searches run together, applying changes runs alone."""
 
-    def __init__(self, dimension: int, clusters: ClusterParams | None = None) -> None:
+    def __init__(self, dimension: int, clusters: SQLiteTuning | None = None) -> None:
         _one_blas_thread()
         self._dimension = dimension
-        self._clusters = clusters or ClusterParams()
+        self._clusters = clusters or SQLiteTuning()
         self._partitions: dict[str, Partition] = {}
         # Where each row lives, by rowid: a partition number and a slot (-1: not indexed), and the
         # row's generation, which its postings must carry to count. Arrays, not a dict of tuples,
@@ -255,7 +256,7 @@ class MemoryIndex:
         # clusters trained before its rows arrive, on a uniform sample of its vectors.
         for scope, count in conn.execute("SELECT scope, COUNT(*) FROM memories GROUP BY scope").fetchall():
             partition = self._partition(scope, int(count))
-            if count >= self._clusters.min_rows:
+            if count >= self._clusters.vector_cluster_min_rows:
                 partition.vectors.start_clustered(self._sample(conn, scope), int(count))
         cursor = conn.execute(_LOAD_SQL)
         while rows := cursor.fetchmany(_LOAD_CHUNK):

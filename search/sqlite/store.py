@@ -85,7 +85,7 @@ from search.sqlite.schema import (
     TOKEN_SCHEMA,
 )
 from search.sqlite.sql import fts_query, marks
-from search.sqlite.vector_set import ClusterParams
+from search.sqlite.tuning import SQLiteTuning
 
 __all__ = ["SQLiteStore"]
 
@@ -190,9 +190,7 @@ class SQLiteStore(DelegatesKnowledge):
         embedding_model: str,
         dimension: int,
         integrity_check: bool = True,
-        integrity_check_timeout_s: float = 10.0,
-        clusters: ClusterParams | None = None,
-        rescore: bool = False,
+        tuning: SQLiteTuning | None = None,
     ) -> None:
         self._path = path
         self._in_memory = path == ":memory:"
@@ -217,19 +215,19 @@ class SQLiteStore(DelegatesKnowledge):
         self._closed = False
         self._corruption: str | None = None
         self._writes_since_prune = 0
-        self._index = MemoryIndex(dimension, clusters)  # loaded by the first search, or by warm()
+        tuning = tuning or SQLiteTuning()
+        self._index = MemoryIndex(dimension, tuning)  # loaded by the first search, or by warm()
         with nullcontext() if self._in_memory else _while_made(Path(path)):
             if not self._in_memory:
                 _refuse_empty_file(Path(path))
                 self.created_now = not Path(path).exists()
             self._writer = self._connect()
             if integrity_check and not self._in_memory:
-                self._check_integrity(integrity_check_timeout_s)
+                self._check_integrity(tuning.sqlite_integrity_check_timeout_s)
             self._init_schema(embedding_model, dimension)
         self._embedding_model = embedding_model
         self._dimension = dimension
-        self._clusters = clusters
-        self._rescore = rescore
+        self._tuning = tuning
         self._knowledge = KnowledgeTables(self._read, self._write, dimension)
         self._second_looked: dict[str, int | None] = {}  # per model: where the pending look goes on from
         self._vector_searches: Coalescer[tuple[object, int], tuple[Sequence[float], SearchFilter], list[Candidate]] = (
@@ -805,7 +803,7 @@ class SQLiteStore(DelegatesKnowledge):
         return self._index.vector_search([vector for vector, _ in asked], asked[0][1], key[1], self._rescorer())
 
     def _rescorer(self) -> ExactVectors | None:
-        return self._exact if self._rescore else None
+        return self._exact if self._tuning.vector_rescore else None
 
     def _exact(self, rowids: Sequence[int]) -> dict[int, tuple[str, bytes]]:
         """The float32 vectors of the vector leg's candidates, for the index to rescore them exactly."""
@@ -931,7 +929,7 @@ class SQLiteStore(DelegatesKnowledge):
             # Still under the write lock: no write sees the old model with the new vectors.
             self._embedding_model = model
             self._dimension = dimension
-            self._index = MemoryIndex(dimension, self._clusters)
+            self._index = MemoryIndex(dimension, self._tuning)
             self._knowledge = KnowledgeTables(self._read, self._write, dimension)
         return True
 

@@ -36,13 +36,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ClusterParams", "VectorSet"]
+from search.sqlite.tuning import SQLiteTuning
+
+__all__ = ["VectorSet"]
 
 log = logging.getLogger(__name__)
 
@@ -57,15 +58,6 @@ _TRAIN_POINTS = 40  # per cluster (faiss warns under 39)
 _TRAIN_ITERATIONS = 10
 _REGROW = 4  # clusters are trained again when the scope has grown this many times
 _RESERVE_MARGIN = 1.2
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterParams:
-    """When a scope's vectors are clustered, and how many of them a query reads."""
-
-    min_rows: int = 20_000
-    probe_rows: int = 10_000
-    probe_share: float = 0.02
 
 
 def clusters_for(rows: int) -> int:
@@ -131,7 +123,7 @@ class VectorSet:
     """The vectors of one scope's rows, each under a label, with the slot of its row. Not thread-safe:
     the owning index serialises access."""
 
-    def __init__(self, dimension: int, params: ClusterParams) -> None:
+    def __init__(self, dimension: int, params: SQLiteTuning) -> None:
         self._dimension = dimension
         self._params = params
         self._index = self._flat()
@@ -228,7 +220,9 @@ class VectorSet:
         and drop dead labels once they outnumber the live ones; when that rebuilt the set, the new
         label of each old label (-1 for the dead), so the owner can relabel its rows."""
         dead = self.total - self.live
-        grown = self.live >= self._params.min_rows and (not self.clustered or self.live >= _REGROW * self._trained_for)
+        grown = self.live >= self._params.vector_cluster_min_rows and (
+            not self.clustered or self.live >= _REGROW * self._trained_for
+        )
         if grown or (dead >= 1_024 and dead > self.live):
             return self._rebuild()
         return None
@@ -236,7 +230,7 @@ class VectorSet:
     def _rebuild(self) -> I64:
         began = time.perf_counter()
         keep = np.flatnonzero(self._slot_of[: self.total] >= 0)
-        if len(keep) >= self._params.min_rows:
+        if len(keep) >= self._params.vector_cluster_min_rows:
             sample = np.sort(np.random.default_rng(len(keep)).choice(keep, training_rows(len(keep)), replace=False))
             vectors = self._decoded(sample)
             index = self._clustered(vectors, len(keep))
@@ -296,7 +290,7 @@ class VectorSet:
         """Clusters a query reads: enough for ``probe_rows`` rows and ``probe_share`` of the scope,
         more as a filter leaves fewer rows per cluster, and all of them (a scan) for few rows."""
         clusters = int(self._index.nlist)
-        if passing <= self._params.min_rows or passing < _SCAN_SHARE * self.live:
+        if passing <= self._params.vector_cluster_min_rows or passing < _SCAN_SHARE * self.live:
             return clusters
-        share = max(self._params.probe_rows / self.live, self._params.probe_share) * self.live / passing
+        share = max(self._params.vector_probe_rows / self.live, self._params.vector_probe_share) * self.live / passing
         return min(clusters, math.ceil(clusters * share))

@@ -65,7 +65,13 @@ def _merge_into(service: MemoryService, old_id: str, text: str, author: str) -> 
         id=new_memory_id(), scope=SCOPE, title=text[:40], content=text, content_hash=content_hash(text), author=author
     )
     memory.embedding = service.embedder.embed_passages([memory.embedding_text()])[0]
-    plan = resolve(memory, None, utcnow(), [Neighbour(store.get(old_id), 0.7)], ResolutionPolicy(neighbours=5))
+    plan = resolve(
+        memory,
+        None,
+        utcnow(),
+        [Neighbour(store.get(old_id), 0.7)],
+        ResolutionPolicy(neighbours=5, reinforce_at=0.85, contradiction_at=0.6),
+    )
     assert plan.outcome is WriteOutcome.MERGED
     store.write_planned([memory], lambda *_: plan, neighbours=0)
 

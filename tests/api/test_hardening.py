@@ -29,12 +29,12 @@ def app_client(settings: Settings, **overrides: Any) -> TestClient:
 
 
 @pytest.fixture
-def limited(settings: Settings) -> Iterator[TestClient]:
-    """A server with small limits, so each one is easy to pass."""
-    with app_client(
-        settings, max_request_bytes=4096, max_bulk_request_bytes=8192, max_tags=2, max_related_files=1,
-        max_details_bytes=64, max_details_depth=2,
-    ) as client:  # fmt: skip
+def limited(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+    """A server with small limits, so each one is easy to pass (the memory limits are tuning
+    parameters, read when the app is built)."""
+    for name, value in {"MAX_TAGS": 2, "MAX_RELATED_FILES": 1, "MAX_DETAILS_BYTES": 64, "MAX_DETAILS_DEPTH": 2}.items():
+        monkeypatch.setenv(f"HIVEMEM_{name}", str(value))
+    with app_client(settings, max_request_bytes=4096, max_bulk_request_bytes=8192) as client:
         yield client
 
 

@@ -38,11 +38,10 @@ class _Wiki(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[MemoryService]:
+def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryService]:
     # Private addresses allowed (the site is on loopback); every search fetches the URL again.
-    settings = Settings(
-        data_dir=tmp_path, embed_model="hash:64", knowledge_allow_private_urls=True, knowledge_url_max_age_s=0
-    )
+    monkeypatch.setenv("HIVEMEM_KNOWLEDGE_URL_MAX_AGE_S", "0")
+    settings = Settings(data_dir=tmp_path, embed_model="hash:64", knowledge_allow_private_urls=True)
     opened = MemoryService.from_settings(settings)
     try:
         yield opened

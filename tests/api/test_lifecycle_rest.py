@@ -169,10 +169,11 @@ def test_consolidating_by_hand_uses_the_goal_when_no_note_closed_it(client: Test
 
 
 @pytest.fixture
-def exact_only_client(settings: Settings) -> Iterator[TestClient]:
+def exact_only_client(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
     """A server that resolves exact duplicates only: sleep's own clusters, which write-time
     resolution by meaning would have folded as they came."""
-    with TestClient(create_app(settings.model_copy(update={"resolution_neighbours": 0})), base_url=LOCAL_URL) as answer:
+    monkeypatch.setenv("HIVEMEM_RESOLUTION_NEIGHBOURS", "0")
+    with TestClient(create_app(settings), base_url=LOCAL_URL) as answer:
         yield answer
 
 

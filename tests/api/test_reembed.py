@@ -93,7 +93,7 @@ def open_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ope
 
     def on_opensearch() -> MemoryService:
         embedder = HashEmbedder(32)
-        store = backend.open(embedder, Settings(opensearch_replicas=0), validator, prefix, exact_knn=True)
+        store = backend.open(embedder, Settings(), validator, prefix, exact_knn=True)
         service = MemoryService(_settings(tmp_path, "hash:32"), store, QueuedEmbedder(embedder, max_batch=64))
         return service
 
@@ -101,7 +101,7 @@ def open_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ope
     # The store is now of whichever model the test left it on: open it with that one to drop it.
     recorded = recorded_model(backend.url_for(prefix))
     assert recorded is not None
-    leftover = backend.open(HashEmbedder(recorded[1]), Settings(opensearch_replicas=0), None, prefix)
+    leftover = backend.open(HashEmbedder(recorded[1]), Settings(), None, prefix)
     leftover.drop()
 
 

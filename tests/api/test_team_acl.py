@@ -126,7 +126,7 @@ def team_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mem
         backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
         embedder = HashEmbedder(64)
         validator = request.getfixturevalue("spec_validator")
-        store = backend.open(embedder, Settings(opensearch_replicas=0), validator, exact_knn=True)
+        store = backend.open(embedder, Settings(), validator, exact_knn=True)
         service = MemoryService(settings, store, embedder)
     try:
         yield service

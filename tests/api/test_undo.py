@@ -18,7 +18,7 @@ from search.base import ResolvesByMeaning
 
 SCOPE = "github.com/acme/api"
 HEADERS = {"X-Hivemem-Scope": SCOPE}
-POLICY = ResolutionPolicy(neighbours=5)
+POLICY = ResolutionPolicy(neighbours=5, reinforce_at=0.85, contradiction_at=0.6)
 
 
 def _memorize(client: TestClient, content: str) -> str:

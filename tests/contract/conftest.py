@@ -42,7 +42,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, embedder: HashEmbedder
         if request.node.get_closest_marker("needs_knn") and not backend.has_knn and not standin:
             pytest.skip(backend.no_knn_reason)
         validator = request.getfixturevalue("spec_validator")
-        opened: Store = backend.open(embedder, Settings(opensearch_replicas=0), validator, exact_knn=standin)
+        opened: Store = backend.open(embedder, Settings(), validator, exact_knn=standin)
     else:
         url = f"sqlite:///{tmp_path / 'hive.db'}" if request.param == "sqlite-file" else "sqlite://:memory:"
         opened = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)

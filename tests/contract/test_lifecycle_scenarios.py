@@ -18,7 +18,7 @@ from hivemem.model import Link, Memory, MemoryState, MemoryType, Relation, Relat
 from search import SearchFilter, Store
 from search.recall import Recaller, RecallParams, RetrievalMode
 from workers import jobs
-from workers.lifecycle import SleepPolicy, archive_faded, consolidate_goal, last_sleep, sleep_consolidate
+from workers.lifecycle import archive_faded, consolidate_goal, last_sleep, sleep_consolidate, sleep_policy
 
 START = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 EVERY_STATE = (MemoryState.WORKING, MemoryState.CONSOLIDATED, MemoryState.ARCHIVED)
@@ -42,7 +42,7 @@ def memorize(store: Store, embedder: HashEmbedder, memory: Memory) -> str:
 
 
 def recall(store: Store, embedder: HashEmbedder, query: str, now: datetime, scope: str = "team/api") -> list[Memory]:
-    recaller = Recaller(store, embedder, RecallParams(mode=RetrievalMode.BM25))
+    recaller = Recaller(store, embedder, RecallParams(retrieval_mode=RetrievalMode.BM25))
     return [h.memory for h in recaller.recall([query], SearchFilter(scopes=[scope]), limit=10, now=now)]
 
 
@@ -82,11 +82,11 @@ def test_five_near_duplicate_notes_end_as_one_insight_after_sleep(store: Store, 
     unrelated = memorize(store, embedder, note("Deploys go out on Tuesdays after the change review."))
     now = START + timedelta(days=1)
 
-    dry = sleep_consolidate(store, embedder, "team/api", now, SleepPolicy(), dry_run=True)
+    dry = sleep_consolidate(store, embedder, "team/api", now, sleep_policy(), dry_run=True)
     assert [sorted(m.id for m in c.sources) for c in dry.consolidations] == [sorted(ids)]
     assert len(everything(store)) == 12 and last_sleep(store, "team/api") is None  # a dry run writes nothing
 
-    report = sleep_consolidate(store, embedder, "team/api", now, SleepPolicy(), new_id=lambda: "insight-1")
+    report = sleep_consolidate(store, embedder, "team/api", now, sleep_policy(), new_id=lambda: "insight-1")
     assert len(report.consolidations) == 1
     insight = store.get("insight-1")
     assert insight.memory_type is MemoryType.INSIGHT and insight.state is MemoryState.WORKING
@@ -101,7 +101,7 @@ def test_five_near_duplicate_notes_end_as_one_insight_after_sleep(store: Store, 
     top = recall(store, embedder, "API rate limit per token", now)
     assert top[0].id == "insight-1"
     # Once a scope has slept, the same memories are not consolidated again.
-    again = sleep_consolidate(store, embedder, "team/api", now + timedelta(hours=1), SleepPolicy())
+    again = sleep_consolidate(store, embedder, "team/api", now + timedelta(hours=1), sleep_policy())
     assert again.consolidations == ()
     assert len(everything(store)) == 13  # five muted sources, one insight, the rest: nothing deleted
 
@@ -219,7 +219,7 @@ def test_nothing_is_deleted_except_by_forget(store: Store, embedder: HashEmbedde
     ids = [
         memorize(store, embedder, note(text, at=START + timedelta(hours=i))) for i, text in enumerate(RATE_LIMIT_NOTES)
     ]
-    sleep_consolidate(store, embedder, "team/api", START + timedelta(days=1), SleepPolicy())
+    sleep_consolidate(store, embedder, "team/api", START + timedelta(days=1), sleep_policy())
     assert store.count(["team/api"]) == 6
     assert len(store.get_many(ids)) == 5
     store.delete(ids[0])
@@ -252,7 +252,7 @@ def test_a_faded_memory_is_archived_unless_tied_to_a_strong_one_and_found_on_req
     assert store.get(faded).state is MemoryState.ARCHIVED
     assert store.get(faded).embedding is not None  # archived whole: its vector kept for recall on request
     assert faded not in [m.id for m in recall(store, embedder, "old build server hamster", year_later)]
-    recaller = Recaller(store, embedder, RecallParams(mode=RetrievalMode.BM25))
+    recaller = Recaller(store, embedder, RecallParams(retrieval_mode=RetrievalMode.BM25))
     on_request = recaller.recall(
         ["old build server hamster"], SearchFilter(scopes=["team/api"], states=EVERY_STATE), limit=10, now=year_later
     )

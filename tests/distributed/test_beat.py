@@ -7,6 +7,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.hashing import content_hash
@@ -49,7 +51,9 @@ def test_beat_starts_with_its_schedule_in_the_data_dir(redis_url: str, tmp_path:
     assert "reconcile-jobs" in _schedule_text(tmp_path)
 
 
-def test_the_prune_job_drops_expired_dead_letters(redis_url: str, tmp_path: Path) -> None:
+def test_the_prune_job_drops_expired_dead_letters(
+    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ttl = 60
     board = RedisJobBoard.from_url(redis_url, ttl_s=ttl)
     now = utcnow()
@@ -62,7 +66,8 @@ def test_the_prune_job_drops_expired_dead_letters(redis_url: str, tmp_path: Path
 
     worker = CeleryWorker(redis_url, tmp_path, tmp_path, HIVEMEM_JOB_TTL_S=str(ttl))
     worker.start(queues="maintenance")
-    app = build_celery(Settings(broker_url=redis_url, job_ttl_s=ttl))
+    monkeypatch.setenv("HIVEMEM_JOB_TTL_S", str(ttl))
+    app = build_celery(Settings(broker_url=redis_url))
     try:
         dropped = app.send_task(Task.PRUNE_DEAD_LETTERS).get(timeout=30)
     finally:

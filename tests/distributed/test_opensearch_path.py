@@ -131,7 +131,7 @@ def test_the_gateway_fills_the_second_vectors_of_what_workers_wrote(
             while metric(http, "hivemem_second_leg_vectors_total") < 1:
                 assert time.monotonic() < deadline, gateway.log_text()
                 time.sleep(0.2)
-        store = opensearch_backend.open(HashEmbedder(64), Settings(opensearch_replicas=0), None, prefix)
+        store = opensearch_backend.open(HashEmbedder(64), Settings(), None, prefix)
         try:
             assert store.second_vectors_remaining(HashEmbedder(32).model_id) == 0
             query = HashEmbedder(32).embed_queries(["index rollover"])[0]

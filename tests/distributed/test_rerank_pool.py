@@ -18,7 +18,7 @@ from hivemem.config import Settings
 from hivemem.errors import RerankLateError, RerankUnavailableError
 from tests.e2e.helpers import HivememServer
 from tests.services import CeleryWorker, RedisServer
-from workers.rerank_pool import PoolReranker
+from workers.rerank_pool import PoolReranker, RerankPoolTuning
 from workers.rerankers import CrossEncoderReranker
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
@@ -50,7 +50,7 @@ def rerank_worker(broker: str, cross_folder: Path, tmp_path_factory: pytest.Temp
 
 def _pool(broker: str, cross_folder: Path, **changes: object) -> PoolReranker:
     settings = Settings(broker_url=broker, rerank_model=f"cross:{cross_folder}", rerank_pool=True)
-    return PoolReranker(settings.model_copy(update=changes))
+    return PoolReranker(settings, tuning=RerankPoolTuning.model_validate(changes))
 
 
 def test_the_pool_scores_as_the_model_does_in_process(

@@ -57,7 +57,6 @@ def _one_writer(tmp_path: Path) -> list[tuple[int, int]]:
         data_dir=str(tmp_path),
         broker_url="",
         embed_model="hash:64",
-        resolution_neighbours=5,
     )
     service = MemoryService.from_settings(settings)
     try:

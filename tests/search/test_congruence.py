@@ -9,7 +9,6 @@ with one clear answer and on queries that match several memories. Fused results 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +65,7 @@ def stores(
     sqlite = open_store(
         f"sqlite:///{tmp_path / 'hive.db'}", embedding_model=embedder.model_id, dimension=embedder.dimension
     )
-    opensearch = opensearch_backend.open(embedder, Settings(opensearch_replicas=0), spec_validator)
+    opensearch = opensearch_backend.open(embedder, Settings(), spec_validator)
     memories = [make(embedder, content, title=title) for title, content in CORPUS]
     for memory in memories:
         sqlite.put(memory)
@@ -94,7 +93,7 @@ def test_bm25_legs_agree(stores: tuple[Store, Any]) -> None:
 def test_fused_recall_agrees(stores: tuple[Store, Any], embedder: HashEmbedder, fusion: FusionMethod) -> None:
     sqlite, opensearch = stores
     assert isinstance(opensearch, SearchesLegsTogether) and not isinstance(sqlite, SearchesLegsTogether)
-    params = replace(RecallParams(), mode=RetrievalMode.BM25, fusion=fusion, decay_weight=0.0)
+    params = RecallParams(retrieval_mode=RetrievalMode.BM25, fusion=fusion, decay_weight=0.0)
     where = SearchFilter(scopes=["p"])
     for queries in (["exponential backoff"], ["billing database", "rabbitmq events"], ["kafka lag", "backups"]):
         lite = Recaller(sqlite, embedder, params).recall(queries, where, limit=3, now=utcnow())

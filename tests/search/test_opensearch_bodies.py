@@ -20,6 +20,8 @@ from search.neighbours import neighbour_filter
 from search.opensearch import bodies, knowledge_bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
 from search.opensearch.setup import exported_files, templates
+from search.opensearch.tuning import OpenSearchTuning
+from search.recall_params import RecallParams
 from tests.opensearch_backend import NO_SPEC_REASON
 from tests.opensearch_spec import SPEC_DIR, SpecValidator, SpecViolation
 
@@ -35,8 +37,13 @@ WHERE = SearchFilter(
     exclude_ids=["x"],
 )
 OPTIONS = [
-    IndexOptions(),
-    IndexOptions(engine="faiss", space_type="innerproduct", hybrid="native", fusion=FusionMethod.RRF, bm25_weight=0.3),
+    IndexOptions.of(),
+    IndexOptions.of(
+        OpenSearchTuning(
+            opensearch_knn_engine="faiss", opensearch_space_type="innerproduct", opensearch_hybrid="native"
+        ),
+        RecallParams(fusion=FusionMethod.RRF, bm25_weight=0.3),
+    ),
 ]
 
 
@@ -46,9 +53,9 @@ def validator() -> SpecValidator:
         pytest.skip(NO_SPEC_REASON)
     checked = SpecValidator()
     # The store's searches go to the alias; teach the validator the mapping behind it.
-    template = bodies.memory_template(NAMES, IndexOptions(), embedding_model="m", dimension=DIM)
+    template = bodies.memory_template(NAMES, IndexOptions.of(), embedding_model="m", dimension=DIM)
     checked.validate_index_body({**template["template"], "aliases": {NAMES.memories: {}}}, NAMES.index(NAMES.memories))
-    chunks = knowledge_bodies.chunks_template(NAMES, IndexOptions(), dimension=DIM)
+    chunks = knowledge_bodies.chunks_template(NAMES, IndexOptions.of(), dimension=DIM)
     checked.validate_index_body({**chunks["template"], "aliases": {NAMES.chunks: {}}}, NAMES.index(NAMES.chunks))
     return checked
 
@@ -79,9 +86,9 @@ def test_knn_keyword_hybrid_and_msearch_bodies_are_valid(validator: SpecValidato
     words = bodies.query_words(text)
     assert words is not None
     vector = [0.5] * DIM
-    knn = bodies.knn_search(vector, WHERE, 10, IndexOptions())
+    knn = bodies.knn_search(vector, WHERE, 10, IndexOptions.of())
     keyword = bodies.keyword_search(words[0], words[1], WHERE, 10)
-    hybrid = bodies.hybrid_search(words[0], words[1], vector, WHERE, 10, IndexOptions())
+    hybrid = bodies.hybrid_search(words[0], words[1], vector, WHERE, 10, IndexOptions.of())
     for body in (knn, keyword, hybrid):
         validator.validate_request("POST", f"/{NAMES.memories}/_search", json.dumps(body))
     ndjson = "\n".join(json.dumps(line) for line in bodies.msearch_lines(NAMES.memories, [keyword, knn])) + "\n"
@@ -108,7 +115,7 @@ def test_chunk_knn_and_keyword_bodies_are_valid(validator: SpecValidator, text: 
     words = bodies.query_words(text)
     assert words is not None
     where = ChunkFilter(scopes=["github.com/acme/api", ""], uri="/docs/manual.pdf")
-    knn = knowledge_bodies.knn_chunks([0.5] * DIM, where, 10, IndexOptions())
+    knn = knowledge_bodies.knn_chunks([0.5] * DIM, where, 10, IndexOptions.of())
     keyword = knowledge_bodies.match_chunks(words[0], words[1], where, 10)
     for body in (knn, keyword):
         validator.validate_request("POST", f"/{NAMES.chunks}/_search", json.dumps(body))
@@ -118,7 +125,7 @@ def test_chunk_knn_and_keyword_bodies_are_valid(validator: SpecValidator, text: 
 
 
 def _broken_knn(mutate: str) -> dict[str, object]:
-    body = bodies.knn_search([0.5] * DIM, WHERE, 5, IndexOptions())
+    body = bodies.knn_search([0.5] * DIM, WHERE, 5, IndexOptions.of())
     clause = body["query"]["knn"]["embedding"]
     if mutate == "misspelled":
         clause["filterr"] = clause.pop("filter")
@@ -149,21 +156,21 @@ def test_validator_rejects_broken_search_bodies(validator: SpecValidator, mutate
 def test_validator_rejects_broken_hybrid_pipelines_and_mappings(validator: SpecValidator) -> None:
     words = bodies.query_words("kafka")
     assert words is not None
-    hybrid = bodies.hybrid_search(words[0], words[1], [0.5] * DIM, WHERE, 5, IndexOptions())
+    hybrid = bodies.hybrid_search(words[0], words[1], [0.5] * DIM, WHERE, 5, IndexOptions.of())
     nested = {"query": {"bool": {"must": [hybrid["query"]]}}}
     too_many = {"query": {"hybrid": {"queries": [{"match_all": {}}] * 6}}}
     for body in (nested, too_many):
         with pytest.raises(SpecViolation, match="hybrid"):
             validator.validate_search(body, NAMES.memories)
-    rrf = bodies.search_pipeline(IndexOptions(), FusionMethod.RRF)
+    rrf = bodies.search_pipeline(IndexOptions.of(), FusionMethod.RRF)
     rrf["phase_results_processors"][0]["score-ranker-processor"]["combination"]["rank_constant"] = 0
     with pytest.raises(SpecViolation, match="rank_constant"):
         validator.validate_pipeline(rrf)
-    minmax = bodies.search_pipeline(IndexOptions(), FusionMethod.MINMAX)
+    minmax = bodies.search_pipeline(IndexOptions.of(), FusionMethod.MINMAX)
     minmax["phase_results_processors"][0]["normalization-processor"]["combination"]["parameters"]["weights"] = [1, 1]
     with pytest.raises(SpecViolation, match="sum to 1"):
         validator.validate_pipeline(minmax)
-    template = bodies.memory_template(NAMES, IndexOptions(), embedding_model="m", dimension=DIM)
+    template = bodies.memory_template(NAMES, IndexOptions.of(), embedding_model="m", dimension=DIM)
     template["template"]["mappings"]["properties"]["embedding"]["method"]["engine"] = "lucen"
     with pytest.raises(SpecViolation, match="engine"):
         validator.validate_template(template)
@@ -185,7 +192,7 @@ def test_deploy_json_is_what_the_builders_produce() -> None:
     defaults = Settings.model_construct()
     expected = exported_files(
         IndexNames(defaults.opensearch_index),
-        IndexOptions.from_settings(defaults),
+        IndexOptions.of(OpenSearchTuning.model_construct(), RecallParams.model_construct()),
         embedding_model=DEFAULT_MODEL_ID,
         dimension=DEFAULT_DIMENSION,
     )

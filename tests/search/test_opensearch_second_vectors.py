@@ -28,7 +28,7 @@ pytestmark = pytest.mark.opensearch
 
 @pytest.fixture
 def store(opensearch_backend: OpenSearchBackend, spec_validator: SpecValidator | None) -> Iterator[Any]:
-    opened = opensearch_backend.open(HashEmbedder(64), Settings(opensearch_replicas=0), spec_validator)
+    opened = opensearch_backend.open(HashEmbedder(64), Settings(), spec_validator)
     yield opened
     opened.drop()
 
@@ -97,7 +97,7 @@ def test_looks_page_through_the_memories(store: Any, monkeypatch: pytest.MonkeyP
 def test_each_model_has_an_index_without_a_knn_field_and_drop_deletes_them(
     opensearch_backend: OpenSearchBackend, spec_validator: SpecValidator | None
 ) -> None:
-    store = opensearch_backend.open(HashEmbedder(64), Settings(opensearch_replicas=0), spec_validator)
+    store = opensearch_backend.open(HashEmbedder(64), Settings(), spec_validator)
     try:
         memory = make("kept by two second models")
         store.put(memory)

@@ -7,7 +7,6 @@ import multiprocessing
 import socket
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,10 @@ from hivemem.model import DuplicatePolicy, FusionMethod, RetrievalMode, WriteOut
 from hivemem.resolution import resolve
 from search import SearchFilter, open_store
 from search.base import ChunkFilter, LegQuery, SearchesLegsTogether
+from search.opensearch import OpenSearchStore
 from search.opensearch.client import parse_url
 from search.opensearch.docs import claim_id, sleep_lease_id, to_iso
+from search.opensearch.tuning import OpenSearchTuning
 from search.recall import Recaller, RecallParams
 from tests.contract.test_memories_contract import make
 from tests.opensearch_backend import NO_SPEC_REASON, OpenSearchBackend
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.opensearch
 def store(
     opensearch_backend: OpenSearchBackend, embedder: HashEmbedder, spec_validator: SpecValidator | None
 ) -> Iterator[Any]:
-    opened = opensearch_backend.open(embedder, Settings(opensearch_replicas=0), spec_validator)
+    opened = opensearch_backend.open(embedder, Settings(), spec_validator)
     yield opened
     opened.drop()
 
@@ -63,13 +64,14 @@ def test_bad_index_prefix_is_a_config_error(opensearch_backend: OpenSearchBacken
         open_store(f"{opensearch_backend.url}/?index=Bad*Name", embedding_model="m", dimension=8)
 
 
-def test_unreachable_server_is_a_clear_store_error() -> None:
+def test_unreachable_server_is_a_clear_store_error(monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # nobody listens once the socket closes
-    settings = Settings(opensearch_timeout_s=2, opensearch_max_retries=0)
+    monkeypatch.setenv("HIVEMEM_OPENSEARCH_TIMEOUT_S", "2")
+    monkeypatch.setenv("HIVEMEM_OPENSEARCH_MAX_RETRIES", "0")
     with pytest.raises(StoreUnavailableError, match=f"cannot reach OpenSearch at http://127.0.0.1:{port}"):
-        open_store(f"opensearch+http://127.0.0.1:{port}", embedding_model="m", dimension=8, settings=settings)
+        open_store(f"opensearch+http://127.0.0.1:{port}", embedding_model="m", dimension=8, settings=Settings())
 
 
 def test_open_store_picks_opensearch_and_refuses_another_model_or_dimension(
@@ -164,7 +166,7 @@ def test_recall_uses_one_msearch_for_every_leg(store: Any, embedder: HashEmbedde
     calls: list[str] = []
     original = store.client.msearch
     store.client.msearch = lambda **kw: calls.append("msearch") or original(**kw)
-    recaller = Recaller(store, embedder, replace(RecallParams(), mode=RetrievalMode.BM25))
+    recaller = Recaller(store, embedder, RecallParams(retrieval_mode=RetrievalMode.BM25))
     hits = recaller.recall(["exponential backoff", "retries"], where, limit=5, now=utcnow())
     assert hits[0].memory.title == "Retry policy"
     assert calls == ["msearch"]
@@ -174,11 +176,12 @@ def test_native_hybrid_is_off_by_default_and_needs_a_pipeline(store: Any, embedd
     vector = embedder.embed_queries(["anything"])[0]
     assert store.native_hybrid("anything", vector, SearchFilter(scopes=["p"]), 5, fusion=FusionMethod.MINMAX) is None
     with pytest.raises(ConfigError, match="BM25_WEIGHT"):
-        open_store(
+        OpenSearchStore(
             "opensearch+http://127.0.0.1:1",
             embedding_model="m",
             dimension=8,
-            settings=Settings(opensearch_hybrid="native", fusion=FusionMethod.RRF, bm25_weight=0.3),
+            tuning=OpenSearchTuning(opensearch_hybrid="native"),
+            recall=RecallParams(fusion=FusionMethod.RRF, bm25_weight=0.3),
         )
 
 
@@ -186,7 +189,9 @@ def test_native_hybrid_is_off_by_default_and_needs_a_pipeline(store: Any, embedd
 def test_native_hybrid_ranks_like_core_fusion(opensearch_backend: OpenSearchBackend, embedder: HashEmbedder) -> None:
     if not opensearch_backend.has_knn:
         pytest.skip(opensearch_backend.no_knn_reason)
-    store = opensearch_backend.open(embedder, Settings(opensearch_replicas=0, opensearch_hybrid="native"), None)
+    store = opensearch_backend.open(
+        embedder, Settings(), None, tuning=OpenSearchTuning(opensearch_replicas=0, opensearch_hybrid="native")
+    )
     try:
         for text in ("Retry policy with exponential backoff", "Logs are JSON lines", "Backoff jitter avoids herds"):
             store.put(make(embedder, text))

@@ -27,6 +27,7 @@ from hivemem.model import (
     utcnow,
 )
 from hivemem.schemas import LinkCreate, MemoryCreate, RecallRequest
+from search.recall_params import RecallParams
 
 SCOPE = "github.com/acme/api"
 CALLER = Caller(default_scope=SCOPE)
@@ -58,7 +59,7 @@ def test_hybrid_finds_by_keyword_and_modes_switch_legs(service: MemoryService) -
 
 
 def test_rrf_fusion_ranks_the_same_obvious_winner(settings: Settings) -> None:
-    svc = MemoryService.from_settings(settings.model_copy(update={"fusion": FusionMethod.RRF}))
+    svc = MemoryService.from_settings(settings, recall=RecallParams(fusion=FusionMethod.RRF))
     try:
         add(svc, "Retry policy", "HTTP clients retry three times with exponential backoff.")
         add(svc, "Logging format", "Logs are JSON lines shipped to the collector.")
@@ -228,7 +229,7 @@ def test_explain_decomposes_each_score_and_the_graph_part(service: MemoryService
 
 def test_a_date_the_question_names_lifts_what_is_dated_then(settings: Settings) -> None:
     question = "What did the team ship in March 2024?"
-    boosted = MemoryService.from_settings(settings.model_copy(update={"time_boost": 1.0}))
+    boosted = MemoryService.from_settings(settings, recall=RecallParams(time_boost=1.0))
     try:
         add(boosted, "February release", "[12 February, 2024] The team shipped the billing export.")
         march = add(boosted, "March release", "[14 March, 2024] The team shipped the audit log.")
@@ -242,7 +243,7 @@ def test_a_date_the_question_names_lifts_what_is_dated_then(settings: Settings) 
     finally:
         boosted.close()
     # Turned off: no time factor at all.
-    plain = MemoryService.from_settings(settings.model_copy(update={"time_boost": 0.0}))
+    plain = MemoryService.from_settings(settings, recall=RecallParams(time_boost=0.0))
     try:
         found = plain.remember(RecallRequest(query=question, explain=True), CALLER).results
         assert all((r.explain or {})["time"] is None for r in found)
@@ -266,7 +267,7 @@ def test_query_expansion_moves_the_vector_leg_toward_the_best_hits(settings: Set
         plain.close()
     # The same store, read with the expansion on.
     expanded = MemoryService.from_settings(
-        settings.model_copy(update={"query_expansion": "prf", "prf_docs": 1, "prf_weight": 1.0})
+        settings, recall=RecallParams(query_expansion="prf", prf_docs=1, prf_weight=1.0)
     )
     try:
         after = knn_scores(expanded)
@@ -306,7 +307,7 @@ def test_the_context_leg_finds_the_reply_to_the_turn_that_matches(settings: Sett
         assert svc.store.get(ids[1]).thread == "visit"
     finally:
         svc.close()
-    without = MemoryService.from_settings(settings.model_copy(update={"context_window": 0}))
+    without = MemoryService.from_settings(settings, recall=RecallParams(context_window=0))
     try:
         without.with_mode(RetrievalMode.BM25)
         assert [i for i, _ in _ranked(without, query)] == [ids[0]]
@@ -322,7 +323,7 @@ def test_memories_in_no_thread_are_recalled_as_without_the_context_leg(settings:
         on = _ranked(svc, "retry backoff budget")
     finally:
         svc.close()
-    off = MemoryService.from_settings(settings.model_copy(update={"context_window": 0}))
+    off = MemoryService.from_settings(settings, recall=RecallParams(context_window=0))
     try:
         assert _ranked(off, "retry backoff budget") == on
     finally:
@@ -338,7 +339,7 @@ def _scores(service: MemoryService, query: str) -> dict[str, tuple[float, float 
 
 def test_the_thread_lift_moves_a_turn_toward_the_best_of_its_conversation(settings: Settings) -> None:
     query = "weekend lake trip fishing"
-    plain = MemoryService.from_settings(settings.model_copy(update={"thread_weight": 0.0}))
+    plain = MemoryService.from_settings(settings, recall=RecallParams(thread_weight=0.0))
     try:
         turns = [
             MemoryCreate(title="Lake trip", content="We drove to the lake for the weekend trip."),
@@ -351,7 +352,7 @@ def test_the_thread_lift_moves_a_turn_toward_the_best_of_its_conversation(settin
         before = _scores(plain, query)
     finally:
         plain.close()
-    lifted = MemoryService.from_settings(settings.model_copy(update={"thread_weight": 0.4}))
+    lifted = MemoryService.from_settings(settings, recall=RecallParams(thread_weight=0.4))
     try:
         after = _scores(lifted, query)
     finally:
@@ -368,7 +369,7 @@ def test_the_thread_lift_moves_a_turn_toward_the_best_of_its_conversation(settin
 
 
 def test_the_thread_lift_does_not_undo_superseding(settings: Settings) -> None:
-    svc = MemoryService.from_settings(settings.model_copy(update={"thread_weight": 1.0}))
+    svc = MemoryService.from_settings(settings, recall=RecallParams(thread_weight=1.0))
     try:
         turns = [
             MemoryCreate(title="Deploy day", content="We deploy the billing service on Fridays.", thread="ops"),
@@ -387,8 +388,11 @@ def test_the_thread_lift_does_not_undo_superseding(settings: Settings) -> None:
     assert after[best] == before[best]
 
 
-def test_recalls_and_knowledge_searches_wait_their_turn_at_one_gate(settings: Settings) -> None:
-    svc = MemoryService.from_settings(settings.model_copy(update={"search_concurrency": 1}))
+def test_recalls_and_knowledge_searches_wait_their_turn_at_one_gate(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIVEMEM_SEARCH_CONCURRENCY", "1")
+    svc = MemoryService.from_settings(settings)
     try:
         add(svc, "Retry policy", "HTTP clients retry three times with exponential backoff.")
         gate = svc.search_gate

@@ -9,7 +9,6 @@ a known preference, so the expected order is known; the model-backed rerankers h
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from api.services.caller import Caller
 from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.errors import RerankLateError
-from hivemem.rerank import Reranker, RerankGate, RerankPolicy
+from hivemem.rerank import Reranker, RerankGate
 from hivemem.schemas import MemoryCreate, RecallRequest, RecallResult
 
 SCOPE = "github.com/acme/api"
@@ -68,9 +67,9 @@ def _recall(service: MemoryService, query: str = "retry with exponential backoff
     return service.remember(request, CALLER).results
 
 
-def _rerank_with(service: MemoryService, reranker: Reranker, policy: RerankPolicy) -> None:
+def _rerank_with(service: MemoryService, reranker: Reranker, **policy: object) -> None:
     service.recaller.reranker = reranker
-    service.recaller.params = replace(service.recaller.params, rerank=policy)
+    service.recaller.params = service.recaller.params.model_copy(update={f"rerank_{k}": v for k, v in policy.items()})
 
 
 def _stage(result: RecallResult) -> object:
@@ -87,7 +86,7 @@ def test_without_a_reranker_the_stage_is_off(service: MemoryService) -> None:
 def test_a_reranker_reorders_the_head_and_explain_shows_both_ranks(service: MemoryService) -> None:
     first = [r.title for r in _recall(service)]
     reranker = Prefers("Loki")
-    _rerank_with(service, reranker, RerankPolicy(gate=RerankGate.ALWAYS, weight=1.0))
+    _rerank_with(service, reranker, gate=RerankGate.ALWAYS, weight=1.0)
     results = _recall(service)
     assert results[0].title == "Retry logging"
     assert reranker.asked == [("retry with exponential backoff", len(first))]
@@ -100,7 +99,7 @@ def test_a_reranker_reorders_the_head_and_explain_shows_both_ranks(service: Memo
 
 
 def test_the_margin_gate_leaves_a_sure_first_stage_alone(service: MemoryService) -> None:
-    _rerank_with(service, Prefers("Loki"), RerankPolicy(gate=RerankGate.MARGIN, margin=0.0, weight=1.0))
+    _rerank_with(service, Prefers("Loki"), gate=RerankGate.MARGIN, margin=0.0, weight=1.0)
     results = _recall(service)
     assert results[0].title == "Retry policy" and {_stage(r) for r in results} == {"gated"}
 
@@ -112,7 +111,7 @@ def test_a_failed_or_late_reranker_leaves_the_first_stage_order(
     service: MemoryService, error: Exception, outcome: str
 ) -> None:
     first = [(r.id, r.score) for r in _recall(service)]
-    _rerank_with(service, Fails(error), RerankPolicy(gate=RerankGate.ALWAYS, weight=1.0))
+    _rerank_with(service, Fails(error), gate=RerankGate.ALWAYS, weight=1.0)
     results = _recall(service)
     assert [(r.id, r.score) for r in results] == first
     assert {_stage(r) for r in results} == {outcome}

@@ -77,11 +77,11 @@ def open_service(request: pytest.FixtureRequest) -> Iterator[OpenService]:
     prefix = f"test_{uuid.uuid4().hex[:16]}"
 
     def on_opensearch(settings: Settings) -> MemoryService:
-        store = backend.open(FIRST, Settings(opensearch_replicas=0), validator, prefix, exact_knn=True)
+        store = backend.open(FIRST, Settings(), validator, prefix, exact_knn=True)
         return MemoryService(settings, store, QueuedEmbedder(FIRST, max_batch=64))
 
     yield on_opensearch
-    backend.open(FIRST, Settings(opensearch_replicas=0), None, prefix).drop()
+    backend.open(FIRST, Settings(), None, prefix).drop()
 
 
 def test_a_server_fills_the_vectors_and_recall_fuses_the_leg(

@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 
 import search.sqlite.store as sqlite_store
-from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.fusion import Candidate
 from hivemem.model import DuplicatePolicy, Memory, MemoryState, MemoryType
 from search import SearchFilter, Store, open_store
 from search.sqlite.memory_index import MemoryIndex
+from search.sqlite.tuning import SQLiteTuning
 from tests.contract.test_memories_contract import make
 
 SCOPES = ["a", "b", "c"]
@@ -116,7 +116,7 @@ def open_file(path: Path, embedder: HashEmbedder) -> Store:
         f"sqlite:///{path}",
         embedding_model=embedder.model_id,
         dimension=embedder.dimension,
-        settings=Settings(
+        sqlite_tuning=SQLiteTuning(
             vector_cluster_min_rows=_CLUSTERED_FROM[_layout[0]],
             vector_probe_rows=100_000,
             vector_probe_share=1.0,
@@ -221,7 +221,7 @@ def test_without_rescoring_the_float16_scores_are_within_a_thousandth(tmp_path: 
         f"sqlite:///{tmp_path / 'hive.db'}",
         embedding_model=embedder.model_id,
         dimension=embedder.dimension,
-        settings=Settings(vector_cluster_min_rows=_CLUSTERED_FROM[_layout[0]]),
+        sqlite_tuning=SQLiteTuning(vector_cluster_min_rows=_CLUSTERED_FROM[_layout[0]]),
     )
     try:
         for m in memories:

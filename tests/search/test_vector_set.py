@@ -7,7 +7,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from search.sqlite.vector_set import ClusterParams, VectorSet, clusters_for, training_rows
+from search.sqlite.tuning import SQLiteTuning
+from search.sqlite.vector_set import VectorSet, clusters_for, training_rows
 
 DIM = 32
 F32 = npt.NDArray[np.float32]
@@ -25,7 +26,7 @@ def clustered(rng: np.random.Generator, count: int, centres: int) -> F32:
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
 
 
-def filled(rows: F32, params: ClusterParams) -> VectorSet:
+def filled(rows: F32, params: SQLiteTuning) -> VectorSet:
     """A set fed in pieces, as writes arrive, maintained after each piece."""
     vectors = VectorSet(DIM, params)
     for start in range(0, len(rows), 100):
@@ -59,7 +60,7 @@ def recall_at_10(rows: F32, queries: F32, vectors: VectorSet, passing: npt.NDArr
 def test_a_scan_is_exact_under_a_filter() -> None:
     rng = np.random.default_rng(1)
     rows = unit_rows(rng, 500)
-    vectors = filled(rows, ClusterParams())
+    vectors = filled(rows, SQLiteTuning())
     assert not vectors.clustered
     passing_slots = rng.random(500) < 0.3
     bitmap, passing = vectors.passing(passing_slots)
@@ -73,7 +74,7 @@ def test_a_scan_is_exact_under_a_filter() -> None:
 def test_a_set_grown_past_its_size_is_clustered_and_keeps_every_row() -> None:
     rng = np.random.default_rng(0)
     rows = clustered(rng, 3_000, 30)
-    vectors = filled(rows, ClusterParams(min_rows=1_000, probe_rows=1_200))
+    vectors = filled(rows, SQLiteTuning(vector_cluster_min_rows=1_000, vector_probe_rows=1_200))
     assert vectors.clustered and vectors.total == vectors.live == 3_000
     # Random centres in 32 dimensions are harder to cluster than real embeddings (the bench measures
     # those); a search that read the wrong clusters would find under half of them.
@@ -83,7 +84,7 @@ def test_a_set_grown_past_its_size_is_clustered_and_keeps_every_row() -> None:
 def test_clusters_are_trained_again_as_the_set_grows_fourfold() -> None:
     rng = np.random.default_rng(6)
     rows = clustered(rng, 4_400, 30)
-    vectors = VectorSet(DIM, ClusterParams(min_rows=1_000))
+    vectors = VectorSet(DIM, SQLiteTuning(vector_cluster_min_rows=1_000))
     vectors.add(rows[:1_000], np.arange(1_000, dtype=np.int64))
     assert vectors.maintain() is not None and vectors.clustered
     vectors.add(rows[1_000:3_999], np.arange(1_000, 3_999, dtype=np.int64))
@@ -96,7 +97,7 @@ def test_clusters_are_trained_again_as_the_set_grows_fourfold() -> None:
 def test_a_set_loaded_at_its_size_starts_clustered_from_a_sample() -> None:
     rng = np.random.default_rng(2)
     rows = clustered(rng, 6_000, 60)
-    vectors = VectorSet(DIM, ClusterParams(min_rows=1_000, probe_rows=600))
+    vectors = VectorSet(DIM, SQLiteTuning(vector_cluster_min_rows=1_000, vector_probe_rows=600))
     sample = rows[rng.choice(6_000, training_rows(6_000), replace=False)]
     vectors.start_clustered(sample, 6_000)
     vectors.add(rows, np.arange(6_000, dtype=np.int64))
@@ -109,7 +110,7 @@ def test_a_filtered_clustered_set_returns_only_passing_rows(share: float) -> Non
     """Half the rows passing: more clusters read; a twentieth: every cluster, an exact scan."""
     rng = np.random.default_rng(3)
     rows = clustered(rng, 4_000, 40)
-    vectors = filled(rows, ClusterParams(min_rows=200, probe_rows=400))
+    vectors = filled(rows, SQLiteTuning(vector_cluster_min_rows=200, vector_probe_rows=400))
     passing_slots = rng.random(4_000) < share
     bitmap, passing = vectors.passing(passing_slots)
     queries = clustered(rng, 30, 40)
@@ -121,7 +122,7 @@ def test_a_filtered_clustered_set_returns_only_passing_rows(share: float) -> Non
 def test_dead_labels_are_never_found_and_are_compacted_away() -> None:
     rng = np.random.default_rng(4)
     rows = clustered(rng, 3_000, 30)
-    vectors = filled(rows, ClusterParams(min_rows=500, probe_rows=1_000))
+    vectors = filled(rows, SQLiteTuning(vector_cluster_min_rows=500, vector_probe_rows=1_000))
     for label in range(2_000):
         vectors.kill(label)
     assert vectors.live == 1_000
@@ -143,7 +144,7 @@ def test_dead_labels_are_never_found_and_are_compacted_away() -> None:
 def test_a_label_holds_its_vector_as_float16() -> None:
     rng = np.random.default_rng(5)
     rows = unit_rows(rng, 3)
-    vectors = filled(rows, ClusterParams())
+    vectors = filled(rows, SQLiteTuning())
     assert vectors.holds(1, rows[1])
     assert not vectors.holds(1, rows[2])
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from hivemem.admission import FairGate, search_gate_for
+from hivemem.admission import AdmissionTuning, FairGate, search_gate_for
 from hivemem.config import Settings
 
 WAIT_S = 10
@@ -91,11 +91,11 @@ def test_a_failure_inside_frees_the_slot() -> None:
 
 def test_the_default_is_one_more_than_the_cores_and_a_gate_needs_a_slot() -> None:
     remote = "opensearch+http://127.0.0.1:9200"
-    local = search_gate_for(Settings(search_concurrency=0))
-    configured = search_gate_for(Settings(search_concurrency=7, store_url=remote))
+    local = search_gate_for(Settings(), AdmissionTuning(search_concurrency=0))
+    configured = search_gate_for(Settings(store_url=remote), AdmissionTuning(search_concurrency=7))
     assert local is not None and local.slots == (os.cpu_count() or 1) + 1
     assert configured is not None and configured.slots == 7
     # A remote store's searches wait on the cluster.
-    assert search_gate_for(Settings(search_concurrency=0, store_url=remote)) is None
+    assert search_gate_for(Settings(store_url=remote), AdmissionTuning(search_concurrency=0)) is None
     with pytest.raises(ValueError):
         FairGate(0)

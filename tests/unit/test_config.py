@@ -5,8 +5,14 @@ from pathlib import Path
 import pydantic
 import pytest
 
+from api.settings_catalogue import TUNING_GROUPS
 from hivemem.config import Settings, redact_url
+from hivemem.errors import ConfigError
 from hivemem.model import FusionMethod
+from search.opensearch.tuning import OpenSearchTuning
+from search.recall_params import RecallParams
+from search.sqlite.tuning import SQLiteTuning
+from workers.lifecycle_tuning import LifecycleTuning
 
 
 def test_defaults_point_at_the_embedded_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -15,24 +21,47 @@ def test_defaults_point_at_the_embedded_store(tmp_path: Path, monkeypatch: pytes
     assert settings.data_dir == tmp_path / "hivemem"
     assert settings.resolved_store_url() == f"sqlite:///{tmp_path / 'hivemem' / 'hivemem.db'}"
     assert settings.broker_url == ""
-    assert settings.fusion is FusionMethod.MINMAX
-    assert settings.bm25_weight == 0.5
+    assert RecallParams().fusion is FusionMethod.MINMAX
+    assert RecallParams().bm25_weight == 0.5
 
 
 def test_environment_overrides_toml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "hivemem.toml"
-    config.write_text('fusion = "rrf"\nrrf_k = 30\nport = 9000\n')
+    config.write_text('port = 9000\n\n[tuning]\nfusion = "rrf"\nrrf_k = 30\n')
     monkeypatch.setenv("HIVEMEM_CONFIG", str(config))
     monkeypatch.setenv("HIVEMEM_PORT", "9100")
-    settings = Settings()
-    assert settings.fusion is FusionMethod.RRF
-    assert settings.rrf_k == 30
-    assert settings.port == 9100
+    monkeypatch.setenv("HIVEMEM_RRF_K", "40")
+    assert Settings().port == 9100
+    recall = RecallParams()
+    assert recall.fusion is FusionMethod.RRF
+    assert recall.rrf_k == 40
+    # Explicit arguments win over both.
+    assert RecallParams(rrf_k=7).rrf_k == 7
+
+
+def test_tuning_parameters_keep_their_variable_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every tuning parameter is read from the HIVEMEM_* variable it had as a setting."""
+    for group in TUNING_GROUPS:
+        for name in group.model_fields:
+            assert name not in Settings.model_fields, name
+    monkeypatch.setenv("HIVEMEM_RESOLUTION_NEIGHBOURS", "0")
+    monkeypatch.setenv("HIVEMEM_VECTOR_PROBE_ROWS", "123")
+    monkeypatch.setenv("HIVEMEM_OPENSEARCH_REPLICAS", "0")
+    assert LifecycleTuning().resolution_neighbours == 0
+    assert SQLiteTuning().vector_probe_rows == 123
+    assert OpenSearchTuning().opensearch_replicas == 0
+
+
+def test_operator_settings_are_a_short_list() -> None:
+    assert len(Settings.model_fields) <= 40
 
 
 def test_bad_values_are_refused_with_the_field_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HIVEMEM_BM25_WEIGHT", "1.5")
     with pytest.raises(pydantic.ValidationError, match="bm25_weight"):
+        RecallParams()
+    monkeypatch.setenv("HIVEMEM_PORT", "0")
+    with pytest.raises(pydantic.ValidationError, match="port"):
         Settings()
 
 
@@ -40,7 +69,27 @@ def test_unknown_keys_in_toml_are_refused(tmp_path: Path, monkeypatch: pytest.Mo
     config = tmp_path / "hivemem.toml"
     config.write_text("no_such_setting = 1\n")
     monkeypatch.setenv("HIVEMEM_CONFIG", str(config))
-    with pytest.raises(pydantic.ValidationError, match="no_such_setting"):
+    with pytest.raises(ConfigError, match="no_such_setting is not an operator setting"):
+        Settings()
+
+
+def test_a_tuning_parameter_at_the_top_of_the_file_is_sent_to_its_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "hivemem.toml"
+    config.write_text("bm25_weight = 0.4\n")
+    monkeypatch.setenv("HIVEMEM_CONFIG", str(config))
+    with pytest.raises(ConfigError, match=r"bm25_weight .*\[tuning\] table"):
+        Settings()
+    config.write_text("[tuning]\nbm25_weight = 0.4\n")
+    assert RecallParams().bm25_weight == 0.4
+
+
+def test_a_config_file_that_is_not_toml_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "hivemem.toml"
+    config.write_text("port = = 1\n")
+    monkeypatch.setenv("HIVEMEM_CONFIG", str(config))
+    with pytest.raises(ConfigError, match="not TOML"):
         Settings()
 
 

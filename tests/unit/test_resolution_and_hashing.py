@@ -6,7 +6,7 @@ import pytest
 
 from hivemem.hashing import content_hash
 from hivemem.model import Memory, MemoryState, MemoryType, RelationType, Source, WriteOutcome, utcnow
-from hivemem.resolution import Neighbour, ResolutionPolicy, resolve, restored, snapshot
+from hivemem.resolution import EXACT_ONLY, Neighbour, ResolutionPolicy, resolve, restored, snapshot
 
 
 def _memory(memory_id: str, **kw: object) -> Memory:
@@ -210,13 +210,13 @@ def test_below_the_band_or_unrelated_or_archived_neighbours_store_a_new_memory()
     assert resolve(incoming, None, utcnow(), [Neighbour(old, 0.7)], POLICY).outcome is WriteOutcome.STORED
     archived = _said("arch", incoming.content, state=MemoryState.ARCHIVED)
     assert resolve(incoming, None, utcnow(), [Neighbour(archived, 0.99)], POLICY).outcome is WriteOutcome.STORED
-    exact_only = ResolutionPolicy(neighbours=0)
+    exact_only = EXACT_ONLY
     assert resolve(incoming, None, utcnow(), [Neighbour(old, 0.99)], exact_only).outcome is WriteOutcome.STORED
 
 
 def test_thresholds_out_of_order_are_refused() -> None:
     with pytest.raises(ValueError, match="contradiction_at"):
-        ResolutionPolicy(reinforce_at=0.6, contradiction_at=0.7)
+        ResolutionPolicy(neighbours=5, reinforce_at=0.6, contradiction_at=0.7)
 
 
 def test_events_imports_and_other_types_are_resolved_by_exact_content_only() -> None:
@@ -249,7 +249,7 @@ def test_a_new_memory_is_linked_similar_to_up_to_five_neighbours_from_cosine_040
     assert links == [("new", f"n{i}", RelationType.SIMILAR, round(0.62 - i * 0.04, 4)) for i in range(5)]
     below = [Neighbour(_said("far", "Far away."), 0.39)]
     assert resolve(incoming, None, utcnow(), below, POLICY).relations == ()
-    assert resolve(incoming, None, utcnow(), near, ResolutionPolicy(neighbours=0)).relations == ()
+    assert resolve(incoming, None, utcnow(), near, EXACT_ONLY).relations == ()
 
 
 def test_the_edges_a_caller_may_ask_for_are_every_relation_but_derived_from() -> None:

@@ -16,8 +16,10 @@ from workers.celery_app import build_celery
 from workers.queues import QUEUES, TASK_QUEUE, Task
 
 
-def test_delivery_is_at_least_once_json_only_and_routed_by_queue() -> None:
-    app = build_celery(Settings(broker_url="redis://127.0.0.1:1/0", broker_visibility_timeout_s=90, job_retries=7))
+def test_delivery_is_at_least_once_json_only_and_routed_by_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIVEMEM_BROKER_VISIBILITY_TIMEOUT_S", "90")
+    monkeypatch.setenv("HIVEMEM_JOB_RETRIES", "7")
+    app = build_celery(Settings(broker_url="redis://127.0.0.1:1/0"))
     conf = app.conf
     assert conf.task_serializer == "json" and conf.result_serializer == "json"
     assert list(conf.accept_content) == ["json"] and list(conf.result_accept_content) == ["json"]

@@ -15,7 +15,7 @@ from workers.documents.markdown import parse_markdown_text
 pytest.importorskip("pypdfium2", reason="the ingest extra is not installed")
 pytest.importorskip("fpdf", reason="fpdf2 (dev extra) makes the PDF fixtures")
 
-LIMITS = GuardLimits(max_bytes=1_000_000)
+LIMITS = GuardLimits(max_bytes=1_000_000, max_inflated_bytes=200 * 1024 * 1024)
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,12 @@ def test_a_docx_over_the_inflated_limit_is_refused_even_at_a_plausible_ratio(tmp
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
         archive.writestr("word/document.xml", b"x" * 200_000)
     with pytest.raises(DocumentError, match="inflate to"):
-        parse_document(path.read_bytes(), path.name, DocumentFormat.DOCX, GuardLimits(max_inflated_bytes=100_000))
+        parse_document(
+            path.read_bytes(),
+            path.name,
+            DocumentFormat.DOCX,
+            GuardLimits(max_bytes=1_000_000, max_inflated_bytes=100_000),
+        )
 
 
 def test_a_pdf_named_as_text_and_text_named_as_pdf(good: dict[str, Path]) -> None:

@@ -17,6 +17,7 @@ from hivemem.schemas import MemoryCreate, RecallRequest
 from workers import embed
 from workers.e5_package import E5_MODEL_ID
 from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, carried_model, load_embedder, packaged_model_path
+from workers.embed_tuning import EmbedTuning
 from workers.mpnet_package import MPNET_MODEL_ID
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
@@ -92,7 +93,7 @@ def test_load_embedder_picks_by_setting() -> None:
     assert load_embedder(Settings(embed_model="hash:32")).dimension == 32
     with pytest.raises(EmbeddingError, match="hash:DIM"):
         load_embedder(Settings(embed_model="hash:2"))
-    assert isinstance(load_embedder(Settings(embed_runtime="torch")), TransformersEmbedder)
+    assert isinstance(load_embedder(Settings(), EmbedTuning(embed_runtime="torch")), TransformersEmbedder)
 
 
 def test_missing_model_folder_is_a_clear_error(tmp_path: pytest.TempPathFactory) -> None:
@@ -106,7 +107,7 @@ def test_threads_bound_the_torch_threads_of_the_process() -> None:
 
     before = torch.get_num_threads()
     try:
-        embedder = load_embedder(Settings(embed_threads=1, embed_runtime="torch"))
+        embedder = load_embedder(Settings(embed_threads=1), EmbedTuning(embed_runtime="torch"))
         assert isinstance(embedder, TransformersEmbedder)
         embedder.load()
         assert torch.get_num_threads() == 1
@@ -119,7 +120,7 @@ def test_every_name_of_the_packaged_model_loads_the_package(name: str) -> None:
     """Its hub id (what a store records), its short name and its folder's path are one model, read
     from the package: no download, and no re-embedding of a store between them."""
     given = str(packaged_model_path()) if name == "packaged folder" else name
-    embedder = load_embedder(Settings(embed_model=given, embed_runtime="torch"))
+    embedder = load_embedder(Settings(embed_model=given), EmbedTuning(embed_runtime="torch"))
     assert isinstance(embedder, TransformersEmbedder)
     assert Path(embedder.source) == packaged_model_path() and embedder.model_id == PACKAGED_MODEL_ID
 
@@ -142,7 +143,7 @@ def test_a_carried_models_hub_id_means_the_package_only_while_it_is_installed(
 
 
 def test_a_store_of_the_default_model_is_served_offline_after_a_switch(
-    tmp_path: Path, model: TransformersEmbedder
+    tmp_path: Path, model: TransformersEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The store records the default's hub id; after a switch, recall serves those vectors with the
     model loaded from the package (there is no hub here) while the store moves to the new one."""
@@ -153,7 +154,8 @@ def test_a_store_of_the_default_model_is_served_offline_after_a_switch(
         assert written.store.embedding_model == PACKAGED_MODEL_ID
     finally:
         written.close()
-    switched = MemoryService.from_settings(Settings(data_dir=tmp_path, embed_model="hash:64", embed_runtime="torch"))
+    monkeypatch.setenv("HIVEMEM_EMBED_RUNTIME", "torch")
+    switched = MemoryService.from_settings(Settings(data_dir=tmp_path, embed_model="hash:64"))
     try:
         done = switched.wait_for_reembed(timeout_s=120)
         assert done.state == "done" and switched.store.embedding_model == "hash-64"

@@ -50,6 +50,12 @@ class _Site(BaseHTTPRequestHandler):
         pass
 
 
+def limits(**changes: object) -> FetchLimits:
+    """The fetch limits of a test: a megabyte, ten seconds, public addresses only, unless changed."""
+    given: dict[str, object] = {"max_bytes": 1_000_000, "timeout_s": 10.0, "allow_private": False}
+    return FetchLimits(**(given | changes))  # type: ignore[arg-type]
+
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[int]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
@@ -92,7 +98,7 @@ def site() -> Iterator[int]:
 )
 def test_private_and_reserved_addresses_are_refused_in_every_spelling(url: str) -> None:
     with pytest.raises(DocumentError, match="private or reserved address"):
-        fetch_url(url, FetchLimits())
+        fetch_url(url, limits())
 
 
 def test_a_6to4_address_of_a_public_ipv4_is_judged_as_that_address() -> None:
@@ -114,11 +120,11 @@ def test_a_6to4_address_of_a_public_ipv4_is_judged_as_that_address() -> None:
 )
 def test_other_bad_urls_are_refused(url: str, reason: str) -> None:
     with pytest.raises(DocumentError, match=reason):
-        fetch_url(url, FetchLimits())
+        fetch_url(url, limits())
 
 
 def test_a_page_is_fetched_when_private_addresses_are_allowed(site: int) -> None:
-    document = fetch_url(f"http://127.0.0.1:{site}/page", FetchLimits(allow_private=True))
+    document = fetch_url(f"http://127.0.0.1:{site}/page", limits(allow_private=True))
     assert document.data == PAGE and document.format is DocumentFormat.HTML
     assert document.uri == f"http://127.0.0.1:{site}/page"
 
@@ -127,7 +133,7 @@ def test_every_redirect_hop_is_checked_again(site: int, monkeypatch: pytest.Monk
     # Only 127.0.0.2 counts as private here, so the first hop (127.0.0.1) passes and the second must not.
     monkeypatch.setattr(fetch, "_refused", lambda address: str(address) == "127.0.0.2")
     with pytest.raises(DocumentError, match=r"127\.0\.0\.2"):
-        fetch_url(f"http://127.0.0.1:{site}/hop", FetchLimits())
+        fetch_url(f"http://127.0.0.1:{site}/hop", limits())
 
 
 def test_the_connection_goes_to_the_address_that_was_checked(site: int, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,7 +153,7 @@ def test_the_connection_goes_to_the_address_that_was_checked(site: int, monkeypa
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
     monkeypatch.setattr(fetch, "_refused", lambda address: False)
     _Site.hosts.clear()
-    document = fetch_url(f"http://wiki.rebind.test:{site}/page", FetchLimits())
+    document = fetch_url(f"http://wiki.rebind.test:{site}/page", limits())
     assert document.data == PAGE
     assert _Site.hosts == [f"wiki.rebind.test:{site}"]
     assert lookups == ["wiki.rebind.test"]
@@ -159,7 +165,7 @@ def test_the_connection_goes_to_the_address_that_was_checked(site: int, monkeypa
 )
 def test_type_size_and_status_limits(site: int, path: str, reason: str) -> None:
     with pytest.raises(DocumentError, match=reason):
-        fetch_url(f"http://127.0.0.1:{site}{path}", FetchLimits(allow_private=True, max_bytes=1_000_000))
+        fetch_url(f"http://127.0.0.1:{site}{path}", limits(allow_private=True, max_bytes=1_000_000))
 
 
 def test_an_unreachable_url_is_a_clear_error() -> None:
@@ -167,4 +173,4 @@ def test_an_unreachable_url_is_a_clear_error() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(DocumentError, match="cannot fetch"):
-        fetch_url(f"http://127.0.0.1:{port}/", FetchLimits(allow_private=True, timeout_s=5))
+        fetch_url(f"http://127.0.0.1:{port}/", limits(allow_private=True, timeout_s=5))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from hivemem.hashing import content_hash
 from hivemem.model import Link, Memory, MemoryState, MemoryType, RelationType, new_memory_id
 from search import SearchFilter, Store, open_store
 from workers import jobs
-from workers.lifecycle import SleepPolicy, last_sleep, sleep_due
+from workers.lifecycle import last_sleep, sleep_due, sleep_policy
 from workers.sleep_timer import SleepTimer
 
 NOW = datetime(2026, 8, 3, 12, 0, tzinfo=UTC)
@@ -50,12 +51,12 @@ def test_sleep_runs_only_for_the_scopes_that_are_due(store: Store, embedder: Has
     for scope in ("team/a", "team/b"):
         for text in TWINS:
             write(store, embedder, scope, text)
-    first = sleep_due(store, embedder, NOW, SleepPolicy(), timedelta(hours=24))
+    first = sleep_due(store, embedder, NOW, sleep_policy(), timedelta(hours=24))
     assert sorted((r.scope, len(r.consolidations)) for r in first) == [("team/a", 1), ("team/b", 1)]
     assert last_sleep(store, "team/a") == NOW
     # Within the interval nothing runs; once it has passed, the scope is looked at again.
-    assert sleep_due(store, embedder, NOW + timedelta(hours=23), SleepPolicy(), timedelta(hours=24)) == []
-    later = sleep_due(store, embedder, NOW + timedelta(hours=25), SleepPolicy(), timedelta(hours=24))
+    assert sleep_due(store, embedder, NOW + timedelta(hours=23), sleep_policy(), timedelta(hours=24)) == []
+    later = sleep_due(store, embedder, NOW + timedelta(hours=25), sleep_policy(), timedelta(hours=24))
     assert sorted(r.scope for r in later) == ["team/a", "team/b"]
     assert all(r.consolidations == () for r in later)  # the sources are consolidated already
 
@@ -64,14 +65,14 @@ def test_goals_conversations_and_old_memories_are_not_slept(store: Store, embedd
     for text in TWINS:
         write(store, embedder, "team/a", text, memory_type=MemoryType.CONVERSATION)
         write(store, embedder, "team/a", "Goal: " + text, memory_type=MemoryType.GOAL)
-    (report,) = sleep_due(store, embedder, NOW, SleepPolicy(), timedelta(hours=24))
+    (report,) = sleep_due(store, embedder, NOW, sleep_policy(), timedelta(hours=24))
     assert report.candidates == 0 and report.consolidations == ()
     old_scope = "team/old"
     for text in TWINS:
         write(store, embedder, old_scope, text)
     (late,) = [
         r
-        for r in sleep_due(store, embedder, NOW + timedelta(days=8), SleepPolicy(), timedelta(0))
+        for r in sleep_due(store, embedder, NOW + timedelta(days=8), sleep_policy(), timedelta(0))
         if r.scope == old_scope
     ]
     assert late.candidates == 0  # older than the 7-day window
@@ -80,7 +81,9 @@ def test_goals_conversations_and_old_memories_are_not_slept(store: Store, embedd
 def test_the_embedded_timer_sleeps_in_the_background_and_stops(store: Store, embedder: HashEmbedder) -> None:
     for text in TWINS:
         write(store, embedder, "team/a", text)
-    timer = SleepTimer(store, embedder, SleepPolicy(window_days=3650), timedelta(hours=24), startup_delay_s=0)
+    timer = SleepTimer(
+        store, embedder, replace(sleep_policy(), window_days=3650), timedelta(hours=24), startup_delay_s=0
+    )
     timer.start()
     deadline = time.monotonic() + 300
     while timer.passes < 1:  # the condition itself: one check completed

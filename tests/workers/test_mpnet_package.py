@@ -20,6 +20,7 @@ from hivemem.config import Settings
 from hivemem.errors import EmbeddingError
 from tests.rerank_models import tiny_bert
 from workers.embed import TransformersEmbedder, load_embedder
+from workers.embed_tuning import EmbedTuning
 from workers.mpnet_package import (
     MPNET_MODEL_ID,
     mpnet_folder,
@@ -167,5 +168,7 @@ def test_the_real_model_embeds_by_meaning(real_mpnet: TransformersEmbedder) -> N
 def test_the_short_name_loads_the_packaged_model(tmp_path: Path) -> None:
     if not mpnet_installed():
         pytest.skip("the all-mpnet-base-v2 packages are not installed")
-    embedder = load_embedder(Settings(embed_model="all-mpnet-base-v2", data_dir=tmp_path, embed_runtime="torch"))
+    embedder = load_embedder(
+        Settings(embed_model="all-mpnet-base-v2", data_dir=tmp_path), EmbedTuning(embed_runtime="torch")
+    )
     assert embedder.model_id == MPNET_MODEL_ID and embedder.dimension == 768

@@ -17,6 +17,7 @@ from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import EmbeddingError
 from tests.workers.counted import counted
 from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, load_embedder, packaged_model_path
+from workers.embed_tuning import EmbedTuning
 from workers.onnx_embed import BATCH_TOKENS_AT, OnnxEmbedder, _rows_that_fit
 from workers.onnx_export import exported_model
 
@@ -94,12 +95,12 @@ def test_processes_starting_at_once_export_the_model_once(tmp_path: Path, monkey
 
 def test_the_runtime_is_chosen_by_setting(tmp_path: Path) -> None:
     assert isinstance(load_embedder(Settings(model_cache_dir=tmp_path)), OnnxEmbedder)
-    assert isinstance(load_embedder(Settings(embed_runtime="torch")), TransformersEmbedder)
+    assert isinstance(load_embedder(Settings(), EmbedTuning(embed_runtime="torch")), TransformersEmbedder)
     assert isinstance(load_embedder(Settings(embed_device="cuda")), TransformersEmbedder)  # auto: torch on a GPU
     with pytest.raises(EmbeddingError, match="runs on the CPU"):
-        load_embedder(Settings(embed_runtime="onnx", embed_device="cuda"))
+        load_embedder(Settings(embed_device="cuda"), EmbedTuning(embed_runtime="onnx"))
     with pytest.raises(EmbeddingError, match="needs a model folder"):
-        load_embedder(Settings(embed_runtime="onnx", embed_model="some-org/some-model"))
+        load_embedder(Settings(embed_model="some-org/some-model"), EmbedTuning(embed_runtime="onnx"))
     # A hub id is torch's to download, where the network allows.
     assert isinstance(load_embedder(Settings(embed_model="some-org/some-model")), TransformersEmbedder)
 

@@ -24,6 +24,7 @@ from workers.embed import (
     packaged_model_path,
     vectors_made_by,
 )
+from workers.embed_tuning import EmbedTuning
 from workers.onnx_embed import OnnxEmbedder
 from workers.onnx_export import exported_model
 from workers.onnx_int8 import int8_model_file
@@ -132,12 +133,12 @@ def test_the_setting_picks_the_weights(tmp_path: Path) -> None:
     default = load_embedder(Settings(model_cache_dir=tmp_path))
     assert isinstance(default, OnnxEmbedder)
     assert vectors_made_by(default) == PACKAGED_MODEL_ID and default.weights == "float32"
-    eight_bit = load_embedder(Settings(model_cache_dir=tmp_path, embed_weights="int8"))
+    eight_bit = load_embedder(Settings(model_cache_dir=tmp_path), EmbedTuning(embed_weights="int8"))
     assert isinstance(eight_bit, OnnxEmbedder)
     assert vectors_made_by(eight_bit) == f"{PACKAGED_MODEL_ID}:int8" and eight_bit.weights == "int8"
     assert eight_bit.model_id == default.model_id  # the same model's vectors: nothing re-embeds
     with pytest.raises(ValidationError, match="embed_weights"):
-        Settings(embed_weights="int4")  # type: ignore[arg-type]
+        EmbedTuning(embed_weights="int4")  # type: ignore[arg-type]
 
 
 def test_making_the_copy_leaves_the_process_logging_as_it_was(tmp_path: Path) -> None:

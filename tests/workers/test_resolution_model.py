@@ -16,6 +16,7 @@ from hivemem.model import RelationType, WriteOutcome
 from hivemem.schemas import MemorizeResult, MemoryCreate, RecallRequest
 from tests.opensearch_backend import OpenSearchBackend, opensearch_backend, spec_validator
 from workers.embed import load_embedder
+from workers.embed_tuning import EmbedTuning
 
 __all__ = ["opensearch_backend", "spec_validator"]  # fixtures, imported for pytest
 
@@ -35,22 +36,19 @@ def contradiction_cosine() -> float:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("opensearch", marks=pytest.mark.opensearch)])
-def service(request: pytest.FixtureRequest, tmp_path: Path, contradiction_cosine: float) -> Iterator[MemoryService]:
-    settings = Settings(
-        store_url=f"sqlite:///{tmp_path / 'hive.db'}",
-        data_dir=str(tmp_path),
-        broker_url="",
-        resolution_neighbours=5,
-        resolution_contradiction_cosine=contradiction_cosine,
-        opensearch_replicas=0,
-    )
+def service(
+    request: pytest.FixtureRequest, tmp_path: Path, contradiction_cosine: float, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[MemoryService]:
+    monkeypatch.setenv("HIVEMEM_RESOLUTION_NEIGHBOURS", "5")
+    monkeypatch.setenv("HIVEMEM_RESOLUTION_CONTRADICTION_COSINE", str(contradiction_cosine))
+    settings = Settings(store_url=f"sqlite:///{tmp_path / 'hive.db'}", data_dir=str(tmp_path), broker_url="")
     if request.param == "sqlite":
         memory_service = MemoryService.from_settings(settings)
     else:
         # osmem-server has no k-NN: the exact stand-in answers the store's k-NN searches (a real
         # cluster, HIVEMEM_TEST_OPENSEARCH_URL, answers them itself).
         backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
-        embedder = QueuedEmbedder(load_embedder(settings), max_batch=settings.embed_batch_size)
+        embedder = QueuedEmbedder(load_embedder(settings), max_batch=EmbedTuning().embed_batch_size)
         validator = request.getfixturevalue("spec_validator")
         store = backend.open(embedder, settings, validator, exact_knn=True)  # type: ignore[arg-type]
         memory_service = MemoryService(settings, store, embedder)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 from hivemem.embedding import HashEmbedder
 from hivemem.model import MemoryState
 from search import SearchFilter, Store, open_store
-from workers.lifecycle import SleepPolicy, last_sleep
+from workers.lifecycle import last_sleep, sleep_policy
 from workers.sleep_lock import sleep_lock
 from workers.sleep_timer import SleepTimer
 
@@ -91,7 +92,7 @@ def test_a_timer_leaves_the_store_to_the_process_sleeping_it(
 ) -> None:
     for text in TWINS:
         write(store, embedder, "team/a", text)
-    policy, day = SleepPolicy(window_days=3650), timedelta(hours=24)
+    policy, day = replace(sleep_policy(), window_days=3650), timedelta(hours=24)
     every = SearchFilter(scopes=["team/a"], states=tuple(MemoryState))
     with sleep_lock(tmp_path, wait=False) as held:
         assert held

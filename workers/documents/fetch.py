@@ -37,12 +37,12 @@ _ACCEPTED_TYPES = (
 
 @dataclass(frozen=True, slots=True)
 class FetchLimits:
-    """How far a fetch may go."""
+    """How far a fetch may go. The configured one: ``workers.documents.sources.fetch_limits``."""
 
-    max_bytes: int = 50 * 1024 * 1024
-    timeout_s: float = 20.0
+    max_bytes: int
+    timeout_s: float
+    allow_private: bool
     max_redirects: int = 5
-    allow_private: bool = False
 
 
 # IPv6 forms that carry an IPv4 address a gateway or the host's stack may reach: NAT64's well-known

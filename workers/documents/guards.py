@@ -42,10 +42,11 @@ _SNIFF_BYTES = 8192
 
 @dataclass(frozen=True, slots=True)
 class GuardLimits:
-    """How much a document may hold: its bytes, and (zip containers) what its entries inflate to."""
+    """How much a document may hold: its bytes, and (zip containers) what its entries inflate to.
+    The configured ones: ``workers.knowledge_jobs.guard_limits``."""
 
-    max_bytes: int = 50 * 1024 * 1024
-    max_inflated_bytes: int = 200 * 1024 * 1024
+    max_bytes: int
+    max_inflated_bytes: int
     max_ratio: float = 100.0
     max_entries: int = 10_000
 

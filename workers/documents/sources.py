@@ -19,6 +19,7 @@ from hivemem.config import Settings
 from hivemem.errors import DocumentAccessDenied, DocumentError, DocumentNotFoundError
 from hivemem.knowledge import Document
 from workers.documents.fetch import FetchLimits, fetch_url
+from workers.knowledge_tuning import KnowledgeTuning
 
 __all__ = ["KEY_PREFIX", "STORED_PREFIXES", "FileAccess", "fetch_limits", "is_url", "key_uri", "read_source"]
 
@@ -101,7 +102,7 @@ def fetch_limits(settings: Settings) -> FetchLimits:
     """The URL fetch limits as configured."""
     return FetchLimits(
         max_bytes=settings.knowledge_max_document_bytes,
-        timeout_s=settings.knowledge_url_timeout_s,
+        timeout_s=KnowledgeTuning().knowledge_url_timeout_s,
         allow_private=settings.knowledge_allow_private_urls,
     )
 
