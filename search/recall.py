@@ -41,7 +41,7 @@ from hivemem.model import FusionMethod, Hit, Memory, MemoryState, RelationType, 
 from hivemem.observe import NO_OBSERVER, Observer
 from hivemem.rerank import Reranked, Reranker, RerankOutcome, rerank_order, wanted
 from hivemem.thread_context import context_leg, thread_lift
-from hivemem.time_window import dates_in, question_date
+from hivemem.time_window import DatePattern, dates_in, question_date
 from search.base import (
     FusesNatively,
     KeepsSecondVectors,
@@ -89,6 +89,53 @@ class _Rescored(NamedTuple):
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
+
+
+class _Evidence(NamedTuple):
+    """What ``explain`` reports beside a hit's own factors: its legs, first-stage rank and rerank."""
+
+    by_leg: Mapping[str, Fused]
+    first_rank: Mapping[str, int]
+    reranked: Mapping[str, Reranked]
+    outcome: RerankOutcome
+    named: DatePattern | None
+
+
+def _explained(
+    r: _Rescored,
+    thread_best: float | None,
+    *,
+    superseded: bool,
+    folded: bool,
+    evidence: _Evidence,
+    params: RecallParams,
+) -> dict[str, float | int | str | None]:
+    """Every stage's part in one hit's score (``explain: true``)."""
+    f = r.fused
+    first = evidence.by_leg.get(f.id)
+    ranks, raw = (first.ranks, first.leg_scores) if first is not None else ({}, {})
+    stage = evidence.reranked.get(f.id)
+    return {
+        "relevance": round(f.score, 6),
+        "fused_rank": evidence.first_rank.get(f.id),
+        "bm25_rank": ranks.get(_BM25),
+        "bm25_score": _rounded(raw.get(_BM25)),
+        "knn_rank": ranks.get(_DENSE),
+        "knn_score": _rounded(raw.get(_DENSE)),
+        "knn2_rank": ranks.get(_SECOND),
+        "knn2_score": _rounded(raw.get(_SECOND)),
+        "context_rank": ranks.get(_CONTEXT),
+        "context_score": _rounded(raw.get(_CONTEXT)),
+        "rerank": evidence.outcome.value,
+        "rerank_rank": None if stage is None else stage.rerank_rank,
+        "rerank_score": None if stage is None else _rounded(stage.rerank_score),
+        "strength": round(r.alive, 6),
+        "trust": r.trust,
+        "superseded": params.superseded_factor if superseded else 1.0,
+        "consolidated": params.consolidated_factor if folded else 1.0,
+        "time": None if evidence.named is None else (1 + params.time_boost if r.timely else 1.0),
+        "thread_best": _rounded(thread_best),
+    }
 
 
 def leg_weights(params: RecallParams, legs: Mapping[str, Sequence[Candidate]]) -> dict[str, float]:
@@ -334,35 +381,65 @@ class Recaller:
         now: datetime,
         min_relevance: float = 0.0,
     ) -> list[Hit]:
-        """The best ``limit`` memories for ``queries`` inside ``where``, best first."""
+        """The best ``limit`` memories for ``queries`` inside ``where``, best first.
+
+        The stages, in order: the legs of each query, fusion across queries, the shortlist (behind
+        the gate); then rerank, rescoring (decay, trust, time), weighing (thread lift, superseded and
+        consolidated factors, explain), and the order. A new stage is one method and one line here.
+        """
         if not queries:
             return []
         clock = time.perf_counter()
         # The first stage runs behind the gate; the rerank stage, which may wait on a remote pool, does not.
         with admitted(self.gate):
             clock = self._lap("admission", clock)
-            vectors: _Vectors = [None] * len(queries)
-            if self.params.retrieval_mode in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
-                vectors = _query_vectors(self._embedder, queries)
-            per_query = self._per_query(queries, vectors, where, self._second_vectors(queries))
-            if len(per_query) == 1:
-                fused = per_query[0]
-            else:
-                lists = {f"q{i}": [Candidate(f.id, f.score) for f in fl] for i, fl in enumerate(per_query)}
-                fused = self._fuse(lists, dict.fromkeys(lists, 1.0))
+            per_query = self._each_query(queries, where)
+            fused = self._across_queries(per_query)
             clock = self._lap("legs", clock)
-            # Rescoring can lift a candidate a few places, so look a little past the limit.
-            shortlist = fused[: max(limit * 3, 30, self.params.rerank.top_n if self.reranker else 0)]
-            memories = {m.id: m for m in self._store.get_many([f.id for f in shortlist], vectors=False)}
+            shortlist, memories = self._shortlist(fused, limit)
             clock = self._lap("fetch", clock)
         first_rank = {f.id: rank for rank, f in enumerate(shortlist, start=1)}
         shortlist, reranked, outcome = self._rerank(queries[0], shortlist, memories)
         clock = self._lap("rerank", clock)
         self.observer.rerank(outcome.value)
+        named = question_date(queries[0]) if self.params.time_boost > 0 else None
+        rescored = self._rescored(shortlist, memories, named, now)
         # Per-leg ranks and scores exist for one query; several are fused again from their fusions.
         by_leg = {f.id: f for f in per_query[0]} if len(per_query) == 1 else {}
+        evidence = _Evidence(by_leg, first_rank, reranked, outcome, named)
+        hits = self._weighed(rescored, evidence, now, min_relevance)
+        hits = self._below_their_replacements(hits, now)
+        # At equal scores what is still valid comes first.
+        hits.sort(key=lambda h: (-h.score, h.memory.superseded_at(now), h.memory.id))
+        self._lap("score", clock)
+        return hits[:limit]
+
+    def _each_query(self, queries: Sequence[str], where: SearchFilter) -> list[list[Fused]]:
+        """Each query's legs (BM25, vectors, context, a second model), fused per query."""
+        vectors: _Vectors = [None] * len(queries)
+        if self.params.retrieval_mode in (RetrievalMode.HYBRID, RetrievalMode.DENSE):
+            vectors = _query_vectors(self._embedder, queries)
+        return self._per_query(queries, vectors, where, self._second_vectors(queries))
+
+    def _across_queries(self, per_query: list[list[Fused]]) -> list[Fused]:
+        """Several queries' fused lists, fused again with equal weights; one query's as it is."""
+        if len(per_query) == 1:
+            return per_query[0]
+        lists = {f"q{i}": [Candidate(f.id, f.score) for f in fl] for i, fl in enumerate(per_query)}
+        return self._fuse(lists, dict.fromkeys(lists, 1.0))
+
+    def _shortlist(self, fused: list[Fused], limit: int) -> tuple[list[Fused], dict[str, Memory]]:
+        """The head of ``fused`` that the later stages read, and its memories (without vectors)."""
+        # Rescoring can lift a candidate a few places, so look a little past the limit.
+        shortlist = fused[: max(limit * 3, 30, self.params.rerank.top_n if self.reranker else 0)]
+        return shortlist, {m.id: m for m in self._store.get_many([f.id for f in shortlist], vectors=False)}
+
+    def _rescored(
+        self, shortlist: list[Fused], memories: Mapping[str, Memory], named: DatePattern | None, now: datetime
+    ) -> list[_Rescored]:
+        """Each shortlisted memory's relevance moved by its decayed strength, scaled by trust, and
+        lifted when the question names a date its text (or its creation day) fits."""
         p = self.params
-        named = question_date(queries[0]) if p.time_boost > 0 else None
         rescored: list[_Rescored] = []
         for f in shortlist:
             memory = memories.get(f.id)
@@ -371,60 +448,39 @@ class Recaller:
             alive = strength(memory, now, base_half_life_days=p.decay_half_life_days, access_boost=p.access_boost)
             trust = trust_factor(memory.source, agent_inferred=p.trust_agent_inferred, imported=p.trust_imported)
             score = rescore(f.score, alive, trust, decay_weight=p.decay_weight)
-            # The question names a date: what is dated then comes first.
             timely = named is not None and named.fits_any(dates_in(memory.content) or [memory.created_at.date()])
             if timely:
                 score *= 1 + p.time_boost
             rescored.append(_Rescored(f, memory, alive, trust, timely, score))
-        # The thread lift (hivemem.thread_context): toward the best of the memory's thread on the shortlist.
+        return rescored
+
+    def _weighed(
+        self, rescored: list[_Rescored], evidence: _Evidence, now: datetime, min_relevance: float
+    ) -> list[Hit]:
+        """The thread lift (:mod:`hivemem.thread_context`: toward the best of the memory's thread on
+        the shortlist), then the factors of superseded and consolidated memories; what falls under
+        ``min_relevance`` is dropped, the rest explained."""
+        p = self.params
         lifted = thread_lift(
             {r.memory.id: r.score for r in rescored},
             {r.memory.id: (r.memory.scope, r.memory.thread) for r in rescored if r.memory.thread},
             p.thread_weight,
         )
         hits: list[Hit] = []
-        for f, memory, alive, trust, timely, score in rescored:
-            score, best = lifted.get(memory.id, (score, None))
+        for r in rescored:
+            score, best = lifted.get(r.memory.id, (r.score, None))
             # Superseded (no longer valid): still found, ranked below what replaced it, however its thread scores.
-            superseded = memory.superseded_at(now)
+            superseded = r.memory.superseded_at(now)
             if superseded:
                 score *= p.superseded_factor
             # A consolidated source: its parent holds what it says, and is what recall should show.
-            folded = memory.state is MemoryState.CONSOLIDATED
+            folded = r.memory.state is MemoryState.CONSOLIDATED
             if folded:
                 score *= p.consolidated_factor
-            if score < min_relevance:
-                continue
-            first = by_leg.get(f.id)
-            ranks, raw = (first.ranks, first.leg_scores) if first is not None else ({}, {})
-            stage = reranked.get(f.id)
-            explain: dict[str, float | int | str | None] = {
-                "relevance": round(f.score, 6),
-                "fused_rank": first_rank.get(f.id),
-                "bm25_rank": ranks.get(_BM25),
-                "bm25_score": _rounded(raw.get(_BM25)),
-                "knn_rank": ranks.get(_DENSE),
-                "knn_score": _rounded(raw.get(_DENSE)),
-                "knn2_rank": ranks.get(_SECOND),
-                "knn2_score": _rounded(raw.get(_SECOND)),
-                "context_rank": ranks.get(_CONTEXT),
-                "context_score": _rounded(raw.get(_CONTEXT)),
-                "rerank": outcome.value,
-                "rerank_rank": None if stage is None else stage.rerank_rank,
-                "rerank_score": None if stage is None else _rounded(stage.rerank_score),
-                "strength": round(alive, 6),
-                "trust": trust,
-                "superseded": p.superseded_factor if superseded else 1.0,
-                "consolidated": p.consolidated_factor if folded else 1.0,
-                "time": None if named is None else (1 + p.time_boost if timely else 1.0),
-                "thread_best": _rounded(best),
-            }
-            hits.append(Hit(memory=memory, score=score, explain=explain))
-        hits = self._below_their_replacements(hits, now)
-        # At equal scores what is still valid comes first.
-        hits.sort(key=lambda h: (-h.score, h.memory.superseded_at(now), h.memory.id))
-        self._lap("score", clock)
-        return hits[:limit]
+            if score >= min_relevance:
+                explain = _explained(r, best, superseded=superseded, folded=folded, evidence=evidence, params=p)
+                hits.append(Hit(memory=r.memory, score=score, explain=explain))
+        return hits
 
     def _below_their_replacements(self, hits: list[Hit], now: datetime) -> list[Hit]:
         """A superseded memory found with what replaced it scores no higher than that: x0.1 alone
