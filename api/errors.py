@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
 from api.services.memories import FORGET_NEEDS_CONFIRM
+from hivemem.answers import ErrorBody, describe_errors, error_message
 from hivemem.errors import (
     AuditNotFoundError,
     AuthenticationError,
@@ -43,7 +44,6 @@ from hivemem.errors import (
     UndoRefused,
     ValidationError,
 )
-from hivemem.schemas import ErrorBody, describe_errors, error_message
 
 __all__ = ["ERROR_RESPONSES", "install_handlers", "status_of", "tool_error"]
 

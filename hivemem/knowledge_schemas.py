@@ -11,8 +11,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
+from hivemem.answers import JobPublic
 from hivemem.knowledge import DocumentFormat, KnowledgeSource
-from hivemem.schemas import JobPublic, QueryText, ScopeName, _TextRule, _whole_number
+from hivemem.schemas import QueryText, ScopeName, _TextRule, _whole_number
 
 __all__ = [
     "ChunkCitation",

@@ -8,9 +8,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, model_validator
 
+from hivemem.answers import MemoryPublic
 from hivemem.errors import ValidationError
 from hivemem.limits import DEFAULT_LIMITS
-from hivemem.schemas import Content, MemoryPublic, Tag, Timestamp, Title
+from hivemem.schemas import Content, Tag, Timestamp, Title
 
 __all__ = [
     "CURSOR_PATTERN",

@@ -488,7 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a reader that went away shows here, where it is handled, not at exit
         return code
     except pydantic.ValidationError as exc:
-        from hivemem.schemas import describe_errors
+        from hivemem.answers import describe_errors
 
         print(f"error: {describe_errors(exc.errors())}", file=sys.stderr)  # type: ignore[arg-type]
         return 2

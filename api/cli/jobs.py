@@ -61,8 +61,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _from_board(args: argparse.Namespace, broker_url: str) -> list[dict[str, Any]]:
+    from hivemem.answers import JobPublic
     from hivemem.jobs import JobState
-    from hivemem.schemas import JobPublic
     from workers.job_board import RedisJobBoard
 
     board = RedisJobBoard.from_url(broker_url)

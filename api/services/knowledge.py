@@ -26,6 +26,7 @@ from api.services.caller import Caller
 from api.services.pattern_budget import compile_pattern
 from hivemem.access import Role
 from hivemem.admission import FairGate, search_gate_for
+from hivemem.answers import JobPublic
 from hivemem.config import Settings
 from hivemem.embedding import Embedder, release_work_memory
 from hivemem.errors import (
@@ -63,7 +64,6 @@ from hivemem.knowledge_schemas import (
 )
 from hivemem.model import utcnow
 from hivemem.read_write_lock import ReadWriteLock
-from hivemem.schemas import JobPublic
 from search.base import ChunkFilter, Store
 from search.knowledge_recall import KnowledgeSearcher
 from search.recall import RecallParams

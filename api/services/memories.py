@@ -24,6 +24,26 @@ from api.services.caller import Caller
 from api.services.undo import undo
 from hivemem.access import Role
 from hivemem.admission import search_gate_for
+from hivemem.answers import (
+    ArchivedPublic,
+    AuditPublic,
+    BulkMemorizeResult,
+    ClosedGoalPublic,
+    ConsolidationPublic,
+    DeadLetterPublic,
+    FeatureStatus,
+    HandoffPublic,
+    JobPublic,
+    MemorizeAccepted,
+    MemorizeResult,
+    MemoryPublic,
+    MemoryStatus,
+    RecallResponse,
+    RecallResult,
+    RelatedResult,
+    SleepResult,
+    UndoResult,
+)
 from hivemem.audit import AuditQuery
 from hivemem.audit_schemas import AuditRequest
 from hivemem.config import Settings
@@ -62,32 +82,7 @@ from hivemem.model import (
 )
 from hivemem.read_write_lock import ReadWriteLock
 from hivemem.rerank import Reranker
-from hivemem.schemas import (
-    MAX_CONTENT_CHARS,
-    ArchivedPublic,
-    AuditPublic,
-    BulkMemorizeResult,
-    ClosedGoalPublic,
-    ConsolidationPublic,
-    DeadLetterPublic,
-    FeatureStatus,
-    HandoffPublic,
-    HandoffSave,
-    JobPublic,
-    MemorizeAccepted,
-    MemorizeResult,
-    MemoryCreate,
-    MemoryPublic,
-    MemoryStatus,
-    PromoteRequest,
-    RecallRequest,
-    RecallResponse,
-    RecallResult,
-    RelatedResult,
-    SleepRequest,
-    SleepResult,
-    UndoResult,
-)
+from hivemem.schemas import MAX_CONTENT_CHARS, HandoffSave, MemoryCreate, PromoteRequest, RecallRequest, SleepRequest
 from hivemem.tickets import Ticket
 from hivemem.write_said import write_said
 from search import SearchFilter, Store, open_store, recorded_embedding

@@ -10,12 +10,12 @@ from typing import Protocol
 
 from api.services.caller import Caller
 from hivemem.access import Role
+from hivemem.answers import MemoryPublic
 from hivemem.embedding import Embedder
 from hivemem.errors import ValidationError
 from hivemem.hashing import content_hash
 from hivemem.listing_schemas import MAX_PAGE, MemoryPage, MemoryUpdate, ScopeStats, decode_cursor, encode_cursor
 from hivemem.model import AuditEvent, DuplicatePolicy, MemoryState, MemoryType, utcnow
-from hivemem.schemas import MemoryPublic
 from search.base import KnowledgeStore, MemoryStore, PageMark, RelationStore, SearchFilter
 
 __all__ = ["Operators"]

@@ -30,8 +30,9 @@ from api.services.caller import Caller
 from api.services.memories import MemoryService
 from bench.suite.data_files import json_lines, reading
 from bench.suite.variants import latency_ms
+from hivemem.answers import MemorizeResult
 from hivemem.config import Settings
-from hivemem.schemas import MemorizeResult, MemoryCreate
+from hivemem.schemas import MemoryCreate
 from workers.lifecycle_tuning import LifecycleTuning
 
 __all__ = ["RIGHT", "run_resolution"]

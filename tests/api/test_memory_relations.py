@@ -9,9 +9,10 @@ import pytest
 
 from api.services.caller import Caller
 from api.services.memories import MemoryService
+from hivemem.answers import MemorizeResult
 from hivemem.config import Settings
 from hivemem.model import Relation, RelationType
-from hivemem.schemas import MemorizeResult, MemoryCreate, RecallRequest
+from hivemem.schemas import MemoryCreate, RecallRequest
 
 
 @pytest.fixture

@@ -15,10 +15,11 @@ import pytest
 
 from api.services.caller import Caller
 from api.services.memories import MemoryService
+from hivemem.answers import RecallResult
 from hivemem.config import Settings
 from hivemem.errors import RerankLateError
 from hivemem.rerank import Reranker, RerankGate
-from hivemem.schemas import MemoryCreate, RecallRequest, RecallResult
+from hivemem.schemas import MemoryCreate, RecallRequest
 
 SCOPE = "github.com/acme/api"
 CALLER = Caller(default_scope=SCOPE)

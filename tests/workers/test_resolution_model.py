@@ -10,10 +10,11 @@ import pytest
 
 from api.services.caller import Caller
 from api.services.memories import MemoryService
+from hivemem.answers import MemorizeResult
 from hivemem.config import Settings
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.model import RelationType, WriteOutcome
-from hivemem.schemas import MemorizeResult, MemoryCreate, RecallRequest
+from hivemem.schemas import MemoryCreate, RecallRequest
 from tests.opensearch_backend import OpenSearchBackend, opensearch_backend, spec_validator
 from workers.embed import load_embedder
 from workers.embed_tuning import EmbedTuning

@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.http.deps import CallerDep, ServiceDep
+from hivemem.answers import DeadLetterPublic, JobPublic
 from hivemem.jobs import JobState
-from hivemem.schemas import DeadLetterPublic, JobPublic
 
 __all__ = ["router"]
 

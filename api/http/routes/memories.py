@@ -11,28 +11,30 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel
 
 from api.http.deps import CallerDep, ServiceDep
-from hivemem.audit import AuditAction
-from hivemem.audit_schemas import MAX_AUDIT_LIMIT, AuditRequest
-from hivemem.schemas import (
+from hivemem.answers import (
     AuditPublic,
-    BulkMemorizeRequest,
     BulkMemorizeResult,
     ConsolidationPublic,
     HandoffPublic,
-    HandoffSave,
     MemorizeAccepted,
     MemorizeResult,
-    MemoryCreate,
     MemoryPublic,
     MemoryStatus,
+    RecallResponse,
+    SleepResult,
+    UndoResult,
+)
+from hivemem.audit import AuditAction
+from hivemem.audit_schemas import MAX_AUDIT_LIMIT, AuditRequest
+from hivemem.schemas import (
+    BulkMemorizeRequest,
+    HandoffSave,
+    MemoryCreate,
     PromoteRequest,
     RecallRequest,
-    RecallResponse,
     RequestSchemas,
     ScopeName,
     SleepRequest,
-    SleepResult,
-    UndoResult,
 )
 
 __all__ = ["DATE_TIME", "ScopeQuery", "build_router"]

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query
 
 from api.http.deps import CallerDep, ServiceDep
 from api.http.routes.memories import DATE_TIME, ScopeQuery
+from hivemem.answers import MemoryPublic
 from hivemem.listing_schemas import CURSOR_PATTERN, MAX_PAGE, CreatedWindow, MemoryPage, MemoryUpdate, ScopeStats
 from hivemem.model import MemoryState, MemoryType
-from hivemem.schemas import MemoryPublic
 
 __all__ = ["router"]
 
