@@ -14,10 +14,11 @@ superseded or consolidated (a superseded memory found with what replaced it neve
 Recall never writes: access reinforcement is the caller's background job. With a gate
 (:mod:`hivemem.admission`), the first stage waits for a slot; the rerank stage runs outside it.
 
-Two optional store capabilities (:mod:`search.base`), used when a store has them: :class:`SearchesLegsTogether` (every
-leg of every query in one round trip, e.g. OpenSearch ``_msearch``; fusion still happens here, so
-rankings agree with the SQLite store) and :class:`FusesNatively` (an engine-side hybrid query whose
-pipeline does the same arithmetic, enabled by the store's own configuration).
+Two optional store capabilities (:mod:`search.capabilities`), used when a store has them:
+:class:`SearchesLegsTogether` (every leg of every query in one round trip, e.g. OpenSearch
+``_msearch``; fusion still happens here, so rankings agree with the SQLite store) and
+:class:`FusesNatively` (an engine-side hybrid query whose pipeline does the same arithmetic,
+enabled by the store's own configuration).
 """
 
 from __future__ import annotations
@@ -42,15 +43,8 @@ from hivemem.observe import NO_OBSERVER, Observer
 from hivemem.rerank import Reranked, Reranker, RerankOutcome, rerank_order, wanted
 from hivemem.thread_context import context_leg, thread_lift
 from hivemem.time_window import DatePattern, dates_in, question_date
-from search.base import (
-    FusesNatively,
-    KeepsSecondVectors,
-    LegQuery,
-    ScalesBM25,
-    SearchesLegsTogether,
-    SearchFilter,
-    Store,
-)
+from search.base import SearchFilter, Store
+from search.capabilities import FusesNatively, KeepsSecondVectors, LegQuery, ScalesBM25, SearchesLegsTogether
 from search.recall_params import RecallParams
 
 __all__ = ["RecallParams", "Recaller", "leg_weights"]

@@ -13,7 +13,8 @@ from datetime import datetime
 from hivemem.embedding import Embedder
 from hivemem.model import DuplicatePolicy, Memory, MemoryType
 from hivemem.resolution import EXACT_ONLY, Resolution, ResolutionPolicy, resolve
-from search.base import ResolvesByMeaning, Store
+from search.base import Store
+from search.capabilities import ResolvesByMeaning
 from workers.lifecycle import apply_links, supersede_earlier_progress
 from workers.lifecycle_tuning import LifecycleTuning
 from workers.spans import step

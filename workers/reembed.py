@@ -20,7 +20,8 @@ from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.jobs import Job, JobKind, new_job_id
 from hivemem.model import GLOBAL_SCOPE, AuditEvent
 from hivemem.read_write_lock import ReadWriteLock
-from search.base import ReEmbeds, RelationStore
+from search.base import RelationStore
+from search.capabilities import ReEmbeds
 from workers.job_board import JobBoard
 
 __all__ = ["BATCH", "ReEmbeddingStore", "Reembedding"]

@@ -21,7 +21,7 @@ import threading
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
-from search.base import KeepsSecondVectors
+from search.capabilities import KeepsSecondVectors
 
 __all__ = ["SecondLeg", "second_model_settings"]
 

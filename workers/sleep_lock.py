@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hivemem.errors import BrokerUnavailableError
-from search.base import SLEEP_LOCK_S
+from search.capabilities import SLEEP_LOCK_S
 
 if TYPE_CHECKING:
     import redis

@@ -105,7 +105,7 @@ def _second_model(settings: Settings, store: object) -> Check | None:
     vectors, and how many memories are still without one."""
     if not settings.second_embed_model.strip():
         return None
-    from search.base import KeepsSecondVectors
+    from search.capabilities import KeepsSecondVectors
     from workers.embed import load_embedder
     from workers.second_model import second_model_settings
 

@@ -86,7 +86,8 @@ from hivemem.schemas import MAX_CONTENT_CHARS, HandoffSave, MemoryCreate, Promot
 from hivemem.tickets import Ticket
 from hivemem.write_said import write_said
 from search import SearchFilter, Store, open_store, recorded_embedding
-from search.base import DEFAULT_STATES, KeepsSecondVectors, LeasesSleep, ReEmbeds, Warms
+from search.base import DEFAULT_STATES
+from search.capabilities import KeepsSecondVectors, LeasesSleep, ReEmbeds, Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.embed import load_embedder

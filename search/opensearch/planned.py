@@ -28,7 +28,8 @@ from hivemem.errors import StoreUnavailableError
 from hivemem.fusion import Candidate
 from hivemem.model import AuditEvent, Memory, Relation
 from hivemem.resolution import Neighbour, Resolution
-from search.base import PlanDecision, SearchFilter
+from search.base import SearchFilter
+from search.capabilities import PlanDecision
 from search.neighbours import nearest, neighbour_filter
 from search.opensearch.bodies import IndexNames
 from search.opensearch.cluster import Cluster

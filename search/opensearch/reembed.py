@@ -29,7 +29,7 @@ from typing import Any
 
 from hivemem.knowledge import KnowledgeChunk
 from hivemem.model import Memory
-from search.base import ReembedBatch
+from search.capabilities import ReembedBatch
 from search.opensearch import bodies
 from search.opensearch.bodies import IndexNames, IndexOptions, model_slug
 from search.opensearch.cluster import Cluster

@@ -51,18 +51,8 @@ from hivemem.model import (
 from hivemem.read_write_lock import ReadWriteLock
 from hivemem.resolution import Resolution
 from hivemem.tokens import TokenRecord
-from search.base import (
-    SLEEP_LOCK_S,
-    LegQuery,
-    Legs,
-    PageMark,
-    PlanDecision,
-    ReembedBatch,
-    SearchFilter,
-    SourceChunks,
-    missing_end,
-    refuse_stale_vectors,
-)
+from search.base import PageMark, SearchFilter, SourceChunks, missing_end
+from search.capabilities import SLEEP_LOCK_S, LegQuery, Legs, PlanDecision, ReembedBatch, refuse_stale_vectors
 from search.knowledge_delegate import DelegatesKnowledge
 from search.opensearch import bodies
 from search.opensearch.bodies import IndexNames, IndexOptions

@@ -17,7 +17,7 @@ import numpy as np
 from hivemem.errors import EmbeddingMismatchError
 from hivemem.knowledge import KnowledgeChunk
 from hivemem.model import Memory
-from search.base import ReembedBatch
+from search.capabilities import ReembedBatch
 from search.sqlite.knowledge import BUMP_KNOWLEDGE_VERSION, CHUNK_COLUMNS, chunk_from_row
 from search.sqlite.rows import memory_from_row
 from search.sqlite.schema import MEMORY_COLUMNS

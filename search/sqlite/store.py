@@ -49,15 +49,8 @@ from hivemem.model import (
 )
 from hivemem.resolution import Neighbour, Resolution
 from hivemem.tokens import TokenRecord
-from search.base import (
-    PageMark,
-    PlanDecision,
-    ReembedBatch,
-    SearchFilter,
-    missing_end,
-    not_written,
-    refuse_stale_vectors,
-)
+from search.base import PageMark, SearchFilter, missing_end, not_written
+from search.capabilities import PlanDecision, ReembedBatch, refuse_stale_vectors
 from search.knowledge_delegate import DelegatesKnowledge
 from search.neighbours import nearest, neighbour_filter
 from search.query_terms import query_terms

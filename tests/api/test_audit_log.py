@@ -19,7 +19,7 @@ from hivemem.config import Settings
 from hivemem.hashing import content_hash
 from hivemem.model import Memory, WriteOutcome, new_memory_id, utcnow
 from hivemem.resolution import Neighbour, ResolutionPolicy, resolve
-from search.base import ResolvesByMeaning
+from search.capabilities import ResolvesByMeaning
 from tests.api.conftest import LOCAL_URL
 
 SCOPE = "github.com/acme/api"

@@ -14,7 +14,7 @@ from hivemem.config import Settings
 from hivemem.hashing import content_hash
 from hivemem.model import Memory, RelationType, WriteOutcome, new_memory_id, utcnow
 from hivemem.resolution import Neighbour, ResolutionPolicy, resolve
-from search.base import ResolvesByMeaning
+from search.capabilities import ResolvesByMeaning
 
 SCOPE = "github.com/acme/api"
 HEADERS = {"X-Hivemem-Scope": SCOPE}

@@ -22,7 +22,7 @@ from hivemem.hashing import content_hash
 from hivemem.model import AuditEvent, Memory, MemoryState, Relation, RelationType, WriteOutcome, new_memory_id, utcnow
 from hivemem.resolution import Neighbour, Resolution
 from search import SearchFilter, Store
-from search.base import ResolvesByMeaning
+from search.capabilities import ResolvesByMeaning
 
 pytestmark = pytest.mark.knn_standin
 

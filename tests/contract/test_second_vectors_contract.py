@@ -16,7 +16,7 @@ from hivemem.errors import EmbeddingMismatchError
 from hivemem.hashing import content_hash
 from hivemem.model import DuplicatePolicy, Memory, new_memory_id
 from search import Store
-from search.base import KeepsSecondVectors
+from search.capabilities import KeepsSecondVectors
 
 FIRST, SECOND = HashEmbedder(64), HashEmbedder(32)
 MODEL = SECOND.model_id

@@ -18,7 +18,7 @@ from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.model import FusionMethod, RetrievalMode, utcnow
 from search import SearchFilter, Store, open_store
-from search.base import SearchesLegsTogether
+from search.capabilities import SearchesLegsTogether
 from search.recall import Recaller, RecallParams
 from tests.contract.test_memories_contract import make
 from tests.opensearch_backend import OpenSearchBackend

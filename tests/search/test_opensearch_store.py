@@ -20,7 +20,8 @@ from hivemem.errors import ConfigError, EmbeddingMismatchError, StoreUnavailable
 from hivemem.model import DuplicatePolicy, FusionMethod, RetrievalMode, WriteOutcome, utcnow
 from hivemem.resolution import resolve
 from search import SearchFilter, open_store
-from search.base import ChunkFilter, LegQuery, SearchesLegsTogether
+from search.base import ChunkFilter
+from search.capabilities import LegQuery, SearchesLegsTogether
 from search.opensearch import OpenSearchStore
 from search.opensearch.client import parse_url
 from search.opensearch.docs import claim_id, sleep_lease_id, to_iso
