@@ -150,7 +150,7 @@ class _Progress:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run one ``knowledge`` subcommand; the exit code."""
     from api.services.caller import Caller
-    from api.services.knowledge import file_gone
+    from api.services.knowledge_paths import file_gone
     from api.services.memories import MemoryService
     from hivemem.knowledge_schemas import (
         MAX_STORED_TEXT,
@@ -247,6 +247,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _ingest(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> int:
+    from api.services.knowledge_paths import expand_paths
     from hivemem.errors import ValidationError
     from hivemem.knowledge_schemas import IngestReport, IngestRequest
 
@@ -255,7 +256,7 @@ def _ingest(args: argparse.Namespace, knowledge: KnowledgeService, caller: Calle
     try:
         if knowledge.settings.broker_url:
             return _ingest_on_workers(args, knowledge, request, caller, access, pruned)
-        expansion = knowledge.expand(request.paths, request.glob, access)
+        expansion = expand_paths(request.paths, request.glob, access)
     except ValidationError as exc:
         if not pruned or exc.field != "paths":
             raise
@@ -291,7 +292,7 @@ def _is_folder(given: str) -> bool:
 
 
 def _summary(args: argparse.Namespace, report: IngestReport) -> int:
-    from api.services.knowledge import left_out_words
+    from api.services.knowledge_paths import left_out_words
 
     if args.json:
         _dump(report.model_dump(mode="json"))
