@@ -129,6 +129,14 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         "max_retries": tuning.job_retries,
         "retry_backoff_max": tuning.job_retry_backoff_max_s,
     }
+    _register_memorize(app, options, policy, lock_s)
+    _register_documents_and_access(app, options, settings)
+    _register_maintenance(app, options, settings, tuning)
+    _register_rerank(app)
+
+
+def _register_memorize(app: Celery, options: dict[str, Any], policy: ResolutionPolicy, lock_s: int) -> None:
+    """The memorize path: embed (a batch of calls), resolve under the scopes' locks, and bulk."""
 
     @app.task(name=Task.EMBED, **options)  # type: ignore[untyped-decorator]
     def embed(self: CeleryTask, items: list[JobItem]) -> int:
@@ -163,6 +171,10 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         _resolve_and_record(items, embedded, policy, lock_s)
         return len(items)
 
+
+def _register_documents_and_access(app: Celery, options: dict[str, Any], settings: Settings) -> None:
+    """Document ingestion, and the access reinforcement that follows a recall."""
+
     @app.task(name=Task.INGEST, **options)  # type: ignore[untyped-decorator]
     def ingest(self: CeleryTask, items: list[JobItem]) -> int:
         """Index documents of an ingest job (one per task): read, parse, chunk, embed, write (lowest priority)."""
@@ -178,6 +190,10 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         """Access reinforcement after a recall (counts, last access)."""
         jobs.record_access(current().store, memory_ids, datetime.fromisoformat(at))
         return len(memory_ids)
+
+
+def _register_maintenance(app: Celery, options: dict[str, Any], settings: Settings, tuning: JobTuning) -> None:
+    """What beat schedules: dead-letter pruning, reconciling lost jobs, and sleep."""
 
     @app.task(name=Task.PRUNE_DEAD_LETTERS, **options)  # type: ignore[untyped-decorator]
     def prune_dead_letters(self: CeleryTask) -> int:
@@ -205,14 +221,6 @@ def register_tasks(app: Celery, settings: Settings) -> None:
                 lock.release()
         return asdict(report)
 
-    # Not a JobTask: a rerank is a question with a deadline, not a job. The gateway has answered in
-    # first-stage order by the time a retry or a redelivery could run, so neither happens; a message
-    # older than its deadline expires unread (the gateway sets ``expires``).
-    @app.task(name=Task.RERANK, shared=False, acks_late=False, reject_on_worker_lost=False, max_retries=0)  # type: ignore[untyped-decorator]
-    def rerank(query: str, passages: list[str]) -> list[float]:
-        """Score each passage for ``query`` with this worker's reranker (``HIVEMEM_RERANK_MODEL``)."""
-        return current().reranker.score(query, passages)
-
     @app.task(name=Task.SLEEP, **options)  # type: ignore[untyped-decorator]
     def sleep(self: CeleryTask) -> dict[str, int]:
         """Sleep-consolidate each scope whose last pass is an interval old (scheduled by beat)."""
@@ -229,3 +237,15 @@ def register_tasks(app: Celery, settings: Settings) -> None:
                 timedelta(hours=settings.sleep_interval_hours),
             )
         return {r.scope: len(r.consolidations) for r in reports}
+
+
+def _register_rerank(app: Celery) -> None:
+    """The rerank pool's one task."""
+
+    # Not a JobTask: a rerank is a question with a deadline, not a job. The gateway has answered in
+    # first-stage order by the time a retry or a redelivery could run, so neither happens; a message
+    # older than its deadline expires unread (the gateway sets ``expires``).
+    @app.task(name=Task.RERANK, shared=False, acks_late=False, reject_on_worker_lost=False, max_retries=0)  # type: ignore[untyped-decorator]
+    def rerank(query: str, passages: list[str]) -> list[float]:
+        """Score each passage for ``query`` with this worker's reranker (``HIVEMEM_RERANK_MODEL``)."""
+        return current().reranker.score(query, passages)
