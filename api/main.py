@@ -6,12 +6,13 @@ import errno
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from fastapi import Depends, FastAPI
+from mcp.server import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.middleware.cors import CORSMiddleware
@@ -106,6 +107,14 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     if settings.otel_endpoint:
         trace_app(app)
     install_handlers(app)
+    _install_routes(app, mcp, limits, metrics)
+    _install_middleware(app, settings, metrics, authenticator=lambda: gate["authenticator"])
+    return app
+
+
+def _install_routes(app: FastAPI, mcp: MCPServer, limits: Limits, metrics: Metrics | None) -> None:
+    """REST routers, MCP over streamable HTTP (``/mcp`` and ``/mcp/PROJECT``), the OAuth resource
+    metadata, and ``/metrics`` when metrics are on."""
     app.include_router(memories.build_router(request_schemas(limits)))
     app.include_router(knowledge.router)
     app.include_router(jobs.router)
@@ -132,8 +141,15 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
             return Response(body, media_type=CONTENT_TYPE)
 
         app.router.routes.append(Route("/metrics", endpoint=metrics_page, methods=["GET"]))
+
+
+def _install_middleware(
+    app: FastAPI, settings: Settings, metrics: Metrics | None, *, authenticator: Callable[[], Authenticator]
+) -> None:
+    """The layers every request passes, outermost last: the token gate, CORS, the Host/Origin
+    guard, metrics, and the trusted proxies' forwarded headers."""
     # Innermost of the three: CORS answers preflights (which carry no token) before it.
-    app.add_middleware(AuthGate, authenticator=lambda: gate["authenticator"], routes=lambda: app.routes)
+    app.add_middleware(AuthGate, authenticator=authenticator, routes=lambda: app.routes)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -157,7 +173,6 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
         # Outermost: the client address every layer sees (throttle, audit, loopback trust) is the
         # forwarded one only when the request came from a proxy the operator named.
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
-    return app
 
 
 def _new_store_note(service: MemoryService) -> str:
