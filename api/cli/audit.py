@@ -14,7 +14,9 @@ from api.cli.moments import MOMENT_HELP, moment
 from hivemem.audit import MAX_AUDIT_LIMIT, AuditAction
 from hivemem.config import Settings
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMANDS", "add_parser", "run"]
+
+COMMANDS = ("audit",)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

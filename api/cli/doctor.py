@@ -20,7 +20,9 @@ from pathlib import Path
 from hivemem.config import Settings, redact_url
 from hivemem.errors import HivememError
 
-__all__ = ["Check", "add_parser", "checks", "run"]
+__all__ = ["COMMANDS", "Check", "add_parser", "checks", "run"]
+
+COMMANDS = ("doctor",)
 
 
 @dataclass(frozen=True, slots=True)

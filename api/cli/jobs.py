@@ -15,7 +15,9 @@ from typing import Any
 from api.cli.client import Remote, server_for
 from hivemem.config import Settings
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMANDS", "add_parser", "run"]
+
+COMMANDS = ("jobs",)
 
 _STATES = ("queued", "running", "done", "failed")
 

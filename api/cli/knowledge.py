@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from workers.documents.sources import FileAccess
     from workers.knowledge_jobs import IndexOutcome
 
-__all__ = ["PARTIAL", "add_parser", "run"]
+__all__ = ["COMMANDS", "PARTIAL", "add_parser", "run"]
+
+COMMANDS = ("knowledge",)
 
 PARTIAL = 3
 

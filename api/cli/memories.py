@@ -1,4 +1,5 @@
-"""``hivemem memories list|show|update``: an operator's view of the stored memories."""
+"""``hivemem memory list|show|update`` (``memories`` is the same group): an operator's view of the
+stored memories."""
 
 from __future__ import annotations
 
@@ -11,15 +12,15 @@ from hivemem.config import Settings
 from hivemem.model import MemoryState, MemoryType
 from hivemem.scope import derive_scope
 
-__all__ = ["add_parser", "run"]
+__all__ = ["SUBCOMMANDS", "add_subcommands", "run"]
+
+SUBCOMMANDS = ("list", "show", "update")
 
 _SCOPE_HELP = "the scope (default: derived from the working directory; '' is global)"
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``memories list|show|update`` to the ``hivemem`` subcommands."""
-    memories = sub.add_parser("memories", help="list, show and edit stored memories")
-    commands = memories.add_subparsers(dest="memories_command", required=True)
+def add_subcommands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``list``, ``show`` and ``update`` to the ``memory`` group's subcommands."""
     listing = commands.add_parser("list", help="a page of a scope's memories, newest first, every state")
     listing.add_argument("--scope", default=None, help=_SCOPE_HELP)
     listing.add_argument("--type", dest="memory_type", choices=[t.value for t in MemoryType], help="only this type")
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
     change = None
-    if args.memories_command == "update":
+    if args.memory_command == "update":
         fields = {
             k: getattr(args, k) for k in ("title", "content", "importance", "tags") if getattr(args, k) is not None
         }
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     )
     service = MemoryService.from_settings(settings, lazy_model=True)
     try:
-        if args.memories_command == "list":
+        if args.memory_command == "list":
             page = service.operators.page(
                 caller,
                 scope=args.scope,
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 cursor=args.cursor,
             )
             result = page.model_dump(mode="json")
-        elif args.memories_command == "show":
+        elif args.memory_command == "show":
             result = service.get(args.id, caller, scope=args.scope).model_dump(mode="json")
         else:
             assert change is not None

@@ -14,7 +14,9 @@ from pathlib import Path
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMANDS", "add_parser", "run"]
+
+COMMANDS = ("opensearch",)
 
 # What an export writes when no model is named: the packaged default embedder.
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"

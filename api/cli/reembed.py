@@ -11,7 +11,9 @@ import argparse
 from hivemem.config import Settings
 from hivemem.errors import JobNotFoundError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMANDS", "add_parser", "run"]
+
+COMMANDS = ("reembed",)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

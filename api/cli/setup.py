@@ -26,7 +26,9 @@ from hivemem.config import Settings
 from hivemem.errors import ValidationError
 from hivemem.scope import SCOPE_HEADER, derive_scope, validate_scope
 
-__all__ = ["CLIENTS", "add_parser", "client_entry", "config_path", "run", "write_entry"]
+__all__ = ["CLIENTS", "COMMANDS", "add_parser", "client_entry", "config_path", "run", "write_entry"]
+
+COMMANDS = ("setup",)
 
 CLIENTS = ("claude-code", "cursor", "claude-desktop", "print")
 SERVER_NAME = "hivemem"

@@ -12,7 +12,9 @@ import sys
 
 from hivemem.config import Settings, redact_url
 
-__all__ = ["add_parser", "run"]
+__all__ = ["COMMANDS", "add_parser", "run"]
+
+COMMANDS = ("token",)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -18,10 +18,12 @@ from pathlib import Path
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
 
-__all__ = ["add_parsers", "run"]
+__all__ = ["COMMANDS", "add_parser", "run"]
+
+COMMANDS = ("export", "import")
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``export`` and ``import`` to the ``hivemem`` subcommands."""
     export = sub.add_parser("export", help="write memories, relations and knowledge as JSON lines (to stdout)")
     export.add_argument(

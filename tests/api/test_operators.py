@@ -176,6 +176,19 @@ def test_the_cli_lists_shows_and_edits_memories(
     assert [m["id"] for m in page["memories"] + rest["memories"]] == [second, first] and rest["next_cursor"] is None
     assert run("memories", "update", first, "--scope", SCOPE, "--importance", "0.8")["importance"] == 0.8
     assert run("memories", "show", first, "--scope", SCOPE)["importance"] == 0.8
+
+    # One group under its name and its older one, the same commands; `get` is show's short form.
+    # (Each read by id counts as a use of the memory: its access fields move, nothing else.)
+    def shown(*argv: str) -> dict[str, Any]:
+        answer: dict[str, Any] = run(*argv)
+        return {k: v for k, v in answer.items() if k not in ("access_count", "last_accessed_at")}
+
+    assert shown("memory", "show", first, "--scope", SCOPE) == shown("memories", "show", first, "--scope", SCOPE)
+    assert shown("get", first, "--scope", SCOPE) == shown("memory", "show", first, "--scope", SCOPE)
+    assert run("memory", "list", "--scope", SCOPE)["memories"][0]["id"] == second
+    assert [e["action"] for e in run("memories", "audit", first, "--scope", SCOPE)] == [
+        e["action"] for e in run("memory", "audit", first, "--scope", SCOPE)
+    ]
     assert cli_main(["memories", "update", first, "--scope", SCOPE]) == 2  # nothing to change
     capsys.readouterr()
     for limit in ("0", "-5", "201"):  # as REST refuses them (a negative one read every memory)

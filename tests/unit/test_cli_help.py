@@ -13,11 +13,15 @@ def _undocumented(parser: argparse.ArgumentParser, path: str) -> list[str]:
         if isinstance(action, argparse._HelpAction):
             continue
         if isinstance(action, argparse._SubParsersAction):
-            helped = {choice.dest for choice in action._choices_actions if choice.help}
+            # An alias (`memories` for `memory`) is the same parser as its command, helped once.
+            helped = {id(action.choices[choice.dest]) for choice in action._choices_actions if choice.help}
+            seen: set[int] = set()
             for name, sub in action.choices.items():
-                if name not in helped:
+                if id(sub) not in helped:
                     missing.append(f"{path} {name} (command)")
-                missing += _undocumented(sub, f"{path} {name}")
+                if id(sub) not in seen:
+                    seen.add(id(sub))
+                    missing += _undocumented(sub, f"{path} {name}")
             continue
         if not action.help:
             missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
