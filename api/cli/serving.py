@@ -9,12 +9,12 @@ import time
 from hivemem.config import Settings, redact_url
 from workers.queues import QUEUES
 
-__all__ = ["COMMANDS", "add_parser", "run"]
+__all__ = ["COMMANDS", "add_parser", "positive_int", "run"]
 
 COMMANDS = ("serve", "mcp", "worker", "beat")
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1."""
     try:
         value = int(text)
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     worker = sub.add_parser("worker", help="run a Celery worker of the distributed shape (needs HIVEMEM_BROKER_URL)")
     worker.add_argument("--queues", default=",".join(QUEUES), help=f"comma list (default all: {','.join(QUEUES)})")
-    worker.add_argument("--concurrency", type=_positive_int, default=None, help="pool processes (default: one per CPU)")
+    worker.add_argument("--concurrency", type=positive_int, default=None, help="pool processes (default: one per CPU)")
     worker.add_argument("--device", choices=["cpu", "cuda"], default=None, help="embedder device (default: setting)")
     worker.add_argument(
         "--pool", choices=["prefork", "solo", "threads"], default="prefork", help="Celery's pool (default prefork)"

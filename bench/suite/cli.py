@@ -11,27 +11,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from api.cli.serving import positive_int
 from hivemem.config import Settings
 from hivemem.model import FusionMethod, RetrievalMode
 
 __all__ = ["add_parser", "run"]
 
 
-def _positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def _at_least_101(text: str) -> int:
     """An argparse type: a whole number of at least 101 (the bench's graph step reads the 1st, 11th, …
     91st memory, each with an edge to the next)."""
-    value = _positive_int(text)
+    value = positive_int(text)
     if value < 101:
         raise argparse.ArgumentTypeError(f"must be at least 101, got {value}")
     return value
@@ -39,7 +29,7 @@ def _at_least_101(text: str) -> int:
 
 def _int_list(text: str) -> list[int]:
     """An argparse type: a comma list of whole numbers of at least 1."""
-    return [_positive_int(part.strip()) for part in text.split(",") if part.strip()]
+    return [positive_int(part.strip()) for part in text.split(",") if part.strip()]
 
 
 def _layers_by_hidden(text: str) -> tuple[int, int]:
@@ -48,7 +38,7 @@ def _layers_by_hidden(text: str) -> tuple[int, int]:
     layers, sep, hidden = text.lower().partition("x")
     if not sep:
         raise argparse.ArgumentTypeError(f"expected LAYERSxHIDDEN such as 24x1024, got {text!r}")
-    size = (_positive_int(layers), _positive_int(hidden))
+    size = (positive_int(layers), positive_int(hidden))
     if size[1] % 64:
         raise argparse.ArgumentTypeError(f"the hidden size must be a multiple of 64, got {size[1]}")
     return size
@@ -102,20 +92,20 @@ def _add_quality(bench_sub: Any) -> None:
 def _add_store_and_client(bench_sub: Any) -> None:
     """The CLI, the dashboard, the store at scale, resolution, knowledge."""
     cl = bench_sub.add_parser("cli", help="CLI calls end to end (process start included), through a server and alone")
-    cl.add_argument("--runs", type=_positive_int, default=20, help="hivemem remember calls through the server")
+    cl.add_argument("--runs", type=positive_int, default=20, help="hivemem remember calls through the server")
     cl.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     ui = bench_sub.add_parser("ui", help="dashboard pages in Chromium on a large store: first paint, data shown")
     ui.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl: the texts)")
-    ui.add_argument("--size", type=_positive_int, default=100_000, help="memories in the store (default 100000)")
-    ui.add_argument("--scopes", type=_positive_int, default=100, help="scopes they are spread over (default 100)")
-    ui.add_argument("--runs", type=_positive_int, default=10, help="loads of each page (default 10)")
+    ui.add_argument("--size", type=positive_int, default=100_000, help="memories in the store (default 100000)")
+    ui.add_argument("--scopes", type=positive_int, default=100, help="scopes they are spread over (default 100)")
+    ui.add_argument("--runs", type=positive_int, default=10, help="loads of each page (default 10)")
     ui.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     sc = bench_sub.add_parser("scale", help="recall cost against store size: 10k to 1M memories, 1 and 100 scopes")
     sc.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl, queries.jsonl)")
     sc.add_argument("--sizes", type=_int_list, default=[10_000, 100_000, 1_000_000], help="comma list of sizes")
     sc.add_argument("--layouts", type=_int_list, default=[1, 100], help="comma list of scope counts")
-    sc.add_argument("--real", type=_positive_int, default=20_000, help="texts embedded by the model")
-    sc.add_argument("--queries", type=_positive_int, default=200, help="recall queries per measurement")
+    sc.add_argument("--real", type=positive_int, default=20_000, help="texts embedded by the model")
+    sc.add_argument("--queries", type=positive_int, default=200, help="recall queries per measurement")
     sc.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     rs = bench_sub.add_parser(
         "resolution", help="write-time resolution on labelled pairs of facts and on facts of one template"
@@ -126,7 +116,7 @@ def _add_store_and_client(bench_sub: Any) -> None:
     kn.add_argument("--corpus", type=Path, required=True, help="folder of documents")
     kn.add_argument("--questions", type=Path, required=True, help="JSONL: question, evidence [strings], format")
     kn.add_argument("--shape", choices=["embedded", "celery"], default="embedded", help="where the ingest runs")
-    kn.add_argument("--workers", type=_positive_int, default=2, help="Celery workers (celery shape)")
+    kn.add_argument("--workers", type=positive_int, default=2, help="Celery workers (celery shape)")
     kn.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
 
 
@@ -137,18 +127,18 @@ def _add_load(bench_sub: Any) -> None:
         "--document", type=Path, default=None, help="the document to upload (e.g. 5 MB of text); none: no upload"
     )
     hl.add_argument(
-        "--rounds", type=_positive_int, default=1, help="mixed-load rounds in a row, the first right after the seed"
+        "--rounds", type=positive_int, default=1, help="mixed-load rounds in a row, the first right after the seed"
     )
-    hl.add_argument("--memories", type=_positive_int, default=5000, help="memories the server holds")
-    hl.add_argument("--clients", type=_positive_int, default=16, help="clients of the mixed load")
-    hl.add_argument("--calls", type=_positive_int, default=2000, help="calls of the mixed load")
-    hl.add_argument("--upload-clients", type=_positive_int, default=8, help="recall clients around the upload")
-    hl.add_argument("--max-chunks", type=_positive_int, default=None, help="HIVEMEM_KNOWLEDGE_MAX_CHUNKS")
+    hl.add_argument("--memories", type=positive_int, default=5000, help="memories the server holds")
+    hl.add_argument("--clients", type=positive_int, default=16, help="clients of the mixed load")
+    hl.add_argument("--calls", type=positive_int, default=2000, help="calls of the mixed load")
+    hl.add_argument("--upload-clients", type=positive_int, default=8, help="recall clients around the upload")
+    hl.add_argument("--max-chunks", type=positive_int, default=None, help="HIVEMEM_KNOWLEDGE_MAX_CHUNKS")
     hl.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     il = bench_sub.add_parser("ingest-load", help="recall latency while Celery workers ingest a folder")
     il.add_argument("--corpus", type=Path, required=True, help="folder of documents")
-    il.add_argument("--workers", type=_positive_int, default=2, help="Celery ingest workers")
-    il.add_argument("--clients", type=_positive_int, default=8, help="concurrent recall clients")
+    il.add_argument("--workers", type=positive_int, default=2, help="Celery ingest workers")
+    il.add_argument("--clients", type=positive_int, default=8, help="concurrent recall clients")
     il.add_argument("--nice", type=int, choices=range(0, 20), default=0, metavar="0-19", help="the workers' niceness")
     il.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
 
@@ -161,10 +151,10 @@ def _add_models_and_requests(bench_sub: Any) -> None:
         "--device", dest="devices", choices=["cpu", "cuda"], action="append", help="repeatable (default cpu)"
     )
     em.add_argument("--batch-sizes", type=_int_list, default=[], help="comma list (default: the setting)")
-    em.add_argument("--texts", type=_positive_int, default=2000, help="texts of each set embedded (default 2000)")
-    em.add_argument("--queries", type=_positive_int, default=100, help="queries embedded one at a time (default 100)")
+    em.add_argument("--texts", type=positive_int, default=2000, help="texts of each set embedded (default 2000)")
+    em.add_argument("--queries", type=positive_int, default=100, help="queries embedded one at a time (default 100)")
     em.add_argument(
-        "--warmup", type=_positive_int, default=32, help="texts of each set embedded before timing (default 32)"
+        "--warmup", type=positive_int, default=32, help="texts of each set embedded before timing (default 32)"
     )
     em.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     rp = bench_sub.add_parser(
@@ -183,10 +173,10 @@ def _add_models_and_requests(bench_sub: Any) -> None:
         help="instead of --model: an untrained cross-encoder of this size (24x1024: bge-reranker-v2-m3's)",
     )
     rp.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both score (default cpu)")
-    rp.add_argument("--top-n", type=_positive_int, default=30, help="passages per request (default 30)")
-    rp.add_argument("--requests", type=_positive_int, default=100, help="requests per data set (default 100)")
+    rp.add_argument("--top-n", type=positive_int, default=30, help="passages per request (default 30)")
+    rp.add_argument("--requests", type=positive_int, default=100, help="requests per data set (default 100)")
     rp.add_argument(
-        "--warmup", type=_positive_int, default=5, help="requests before measuring (default 5; a GPU wants ~50)"
+        "--warmup", type=positive_int, default=5, help="requests before measuring (default 5; a GPU wants ~50)"
     )
     rp.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     osr = bench_sub.add_parser(
@@ -200,13 +190,11 @@ def _add_models_and_requests(bench_sub: Any) -> None:
     osr.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     t = bench_sub.add_parser("throughput", help="memorize/s and recall latency, embedded and Celery + Redis")
     t.add_argument("--shape", choices=["embedded", "celery"], action="append", help="default: both")
-    t.add_argument(
-        "--workers", type=_positive_int, action="append", help="Celery workers (repeatable; default 1 and 2)"
-    )
-    t.add_argument("--memories", type=_positive_int, default=300, help="single memorize calls")
-    t.add_argument("--bulk", type=_positive_int, default=1000, help="memories in the bulk memorize")
-    t.add_argument("--queries", type=_positive_int, default=300, help="recall calls")
-    t.add_argument("--clients", type=_positive_int, default=8, help="concurrent callers")
+    t.add_argument("--workers", type=positive_int, action="append", help="Celery workers (repeatable; default 1 and 2)")
+    t.add_argument("--memories", type=positive_int, default=300, help="single memorize calls")
+    t.add_argument("--bulk", type=positive_int, default=1000, help="memories in the bulk memorize")
+    t.add_argument("--queries", type=positive_int, default=300, help="recall calls")
+    t.add_argument("--clients", type=positive_int, default=8, help="concurrent callers")
     t.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
 
 
