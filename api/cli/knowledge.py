@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -152,100 +152,119 @@ class _Progress:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run one ``knowledge`` subcommand; the exit code."""
     from api.services.caller import Caller
-    from api.services.knowledge_paths import file_gone
     from api.services.memories import MemoryService
-    from hivemem.knowledge_schemas import (
-        MAX_STORED_TEXT,
-        KnowledgeDeleteRequest,
-        KnowledgeMatchRequest,
-        KnowledgePruneRequest,
-        KnowledgeReadRequest,
-        KnowledgeSearchRequest,
-        KnowledgeStoreRequest,
-    )
     from workers.documents.sources import FileAccess
 
     caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
     access = FileAccess()
-    command = args.knowledge
     service = MemoryService.from_settings(settings, lazy_model=True)
-    knowledge = service.knowledge
     try:
-        if command == "search":
-            request = KnowledgeSearchRequest(query=args.query, source=args.source, scope=args.scope, limit=args.limit)
-            found = knowledge.search(request, caller, access)
-            if args.json:
-                _dump(found.model_dump(mode="json"))
-            else:
-                for hit in found.results:
-                    print(f"{hit.score:.3f}  {_citation(hit.source, hit.title, hit.section, hit.page)}")
-                    print(indented(hit.text, _PASSAGE_CHARS))
-                if not found.results:
-                    print("no chunks found")
-        elif command == "read":
-            text_page = knowledge.read(
-                KnowledgeReadRequest(source=args.source, scope=args.scope, offset=args.offset, limit=args.limit),
-                caller,
-                access,
-            )
-            if args.json:
-                _dump(text_page.model_dump(mode="json"))
-            else:
-                print(_with_headings(text_page))
-        elif command == "match":
-            request_m = KnowledgeMatchRequest(
-                pattern=args.pattern,
-                source=args.source,
-                scope=args.scope,
-                limit=args.limit,
-                ignore_case=args.ignore_case,
-            )
-            matched = knowledge.match(request_m, caller, access)
-            if args.json:
-                _dump(matched.model_dump(mode="json"))
-            else:
-                for m in matched.matches:
-                    print(f"{m.source}:{m.start}  [{' > '.join(m.section) or '-'}]  {m.context}")
-                if not matched.complete:
-                    print("(stopped early: the result cap or the time budget was reached)", file=sys.stderr)
-        elif command == "store":
-            # At most one character past the limit: enough for the limit's own error, and an
-            # endless stdin (`< /dev/zero`, a stream) is not read into memory whole.
-            text = args.text if args.text is not None else sys.stdin.read(MAX_STORED_TEXT + 1)
-            stored = knowledge.store_text(
-                KnowledgeStoreRequest(key=args.key, text=text, title=args.title, scope=args.scope), caller, now=True
-            )
-            _dump(stored.model_dump(mode="json"))
-        elif command == "delete":
-            deleted = knowledge.delete(KnowledgeDeleteRequest(source=args.source, scope=args.scope), caller, access)
-            _dump(deleted.model_dump(mode="json"))
-        elif command == "prune":
-            pruned = knowledge.prune(
-                KnowledgePruneRequest(folders=args.folders, scope=args.scope, dry_run=args.dry_run), caller, access
-            )
-            if args.json:
-                _dump(pruned.model_dump(mode="json"))
-            else:
-                verb = "would remove" if pruned.dry_run else "removed"
-                print(f"{verb} {len(pruned.removed)} documents whose files are gone")
-                for gone in pruned.removed:
-                    print(f"  {gone.source} ({gone.chunks} chunks)")
-        elif command == "sources":
-            listed = knowledge.sources(caller, args.scope)
-            if args.json:
-                _dump([s.model_dump(mode="json") for s in listed])
-            elif not listed:
-                print("no documents indexed")
-            else:
-                for s in listed:
-                    state = f"error: {s.last_error}" if s.last_error else f"{s.chunk_count} chunks"
-                    hint = ", its file is gone (knowledge prune)" if file_gone(s.uri) else ""
-                    print(f"{s.scope or 'global'}  {s.uri}  ({s.format.value}, {state}{hint})")
-        else:
-            return _ingest(args, knowledge, caller, access)
+        handler = _HANDLERS.get(args.knowledge)
+        if handler is None:
+            return _ingest(args, service.knowledge, caller, access)
+        handler(args, service.knowledge, caller, access)
     finally:
         service.close()
     return 0
+
+
+def _search(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> None:
+    from hivemem.knowledge_schemas import KnowledgeSearchRequest
+
+    request = KnowledgeSearchRequest(query=args.query, source=args.source, scope=args.scope, limit=args.limit)
+    found = knowledge.search(request, caller, access)
+    if args.json:
+        _dump(found.model_dump(mode="json"))
+        return
+    for hit in found.results:
+        print(f"{hit.score:.3f}  {_citation(hit.source, hit.title, hit.section, hit.page)}")
+        print(indented(hit.text, _PASSAGE_CHARS))
+    if not found.results:
+        print("no chunks found")
+
+
+def _read(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> None:
+    from hivemem.knowledge_schemas import KnowledgeReadRequest
+
+    request = KnowledgeReadRequest(source=args.source, scope=args.scope, offset=args.offset, limit=args.limit)
+    text_page = knowledge.read(request, caller, access)
+    if args.json:
+        _dump(text_page.model_dump(mode="json"))
+    else:
+        print(_with_headings(text_page))
+
+
+def _match(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> None:
+    from hivemem.knowledge_schemas import KnowledgeMatchRequest
+
+    request = KnowledgeMatchRequest(
+        pattern=args.pattern, source=args.source, scope=args.scope, limit=args.limit, ignore_case=args.ignore_case
+    )
+    matched = knowledge.match(request, caller, access)
+    if args.json:
+        _dump(matched.model_dump(mode="json"))
+        return
+    for m in matched.matches:
+        print(f"{m.source}:{m.start}  [{' > '.join(m.section) or '-'}]  {m.context}")
+    if not matched.complete:
+        print("(stopped early: the result cap or the time budget was reached)", file=sys.stderr)
+
+
+def _store(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, _: FileAccess) -> None:
+    from hivemem.knowledge_schemas import MAX_STORED_TEXT, KnowledgeStoreRequest
+
+    # At most one character past the limit: enough for the limit's own error, and an endless
+    # stdin (`< /dev/zero`, a stream) is not read into memory whole.
+    text = args.text if args.text is not None else sys.stdin.read(MAX_STORED_TEXT + 1)
+    request = KnowledgeStoreRequest(key=args.key, text=text, title=args.title, scope=args.scope)
+    _dump(knowledge.store_text(request, caller, now=True).model_dump(mode="json"))
+
+
+def _delete(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> None:
+    from hivemem.knowledge_schemas import KnowledgeDeleteRequest
+
+    deleted = knowledge.delete(KnowledgeDeleteRequest(source=args.source, scope=args.scope), caller, access)
+    _dump(deleted.model_dump(mode="json"))
+
+
+def _prune(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> None:
+    from hivemem.knowledge_schemas import KnowledgePruneRequest
+
+    request = KnowledgePruneRequest(folders=args.folders, scope=args.scope, dry_run=args.dry_run)
+    pruned = knowledge.prune(request, caller, access)
+    if args.json:
+        _dump(pruned.model_dump(mode="json"))
+        return
+    verb = "would remove" if pruned.dry_run else "removed"
+    print(f"{verb} {len(pruned.removed)} documents whose files are gone")
+    for gone in pruned.removed:
+        print(f"  {gone.source} ({gone.chunks} chunks)")
+
+
+def _sources(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, _: FileAccess) -> None:
+    from api.services.knowledge_paths import file_gone
+
+    listed = knowledge.sources(caller, args.scope)
+    if args.json:
+        _dump([s.model_dump(mode="json") for s in listed])
+        return
+    if not listed:
+        print("no documents indexed")
+    for s in listed:
+        state = f"error: {s.last_error}" if s.last_error else f"{s.chunk_count} chunks"
+        hint = ", its file is gone (knowledge prune)" if file_gone(s.uri) else ""
+        print(f"{s.scope or 'global'}  {s.uri}  ({s.format.value}, {state}{hint})")
+
+
+_HANDLERS: dict[str, Callable[[argparse.Namespace, KnowledgeService, Caller, FileAccess], None]] = {
+    "search": _search,
+    "read": _read,
+    "match": _match,
+    "store": _store,
+    "delete": _delete,
+    "prune": _prune,
+    "sources": _sources,
+}
 
 
 def _ingest(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> int:
