@@ -15,6 +15,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from api.services.caller import Caller
+from api.services.knowledge import KnowledgeService
 from api.services.memories import MemoryService
 from hivemem.errors import ValidationError
 from hivemem.knowledge_schemas import (
@@ -119,52 +120,59 @@ def knowledge_tool(
         ] = None,
         scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
     ) -> dict[str, Any]:
-        given = {
-            name
-            for name, value in {
-                "query": query,
-                "source": source,
-                "pattern": pattern,
-                "ignore_case": ignore_case,
-                "key": key,
-                "text": text,
-                "title": title,
-                "offset": offset,
-                "limit": limit,
-                "scope": scope,
-            }.items()
-            if value is not None
+        values = {
+            "query": query,
+            "source": source,
+            "pattern": pattern,
+            "ignore_case": ignore_case,
+            "key": key,
+            "text": text,
+            "title": title,
+            "offset": offset,
+            "limit": limit,
+            "scope": scope,
         }
-        extra = sorted(given - _USES[command])
-        if extra:
-            raise ValidationError(
-                f"`{command}` does not take {', '.join(extra)}; it takes {', '.join(sorted(_USES[command]))}",
-                field=extra[0],
-            )
-        missing = sorted(_NEEDS[command] - given)
-        if missing:
-            raise ValidationError(f"`{command}` needs {', '.join(missing)}", field=missing[0])
-        who, files = caller(ctx), access()
-        knowledge = service().knowledge
-        options = {k: v for k, v in {"limit": limit, "scope": scope, "source": source}.items() if v is not None}
-        if command == "search":
-            found = knowledge.search(KnowledgeSearchRequest(query=query, **options), who, files)
-            return found.model_dump(mode="json")
-        if command == "read":
-            read = KnowledgeReadRequest(offset=offset or 0, **options)
-            return knowledge.read(read, who, files).model_dump(mode="json")
-        if command == "match":
-            matched = KnowledgeMatchRequest(pattern=pattern, ignore_case=bool(ignore_case), **options)
-            return knowledge.match(matched, who, files).model_dump(mode="json")
-        if command == "store":
-            stored = KnowledgeStoreRequest(key=key, text=text, title=title or "", **options)
-            return knowledge.store_text(stored, who).model_dump(mode="json")
-        if command == "sources":
-            return knowledge.sources_page(who, scope, offset or 0, limit or SOURCES_PAGE).model_dump(mode="json")
-        return knowledge.delete(KnowledgeDeleteRequest(**options), who, files).model_dump(mode="json")
+        _check(command, {name for name, value in values.items() if value is not None})
+        return _answer(command, service().knowledge, caller(ctx), access(), values)
 
     return Tool.from_function(
         knowledge,
         description=KNOWLEDGE.format(files=files_text(over_stdio), page=SOURCES_PAGE),
         annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=True),
     )
+
+
+def _check(command: str, given: set[str]) -> None:
+    """Refuse an argument the command does not take, or one it needs and lacks, naming it."""
+    extra = sorted(given - _USES[command])
+    if extra:
+        raise ValidationError(
+            f"`{command}` does not take {', '.join(extra)}; it takes {', '.join(sorted(_USES[command]))}",
+            field=extra[0],
+        )
+    missing = sorted(_NEEDS[command] - given)
+    if missing:
+        raise ValidationError(f"`{command}` needs {', '.join(missing)}", field=missing[0])
+
+
+def _answer(
+    command: str, knowledge: KnowledgeService, who: Caller, files: FileAccess, values: dict[str, Any]
+) -> dict[str, Any]:
+    """Run a checked ``knowledge`` command; its answer as JSON."""
+    options = {k: values[k] for k in ("limit", "scope", "source") if values[k] is not None}
+    if command == "search":
+        found = knowledge.search(KnowledgeSearchRequest(query=values["query"], **options), who, files)
+        return found.model_dump(mode="json")
+    if command == "read":
+        read = KnowledgeReadRequest(offset=values["offset"] or 0, **options)
+        return knowledge.read(read, who, files).model_dump(mode="json")
+    if command == "match":
+        matched = KnowledgeMatchRequest(pattern=values["pattern"], ignore_case=bool(values["ignore_case"]), **options)
+        return knowledge.match(matched, who, files).model_dump(mode="json")
+    if command == "store":
+        stored = KnowledgeStoreRequest(key=values["key"], text=values["text"], title=values["title"] or "", **options)
+        return knowledge.store_text(stored, who).model_dump(mode="json")
+    if command == "sources":
+        page = knowledge.sources_page(who, values["scope"], values["offset"] or 0, values["limit"] or SOURCES_PAGE)
+        return page.model_dump(mode="json")
+    return knowledge.delete(KnowledgeDeleteRequest(**options), who, files).model_dump(mode="json")
