@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 import hivemem
-from api.mcp import server as mcp_server
+from api.mcp import tools as mcp_tools
 from api.mcp.server import SessionScope, build_mcp
 from api.services.caller import Caller
 from api.services.memories import MemoryService
@@ -568,7 +568,7 @@ def test_the_memory_tool_exports_the_scope_and_the_admin_tool_is_for_administrat
         out["export"] = structured(await client.call_tool("memory", {"action": "export"}))
         out["extra"] = error_text(await client.call_tool("memory", {"action": "export", "id": "x"}))
         # An export longer than a tool's answer should be is refused, pointing to the CLI and REST.
-        monkeypatch.setattr(mcp_server, "MAX_TOOL_EXPORT_CHARS", len(out["export"]["export"]) - 1)
+        monkeypatch.setattr(mcp_tools, "MAX_TOOL_EXPORT_CHARS", len(out["export"]["export"]) - 1)
         out["too_long"] = error_text(await client.call_tool("memory", {"action": "export"}))
         monkeypatch.undo()
         out["listed"] = {tool.name for tool in (await client.list_tools()).tools}
