@@ -1,0 +1,45 @@
+"""The house stays readable: no product function over 80 lines, no product module over 600.
+
+Modules still over 600 lines are listed with their size today; each may only shrink, and leaves
+the list when it is under the bound (the test says so when one can be dropped).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PRODUCT = ("hivemem", "api", "workers", "search")
+MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 600
+
+# Still to split (each a store or a service that owns several aggregates): the size each may not pass.
+STILL_LARGE = {
+    "api/services/memories.py": 890,
+    "search/sqlite/store.py": 988,
+}
+
+
+def _modules() -> list[Path]:
+    return sorted(path for package in PRODUCT for path in (ROOT / package).rglob("*.py"))
+
+
+def test_no_function_is_over_eighty_lines() -> None:
+    long = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                if size > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({size} lines)")
+    assert long == []
+
+
+def test_no_module_is_over_six_hundred_lines_but_the_listed_and_they_only_shrink() -> None:
+    sizes = {str(path.relative_to(ROOT)): path.read_text(encoding="utf-8").count("\n") for path in _modules()}
+    over = {name: size for name, size in sizes.items() if size > MAX_MODULE_LINES}
+    assert {name: size for name, size in over.items() if name not in STILL_LARGE} == {}
+    assert {name: size for name, size in over.items() if size > STILL_LARGE.get(name, 0)} == {}
+    done = sorted(name for name in STILL_LARGE if sizes.get(name, 0) <= MAX_MODULE_LINES)
+    assert done == [], f"under {MAX_MODULE_LINES} lines now: drop them from STILL_LARGE"
