@@ -116,6 +116,7 @@ def _install_routes(app: FastAPI, mcp: MCPServer, limits: Limits, metrics: Metri
     """REST routers, MCP over streamable HTTP (``/mcp`` and ``/mcp/PROJECT``), the OAuth resource
     metadata, and ``/metrics`` when metrics are on."""
     app.include_router(memories.build_router(request_schemas(limits)))
+    app.include_router(memories.router)
     app.include_router(knowledge.router)
     app.include_router(jobs.router)
     app.include_router(tokens.router)

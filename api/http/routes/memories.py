@@ -37,7 +37,7 @@ from hivemem.schemas import (
     SleepRequest,
 )
 
-__all__ = ["DATE_TIME", "ScopeQuery", "build_router"]
+__all__ = ["DATE_TIME", "ScopeQuery", "build_router", "router"]
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
@@ -65,7 +65,8 @@ def _with_body(endpoint: Endpoint, model: type[BaseModel]) -> Endpoint:
     return endpoint
 
 
-_routes = APIRouter()
+router = APIRouter(prefix="/v1", tags=["memories"])
+"""The /v1 memory routes that take no body built from the input limits (those are :func:`build_router`'s)."""
 
 
 def memorize(body: MemoryCreate, service: ServiceDep, caller: CallerDep, response: Response) -> object:
@@ -98,13 +99,13 @@ def remember(body: RecallRequest, service: ServiceDep, caller: CallerDep) -> Rec
 
 # Memory ids are UUIDs (the gateway assigns them): routing only takes those, so that
 # `/v1/memories/bulk` is not also "the memory with id bulk".
-@_routes.get("/memories/{memory_id:uuid}", response_model=MemoryPublic)
+@router.get("/memories/{memory_id:uuid}", response_model=MemoryPublic)
 def get_memory(memory_id: UUID, service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> MemoryPublic:
     """One memory by id, if it is in the scope (or the caller's) or global; 404 otherwise."""
     return service.get(str(memory_id), caller, scope=scope)
 
 
-@_routes.get("/audit", response_model=list[AuditPublic])
+@router.get("/audit", response_model=list[AuditPublic])
 def audit(
     service: ServiceDep,
     caller: CallerDep,
@@ -149,7 +150,7 @@ def audit(
     return service.audit(request, caller)
 
 
-@_routes.post("/audit/{audit_id}/undo", response_model=UndoResult)
+@router.post("/audit/{audit_id}/undo", response_model=UndoResult)
 def undo(
     audit_id: Annotated[str, Path(min_length=1, max_length=64)], service: ServiceDep, caller: CallerDep
 ) -> UndoResult:
@@ -158,7 +159,7 @@ def undo(
     return service.undo(audit_id, caller)
 
 
-@_routes.post("/memories/{memory_id:uuid}/consolidate", response_model=ConsolidationPublic | None)
+@router.post("/memories/{memory_id:uuid}/consolidate", response_model=ConsolidationPublic | None)
 def consolidate(
     memory_id: UUID, service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None
 ) -> ConsolidationPublic | None:
@@ -169,7 +170,7 @@ def consolidate(
     return service.consolidate_goal(str(memory_id), caller, scope=scope)
 
 
-@_routes.post("/memories/{memory_id:uuid}/promote", status_code=201, response_model=MemorizeResult | MemorizeAccepted)
+@router.post("/memories/{memory_id:uuid}/promote", status_code=201, response_model=MemorizeResult | MemorizeAccepted)
 def promote(
     memory_id: UUID,
     body: PromoteRequest,
@@ -189,7 +190,7 @@ def promote(
     return result
 
 
-@_routes.post("/handoff", status_code=201, response_model=MemorizeResult | MemorizeAccepted)
+@router.post("/handoff", status_code=201, response_model=MemorizeResult | MemorizeAccepted)
 def save_handoff(body: HandoffSave, service: ServiceDep, caller: CallerDep, response: Response) -> object:
     """Save a session handoff (summary, completed, in_progress, blocked, next_steps) as a `handoff`
     memory of the scope; 202 with its job when workers have not finished it in time."""
@@ -199,20 +200,20 @@ def save_handoff(body: HandoffSave, service: ServiceDep, caller: CallerDep, resp
     return result
 
 
-@_routes.get("/handoff", response_model=HandoffPublic | None)
+@router.get("/handoff", response_model=HandoffPublic | None)
 def load_handoff(service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> HandoffPublic | None:
     """The latest handoff of the scope (or the caller's), or `null`."""
     return service.load_handoff(caller, scope=scope)
 
 
-@_routes.get("/status", response_model=MemoryStatus)
+@router.get("/status", response_model=MemoryStatus)
 def memory_status(service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> MemoryStatus:
     """Where the scope's memory stands: counts by type and state, working failures by component and
     severity, features not done, the last sleep, and the jobs waiting by queue."""
     return service.status(caller, scope=scope)
 
 
-@_routes.post("/sleep", response_model=SleepResult)
+@router.post("/sleep", response_model=SleepResult)
 def sleep(body: SleepRequest, service: ServiceDep, caller: CallerDep) -> SleepResult:
     """Sleep-consolidate the scope now: clusters of near-identical working memories of the last
     days become one insight each, the sources muted under it (undoable). `dry_run` reports the
@@ -220,7 +221,7 @@ def sleep(body: SleepRequest, service: ServiceDep, caller: CallerDep) -> SleepRe
     return service.sleep(body, caller)
 
 
-@_routes.delete("/memories/{memory_id:uuid}", response_model=MemoryPublic)
+@router.delete("/memories/{memory_id:uuid}", response_model=MemoryPublic)
 def forget(
     memory_id: UUID,
     service: ServiceDep,
@@ -234,24 +235,23 @@ def forget(
 
 
 def build_router(schemas: RequestSchemas) -> APIRouter:
-    """The /v1 memory routes, validating the memorize, bulk and remember bodies with ``schemas`` (the
-    input limits' request models); the other routes are this module's own."""
-    router = APIRouter(prefix="/v1", tags=["memories"])
-    router.post(
+    """The /v1 memorize, bulk and remember routes, validating their bodies with ``schemas`` (the input
+    limits' request models); the other memory routes are this module's ``router``."""
+    body_routes = APIRouter(prefix="/v1", tags=["memories"])
+    body_routes.post(
         "/memories",
         status_code=201,
         response_model=MemorizeResult | MemorizeAccepted,
         responses={202: {"model": MemorizeAccepted, "description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
     )(_with_body(memorize, schemas.memory_create))
-    router.post(
+    body_routes.post(
         "/memories/bulk",
         status_code=201,
         response_model=BulkMemorizeResult,
         response_model_exclude_none=True,
         responses={202: {"model": BulkMemorizeResult, "description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
     )(_with_body(memorize_bulk, schemas.bulk_memorize))
-    router.post("/remember", response_model=RecallResponse, response_model_exclude_none=True)(
+    body_routes.post("/remember", response_model=RecallResponse, response_model_exclude_none=True)(
         _with_body(remember, schemas.recall)
     )
-    router.include_router(_routes)
-    return router
+    return body_routes
