@@ -16,7 +16,7 @@ MAX_MODULE_LINES = 600
 
 # Still to split (each a store or a service that owns several aggregates): the size each may not pass.
 STILL_LARGE = {
-    "api/services/memories.py": 890,
+    "api/services/memories.py": 721,
     "search/sqlite/store.py": 988,
 }
 

@@ -18,14 +18,14 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from api.process.cpu_priority import lower_this_thread
 from api.process.memory import release_free_memory
 from api.services.caller import Caller
+from api.services.lifecycle import Lifecycle
+from api.services.parts import make_reranker, make_runner, make_second_leg, open_configured
 from api.services.undo import undo
 from hivemem.access import Role
 from hivemem.admission import search_gate_for
 from hivemem.answers import (
-    ArchivedPublic,
     AuditPublic,
     BulkMemorizeResult,
     ClosedGoalPublic,
@@ -47,9 +47,7 @@ from hivemem.answers import (
 from hivemem.audit import AuditQuery
 from hivemem.audit_schemas import AuditRequest
 from hivemem.config import Settings
-from hivemem.consolidation import Consolidation
-from hivemem.decay import raw_strength
-from hivemem.embedding import Embedder, parallel_calls
+from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.engineering import handoff_content
 from hivemem.errors import (
@@ -57,8 +55,6 @@ from hivemem.errors import (
     ConfigError,
     ConfirmationRequired,
     DuplicateMemoryError,
-    EmbeddingError,
-    EmbeddingMismatchError,
     JobNotFoundError,
     MemoryNotFoundError,
     PermissionDeniedError,
@@ -67,7 +63,6 @@ from hivemem.errors import (
 )
 from hivemem.hashing import content_hash
 from hivemem.jobs import JobState
-from hivemem.lazy_embedder import LazyEmbedder
 from hivemem.model import (
     AuditEvent,
     Link,
@@ -81,25 +76,18 @@ from hivemem.model import (
     utcnow,
 )
 from hivemem.read_write_lock import ReadWriteLock
-from hivemem.rerank import Reranker
 from hivemem.schemas import MAX_CONTENT_CHARS, HandoffSave, MemoryCreate, PromoteRequest, RecallRequest, SleepRequest
 from hivemem.tickets import Ticket
 from hivemem.write_said import write_said
-from search import SearchFilter, Store, open_store, recorded_embedding
+from search import SearchFilter, Store
 from search.base import DEFAULT_STATES
-from search.capabilities import KeepsSecondVectors, LeasesSleep, ReEmbeds, Warms
+from search.capabilities import ReEmbeds, Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
-from workers.embed import load_embedder
-from workers.embed_tuning import EmbedTuning
 from workers.job_tuning import JobTuning
-from workers.lifecycle import archive_faded, consolidate_goal, last_sleep, sleep_consolidate, sleep_policy
+from workers.lifecycle import last_sleep
 from workers.reembed import Reembedding
-from workers.rerankers import load_reranker
-from workers.runner import InProcessRunner, Runner
-from workers.second_model import SecondLeg, second_model_settings
-from workers.sleep_lock import broker_sleep_lock, sleep_lock
-from workers.sleep_timer import SleepTimer
+from workers.runner import Runner
 
 if TYPE_CHECKING:
     from api.services.knowledge import KnowledgeService
@@ -109,7 +97,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FORGET_NEEDS_CONFIRM", "MemoryService", "make_runner"]
+__all__ = ["FORGET_NEEDS_CONFIRM", "MemoryService"]
 
 # Memories linked to the results that recall adds, labelled "via graph".
 GRAPH_NEIGHBOURS = 3
@@ -122,15 +110,6 @@ FORGET_NEEDS_CONFIRM = (
 
 # Edges that name a memory without building on it: no reinforcement for their targets.
 _NOT_A_USE = frozenset({RelationType.SUPERSEDES, RelationType.CLOSES, RelationType.CONFLICTS})
-
-
-def make_runner(settings: Settings, store: Store, embedder: Embedder) -> Runner:
-    """The runner the settings ask for: Celery workers when a broker is set, else this process."""
-    if settings.broker_url:
-        from workers.celery_runner import CeleryRunner
-
-        return CeleryRunner(settings)
-    return InProcessRunner(store, embedder, settings=settings)
 
 
 def _results(ticket: Ticket, memories: list[Memory]) -> list[MemorizeResult]:
@@ -152,58 +131,6 @@ def _results(ticket: Ticket, memories: list[Memory]) -> list[MemorizeResult]:
         )
         for r, m in zip(ticket.results or (), memories, strict=True)
     ]
-
-
-def _consolidation_public(plan: Consolidation, store: Store | None) -> ConsolidationPublic:
-    # The audit record's id is the store's: the parent's newest consolidation (None when dry).
-    audit_id = None
-    if store is not None:
-        ids = [e.id for e in store.audit_log(plan.parent.id) if e.action == "consolidate"]
-        audit_id = ids[-1] if ids else None
-    return ConsolidationPublic(
-        parent_id=plan.parent.id,
-        parent_title=plan.parent.title,
-        source_ids=[m.id for m in plan.sources],
-        audit_id=audit_id,
-    )
-
-
-def make_reranker(settings: Settings) -> Reranker | None:
-    """The rerank stage's reranker: the pool's client (``HIVEMEM_RERANK_POOL``), the model itself, or None."""
-    if settings.rerank_pool:
-        from workers.rerank_pool import PoolReranker  # Celery is imported only by a gateway that uses it
-
-        return PoolReranker(settings)
-    return load_reranker(settings)
-
-
-def make_second_leg(settings: Settings, store: Store, *, one_off: bool = False) -> SecondLeg | None:
-    """The second dense leg (``HIVEMEM_SECOND_EMBED_MODEL``): its model on threads of its own, and
-    the filler of its vectors (not started: a server starts it), or None when none is configured.
-
-    ``one_off`` (a CLI call): one model thread, so the model loads with its first text, if any (how
-    many threads a runtime runs well is only known once it is loaded: seconds a ``get`` never needs)."""
-    name = settings.second_embed_model.strip()
-    if not name:
-        return None
-    if not isinstance(store, KeepsSecondVectors):
-        raise ConfigError(
-            "HIVEMEM_SECOND_EMBED_MODEL: the second dense leg needs a store that keeps a second model's "
-            "vectors (SQLite and OpenSearch do); this store keeps one vector per memory"
-        )
-    embedder = load_embedder(second_model_settings(settings))
-    return SecondLeg(store, queued(settings, embedder, threads=1 if one_off else None))
-
-
-def queued(settings: Settings, embedder: Embedder, *, threads: int | None = None) -> QueuedEmbedder:
-    """``embedder`` on threads of its own, batching every caller: ``threads``, else as many as
-    configured, else as many calls at once as its runtime runs well."""
-    tuning = EmbedTuning()
-    threads = threads or tuning.embed_parallel or parallel_calls(embedder)
-    # Document chunks on threads of their own at the lowest priority (api.process.cpu_priority): measured
-    # with 8 clients recalling during a 5 MB upload, recall's p95 was 6.5x its idle p95 with the
-    # chunks on the same threads as queries.
-    return QueuedEmbedder(embedder, max_batch=tuning.embed_batch_size, threads=threads, background=lower_this_thread)
 
 
 def _in_order(memories: list[Memory]) -> list[Memory]:
@@ -252,7 +179,7 @@ class MemoryService:
             gate=self.search_gate,
             second=None if self.second_leg is None else self.second_leg.embedder,
         )
-        self._sleep_timer: SleepTimer | None = None
+        self.lifecycle = Lifecycle(settings, store, self.embedder, self._visible)
         # Recalls hold it shared from embedding their query to searching; a re-embed's swap holds it
         # alone, so no recall embeds with one model and searches the other's vectors.
         self.model_gate = ReadWriteLock()
@@ -267,60 +194,22 @@ class MemoryService:
         lazy_model: bool = False,
         recall: RecallParams | None = None,
     ) -> MemoryService:
-        """Open the configured store with the configured embedder (loaded lazily).
-
-        The embedder runs on threads of its own, where calls from every request are batched
-        (:mod:`hivemem.embedding_queue`): one, or one per core for a runtime whose calls each take one.
-        ``lazy_model`` (the CLI): open a store that records its model with that record, and load
-        the model only if something is embedded (one model thread), and the second model likewise;
-        a store of another model than the configured one is used as it is, not re-embedded.
-        """
-        embedder = embedder or load_embedder(settings)
-        if lazy_model and not isinstance(embedder, QueuedEmbedder):
-            recorded = recorded_embedding(settings.resolved_store_url(), settings)
-            if recorded is not None:
-                # The store's own model, even after a model change: a CLI call works on the store as
-                # it is, and leaves re-embedding to the server (or `hivemem reembed`).
-                configured = embedder
-                model, dimension = recorded
-
-                def load() -> Embedder:
-                    if configured.model_id == model:
-                        return configured
-                    return load_embedder(settings.model_copy(update={"embed_model": model}))
-
-                embedder = LazyEmbedder(model, dimension, load=load)
-        if not isinstance(embedder, QueuedEmbedder):
-            embedder = queued(settings, embedder)
-        url = settings.resolved_store_url()
-        try:
-            store = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension, settings=settings)
-        except EmbeddingMismatchError as mismatch:
-            recorded = recorded_embedding(url, settings) if settings.reembed_on_model_change else None
-            if recorded is None:
-                raise
-            # The store holds another model's vectors: serve them with that model, and move to the
-            # configured one in the background.
-            try:
-                serving = load_embedder(settings.model_copy(update={"embed_model": recorded[0]}))
-            except EmbeddingError as exc:
-                raise EmbeddingMismatchError(
-                    f"{mismatch}; the store's model cannot be loaded to serve it ({exc})"
-                ) from exc
-            target = embedder.inner
-            embedder.switch(serving)
-            store = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension, settings=settings)
-            service = cls(settings, store, embedder, recall=recall)
-            job = service.start_reembed(target, Caller(principal="server"))
-            log.warning(
-                "the store holds %s vectors and %s is configured: re-embedding in the background (job %s); "
-                "recall serves the old vectors until it is done",
-                recorded[0],
-                target.model_id,
-                job.id,
-            )
-            return service
-        return cls(settings, store, embedder, one_off=lazy_model, recall=recall)
+        """A service over the configured store and embedder (:func:`api.services.parts.open_configured`);
+        a store of another model's vectors is served with that model and re-embedded in the
+        background, except by a ``lazy_model`` one (the CLI), which uses it as it is."""
+        store, embedder, reembed_to = open_configured(settings, embedder, lazy_model=lazy_model)
+        if reembed_to is None:
+            return cls(settings, store, embedder, one_off=lazy_model, recall=recall)
+        service = cls(settings, store, embedder, recall=recall)
+        job = service.start_reembed(reembed_to, Caller(principal="server"))
+        log.warning(
+            "the store holds %s vectors and %s is configured: re-embedding in the background (job %s); "
+            "recall serves the old vectors until it is done",
+            service.store.embedding_model,
+            reembed_to.model_id,
+            job.id,
+        )
+        return service
 
     def reembed_job(self, caller: Caller = Caller()) -> JobPublic:
         """The job re-embedding this server's store (admin on ``*``). Raises ``JobNotFoundError``
@@ -683,47 +572,12 @@ class MemoryService:
     def consolidate_goal(
         self, goal_id: str, caller: Caller = Caller(), *, scope: str | None = None
     ) -> ConsolidationPublic | None:
-        """Consolidate a goal's working findings under its closing note (or the goal itself); None
-        when none is left. Raises ``MemoryNotFoundError`` (also outside the caller's scopes) and
-        ``NotAGoalError`` for a memory that is not a goal."""
-        goal = self._visible(goal_id, caller, scope)
-        caller.scope_for(goal.scope, write=True)
-        plan = consolidate_goal(self.store, goal.id, utcnow(), author=caller.principal)
-        return None if plan is None else _consolidation_public(plan, self.store)
+        """See :meth:`api.services.lifecycle.Lifecycle.consolidate_goal`."""
+        return self.lifecycle.consolidate_goal(goal_id, caller, scope=scope)
 
     def sleep(self, request: SleepRequest, caller: Caller = Caller()) -> SleepResult:
-        """One sleep pass over the caller's scope (or ``request.scope``), now, whenever it last ran:
-        consolidation, then (unless ``request.archive`` is false) archiving, as the scheduled pass."""
-        scope = caller.scope_for(request.scope, write=True)
-        base = sleep_policy()
-        policy = replace(
-            base,
-            threshold=base.threshold if request.threshold is None else request.threshold,
-            min_size=base.min_size if request.min_size is None else request.min_size,
-        )
-        # After any pass of another process (or of the timer) has ended: one pass at a time plans
-        # from what the store holds, not from what another is rewriting.
-        dry = request.dry_run
-        with self.sleep_lock(wait=True):
-            now = utcnow()
-            report = sleep_consolidate(self.store, self.embedder, scope, now, policy, dry_run=dry)
-            faded = archive_faded(self.store, scope, now, policy, dry_run=dry) if request.archive else []
-        written = None if report.dry_run else self.store
-        return SleepResult(
-            scope=scope,
-            candidates=report.candidates,
-            dry_run=report.dry_run,
-            consolidations=[_consolidation_public(p, written) for p in report.consolidations],
-            archived=[
-                ArchivedPublic(
-                    id=m.id,
-                    title=m.title,
-                    memory_type=m.memory_type,
-                    strength=round(raw_strength(m, now, **policy.decay), 4),
-                )
-                for m in faded
-            ],
-        )
+        """See :meth:`api.services.lifecycle.Lifecycle.sleep`."""
+        return self.lifecycle.sleep(request, caller)
 
     def save_handoff(self, request: HandoffSave, caller: Caller = Caller()) -> MemorizeResult | MemorizeAccepted:
         """Store a session handoff as a ``handoff`` memory of the scope; the latest is what ``load_handoff`` returns."""
@@ -804,30 +658,8 @@ class MemoryService:
         )
 
     def sleep_lock(self, *, wait: bool) -> AbstractContextManager[bool]:
-        """The lock every sleep pass over this store takes (:mod:`workers.sleep_lock`): the broker's,
-        shared with the workers' scheduled pass, when there is one; else the store's own where it
-        may be served from several machines (an OpenSearch cluster); else the data folder's, shared
-        with the other processes serving the store. It yields whether it is held."""
-        if self.settings.broker_url:
-            return broker_sleep_lock(self.settings.broker_url, wait=wait)
-        if isinstance(self.store, LeasesSleep):
-            return self.store.sleep_lease(wait=wait)
-        return sleep_lock(self.settings.data_dir, wait=wait)
-
-    def start_sleep_timer(self) -> None:
-        """Sleep-consolidate each scope once per ``sleep_interval_hours`` in the background (embedded
-        shape; with a broker, beat schedules it). Stopped by ``close``."""
-        if self.settings.broker_url or self.settings.sleep_interval_hours <= 0 or self._sleep_timer is not None:
-            return
-        self._sleep_timer = SleepTimer(
-            self.store,
-            self.embedder,
-            sleep_policy(),
-            timedelta(hours=self.settings.sleep_interval_hours),
-            # Every process serving this store runs a timer (a server, each stdio session): one sleeps.
-            lock=lambda: self.sleep_lock(wait=False),
-        )
-        self._sleep_timer.start()
+        """See :meth:`api.services.lifecycle.Lifecycle.sleep_lock`."""
+        return self.lifecycle.sleep_lock(wait=wait)
 
     def start_second_leg(self) -> None:
         """Fill the second model's vectors in the background (a server's; a one-off command only
@@ -838,7 +670,7 @@ class MemoryService:
     def start_background(self) -> None:
         """Start what a server runs beside its requests: the sleep timer and the second model's
         filler. Every server that opens a service calls it; a one-off command does not."""
-        self.start_sleep_timer()
+        self.lifecycle.start_sleep_timer()
         self.start_second_leg()
 
     def warnings(self) -> list[str]:
@@ -876,8 +708,7 @@ class MemoryService:
 
     def close(self) -> None:
         """Finish background jobs, stop the embedder's thread and close the store."""
-        if self._sleep_timer is not None:
-            self._sleep_timer.stop()
+        self.lifecycle.close()
         if self._reembedding is not None:
             self._reembedding.stop()
         if self.second_leg is not None:

@@ -222,7 +222,7 @@ def test_a_server_starts_the_sleep_timer_and_the_filler_together(second_settings
         service.start_background()
         service.start_background()  # a second call starts nothing twice
         assert service.second_leg.started
-        assert service._sleep_timer is not None
+        assert service.lifecycle._sleep_timer is not None
     finally:
         service.close()
 
