@@ -43,8 +43,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(_: argparse.Namespace, settings: Settings) -> int:
+    from api.settings_catalogue import TUNING_GROUPS
+
     # `store_url` is empty by default: say which store that resolves to (the data folder's file).
-    print_json({"effective_store_url": redact_url(settings.resolved_store_url()), **settings.public_dict()})
+    # Then every tuning parameter in force, under the names the settings page gives them.
+    tuning = {name: value for group in TUNING_GROUPS for name, value in group().model_dump(mode="json").items()}
+    print_json({"effective_store_url": redact_url(settings.resolved_store_url()), **settings.public_dict(), **tuning})
     return 0
 
 
