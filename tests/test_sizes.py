@@ -14,9 +14,8 @@ PRODUCT = ("hivemem", "api", "workers", "search")
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 600
 
-# Still to split (each a store or a service that owns several aggregates): the size each may not pass.
+# Still to split (the SQLite store: memories, relations, audit, tokens, vectors): the size it may not pass.
 STILL_LARGE = {
-    "api/services/memories.py": 721,
     "search/sqlite/store.py": 988,
 }
 

@@ -15,23 +15,22 @@ import logging
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, suppress
 from dataclasses import replace
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from api.process.memory import release_free_memory
+from api.services.audit_trail import AuditTrail
 from api.services.caller import Caller
+from api.services.handoffs import handoff_memory, latest_handoff
 from api.services.lifecycle import Lifecycle
 from api.services.parts import make_reranker, make_runner, make_second_leg, open_configured
-from api.services.undo import undo
-from hivemem.access import Role
+from api.services.status import memory_status
+from api.services.written import in_order, written_results
 from hivemem.admission import search_gate_for
 from hivemem.answers import (
     AuditPublic,
     BulkMemorizeResult,
-    ClosedGoalPublic,
     ConsolidationPublic,
     DeadLetterPublic,
-    FeatureStatus,
     HandoffPublic,
     JobPublic,
     MemorizeAccepted,
@@ -44,22 +43,17 @@ from hivemem.answers import (
     SleepResult,
     UndoResult,
 )
-from hivemem.audit import AuditQuery
 from hivemem.audit_schemas import AuditRequest
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.embedding_queue import QueuedEmbedder
-from hivemem.engineering import handoff_content
 from hivemem.errors import (
-    AuditNotFoundError,
     ConfigError,
     ConfirmationRequired,
     DuplicateMemoryError,
     JobNotFoundError,
     MemoryNotFoundError,
-    PermissionDeniedError,
     StoreError,
-    ValidationError,
 )
 from hivemem.hashing import content_hash
 from hivemem.jobs import JobState
@@ -71,21 +65,17 @@ from hivemem.model import (
     MemoryType,
     RelationType,
     RetrievalMode,
-    Source,
     new_memory_id,
     utcnow,
 )
 from hivemem.read_write_lock import ReadWriteLock
-from hivemem.schemas import MAX_CONTENT_CHARS, HandoffSave, MemoryCreate, PromoteRequest, RecallRequest, SleepRequest
-from hivemem.tickets import Ticket
-from hivemem.write_said import write_said
+from hivemem.schemas import HandoffSave, MemoryCreate, PromoteRequest, RecallRequest, SleepRequest
 from search import SearchFilter, Store
 from search.base import DEFAULT_STATES
 from search.capabilities import ReEmbeds, Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.job_tuning import JobTuning
-from workers.lifecycle import last_sleep
 from workers.reembed import Reembedding
 from workers.runner import Runner
 
@@ -110,42 +100,6 @@ FORGET_NEEDS_CONFIRM = (
 
 # Edges that name a memory without building on it: no reinforcement for their targets.
 _NOT_A_USE = frozenset({RelationType.SUPERSEDES, RelationType.CLOSES, RelationType.CONFLICTS})
-
-
-def _results(ticket: Ticket, memories: list[Memory]) -> list[MemorizeResult]:
-    # A reinforced memory is in the incoming memory's scope: that is where the duplicate was looked for.
-    return [
-        MemorizeResult(
-            id=r.memory_id,
-            outcome=r.outcome,
-            scope=m.scope,
-            superseded_id=r.superseded_id,
-            superseded_by_links=list(r.effects.superseded_ids) or None,
-            closed_goals=[
-                ClosedGoalPublic(goal_id=g.goal_id, consolidated_ids=list(g.consolidated_ids))
-                for g in r.effects.closed_goals
-            ]
-            or None,
-            job_id=ticket.job_id,
-            said=write_said(r, m.scope),
-        )
-        for r, m in zip(ticket.results or (), memories, strict=True)
-    ]
-
-
-def _in_order(memories: list[Memory]) -> list[Memory]:
-    """``memories`` with strictly increasing ``created_at``: a batch is in order, so the turns of a
-    thread it carries keep theirs (two memories of one microsecond would fall back to id order)."""
-    out: list[Memory] = []
-    for memory in memories:
-        if out and memory.created_at <= out[-1].created_at:
-            later = out[-1].created_at + timedelta(microseconds=1)
-            memory = replace(memory, created_at=later, updated_at=later)
-        out.append(memory)
-    return out
-
-
-_STATUS_SCAN = 2000  # the newest failures and progress notes a status report reads
 
 
 class MemoryService:
@@ -179,6 +133,7 @@ class MemoryService:
             gate=self.search_gate,
             second=None if self.second_leg is None else self.second_leg.embedder,
         )
+        self.audit_trail = AuditTrail(store, self.embedder)
         self.lifecycle = Lifecycle(settings, store, self.embedder, self._visible)
         # Recalls hold it shared from embedding their query to searching; a re-embed's swap holds it
         # alone, so no recall embeds with one model and searches the other's vectors.
@@ -304,7 +259,7 @@ class MemoryService:
 
     def _new_batch(self, requests: list[MemoryCreate], caller: Caller) -> list[Memory]:
         """The memories of a bulk request, in its order (see :func:`_in_order`)."""
-        return _in_order([self._new_memory(r, caller) for r in requests])
+        return in_order([self._new_memory(r, caller) for r in requests])
 
     def _checked_links(self, request: MemoryCreate, scope: str, caller: Caller) -> tuple[Link, ...]:
         """The edges ``request`` asks for, each to a memory readable from ``scope``; else a
@@ -351,7 +306,7 @@ class MemoryService:
         self._cited([memory])
         if ticket.results is None:
             return MemorizeAccepted(id=memory.id, scope=memory.scope, job_id=ticket.job_id, state=ticket.state)
-        return _results(ticket, [memory])[0]
+        return written_results(ticket, [memory])[0]
 
     def memorize_bulk(
         self, requests: list[MemoryCreate], caller: Caller = Caller(), *, wait_s: float | None = None
@@ -366,7 +321,7 @@ class MemoryService:
         self._written()
         self._cited(memories)
         ids = [m.id for m in memories]
-        results = None if ticket.results is None else _results(ticket, memories)
+        results = None if ticket.results is None else written_results(ticket, memories)
         return BulkMemorizeResult(job_id=ticket.job_id, state=ticket.state, ids=ids, results=results)
 
     def memorize_many(self, requests: list[MemoryCreate], caller: Caller = Caller()) -> list[MemorizeResult]:
@@ -375,7 +330,7 @@ class MemoryService:
         ticket = self.runner.memorize_bulk(memories, wait_s=None)
         self._written()
         self._cited(memories)
-        return _results(ticket, memories)
+        return written_results(ticket, memories)
 
     def _cited(self, memories: Sequence[Memory]) -> None:
         """A new memory's edges to memories it builds on use them: they are reinforced. Not the
@@ -493,7 +448,7 @@ class MemoryService:
         self.store.audit(AuditEvent("promote", copy.id, target, caller.principal, detail))
         if ticket.results is None:
             return MemorizeAccepted(id=copy.id, scope=target, job_id=ticket.job_id, state=ticket.state)
-        return _results(ticket, [copy])[0]
+        return written_results(ticket, [copy])[0]
 
     def get(self, memory_id: str, caller: Caller = Caller(), *, scope: str | None = None) -> MemoryPublic:
         """One memory by id, from the caller's scope (or ``scope``) plus global; reading it is using
@@ -532,42 +487,12 @@ class MemoryService:
         return MemoryPublic.of(removed)
 
     def audit(self, request: AuditRequest, caller: Caller = Caller()) -> list[AuditPublic]:
-        """Audit records, newest first, without memory text (:func:`hivemem.audit.public_detail`).
-
-        With ``memory_id``: that memory's records (it may be gone: a forget is audited) of the
-        caller's scope (or ``request.scope``) plus global, for anyone who may read there. Without:
-        the whole log (narrowed to ``request.scope`` if given), for an admin on ``*`` only.
-        """
-        if request.memory_id is not None:
-            scopes: list[str] | None = caller.readable(request.scope)
-        else:
-            caller.require_everything("read the whole audit log")
-            scopes = None if request.scope is None else [request.scope]
-        query = AuditQuery(
-            memory_id=request.memory_id,
-            actions=tuple(request.action or ()),
-            author=request.principal,
-            scopes=scopes,
-            since=request.since,
-            until=request.until,
-            limit=request.limit,
-        )
-        return [AuditPublic.of(e) for e in self.store.audit_search(query)]
+        """See :meth:`api.services.audit_trail.AuditTrail.search`."""
+        return self.audit_trail.search(request, caller)
 
     def undo(self, audit_id: str, caller: Caller = Caller()) -> UndoResult:
-        """Undo the merge or supersede an audit record names (see :mod:`api.services.undo`).
-
-        Raises ``AuditNotFoundError`` for an unknown id or one outside the caller's scopes, and
-        ``UndoRefused`` for another action or a record already undone.
-        """
-        event = self.store.audit_event(audit_id)
-        try:
-            caller.scope_for(event.scope, write=False)
-        except (ValidationError, PermissionDeniedError):
-            raise AuditNotFoundError(f"no audit record with id {audit_id}") from None
-        caller.require(event.scope, Role.ADMIN)
-        restored = undo(self.store, self.embedder, event, caller.principal)
-        return UndoResult(audit_id=event.id, action=event.action, restored=restored)
+        """See :meth:`api.services.audit_trail.AuditTrail.undo`."""
+        return self.audit_trail.undo(audit_id, caller)
 
     def consolidate_goal(
         self, goal_id: str, caller: Caller = Caller(), *, scope: str | None = None
@@ -581,78 +506,17 @@ class MemoryService:
 
     def save_handoff(self, request: HandoffSave, caller: Caller = Caller()) -> MemorizeResult | MemorizeAccepted:
         """Store a session handoff as a ``handoff`` memory of the scope; the latest is what ``load_handoff`` returns."""
-        details = request.details()
-        content = handoff_content(details)
-        if len(content) > MAX_CONTENT_CHARS:
-            raise ValidationError(
-                f"the handoff reads {len(content)} characters as a memory; at most {MAX_CONTENT_CHARS} fit",
-                field="summary",
-            )
-        first_line = request.summary.splitlines()[0].strip()
-        title = f"Handoff: {first_line}"
-        title = title if len(title) <= 200 else title[:199].rstrip() + "…"
-        # Built, not validated again: HandoffSave bounded every field, and its details are a
-        # handoff's shape by construction (they may pass the size cap of caller-written details).
-        memory = MemoryCreate.model_construct(
-            title=title,
-            content=content,
-            scope=request.scope,
-            memory_type=MemoryType.HANDOFF,
-            importance=0.6,
-            source=Source.AGENT_INFERRED,
-            tags=[],
-            related_files=[],
-            details=details,
-            related_to=[],
-        )
-        return self.memorize(memory, caller)
+        return self.memorize(handoff_memory(request), caller)
 
     def load_handoff(self, caller: Caller = Caller(), *, scope: str | None = None) -> HandoffPublic | None:
         """The latest handoff of the caller's scope (or ``scope``), or None."""
-        where = SearchFilter(scopes=[caller.scope_for(scope, write=False)], memory_types=(MemoryType.HANDOFF,))
-        latest = self.store.list_memories(where, 1, vectors=False)
-        return HandoffPublic.of(latest[0]) if latest else None
+        return latest_handoff(self.store, caller, scope)
 
     def status(self, caller: Caller = Caller(), *, scope: str | None = None) -> MemoryStatus:
-        """Where the caller's scope (or ``scope``) stands: counts by type and state, indexed documents,
-        working failures by component and severity, features not done (latest progress note each),
-        last sleep, queues."""
-        name = caller.scope_for(scope, write=False)
-        by_type: dict[str, dict[str, int]] = {}
-        for (kind, state), count in sorted(self.store.tally([name]).items()):
-            by_type.setdefault(kind.value, {})[state.value] = count
-        failures: dict[str, dict[str, int]] = {}
-        working = SearchFilter(scopes=[name], states=(MemoryState.WORKING,), memory_types=(MemoryType.FAILURE,))
-        for failure in self.store.list_memories(working, _STATUS_SCAN, vectors=False):
-            component = str(failure.details.get("component", "unknown"))
-            severity = str(failure.details.get("severity", "unknown"))
-            failures.setdefault(component, {}).setdefault(severity, 0)
-            failures[component][severity] += 1
-        features: dict[str, FeatureStatus] = {}
-        progress = SearchFilter(scopes=[name], memory_types=(MemoryType.PROGRESS,))
-        # Newest first: the first note of a feature is its latest.
-        for note in self.store.list_memories(progress, _STATUS_SCAN, vectors=False):
-            feature = str(note.details.get("feature", note.title))
-            if feature in features:
-                continue
-            features[feature] = FeatureStatus(
-                feature=feature,
-                status=str(note.details.get("status", "unknown")),
-                completion=note.details.get("completion"),
-                blockers=list(note.details.get("blockers", [])),
-                memory_id=note.id,
-                updated_at=note.updated_at,
-            )
-        sources = self.store.sources([name])
-        return MemoryStatus(
-            scope=name,
-            total=sum(sum(states.values()) for states in by_type.values()),
-            by_type=by_type,
-            documents=sum(1 for source in sources if source.searchable),
-            documents_failed=sum(1 for source in sources if source.failed),
-            failures_by_component=failures,
-            active_features=[f for f in features.values() if f.status != "done"],
-            last_consolidation=last_sleep(self.store, name),
+        """Where the caller's scope (or ``scope``) stands (:func:`api.services.status.memory_status`)."""
+        return memory_status(
+            self.store,
+            caller.scope_for(scope, write=False),
             queue_depth=self.runner.queue_depth(),
             rerank_fallbacks=dict(getattr(self.recaller.reranker, "fallbacks", {})),
         )

@@ -1,0 +1,57 @@
+"""What a scope's memory report says (``memory_status``): counts by type and state, indexed
+documents, working failures by component and severity, features not done, the last sleep."""
+
+from __future__ import annotations
+
+from hivemem.answers import FeatureStatus, MemoryStatus
+from hivemem.model import MemoryState, MemoryType
+from search import SearchFilter, Store
+from workers.lifecycle import last_sleep
+
+__all__ = ["memory_status"]
+
+_STATUS_SCAN = 2000  # the newest failures and progress notes a status report reads
+
+
+def memory_status(
+    store: Store, name: str, *, queue_depth: dict[str, int], rerank_fallbacks: dict[str, int]
+) -> MemoryStatus:
+    """The report of scope ``name``, with the job queues' depths and the rerank fallbacks beside it."""
+    by_type: dict[str, dict[str, int]] = {}
+    for (kind, state), count in sorted(store.tally([name]).items()):
+        by_type.setdefault(kind.value, {})[state.value] = count
+    failures: dict[str, dict[str, int]] = {}
+    working = SearchFilter(scopes=[name], states=(MemoryState.WORKING,), memory_types=(MemoryType.FAILURE,))
+    for failure in store.list_memories(working, _STATUS_SCAN, vectors=False):
+        component = str(failure.details.get("component", "unknown"))
+        severity = str(failure.details.get("severity", "unknown"))
+        failures.setdefault(component, {}).setdefault(severity, 0)
+        failures[component][severity] += 1
+    features: dict[str, FeatureStatus] = {}
+    progress = SearchFilter(scopes=[name], memory_types=(MemoryType.PROGRESS,))
+    # Newest first: the first note of a feature is its latest.
+    for note in store.list_memories(progress, _STATUS_SCAN, vectors=False):
+        feature = str(note.details.get("feature", note.title))
+        if feature in features:
+            continue
+        features[feature] = FeatureStatus(
+            feature=feature,
+            status=str(note.details.get("status", "unknown")),
+            completion=note.details.get("completion"),
+            blockers=list(note.details.get("blockers", [])),
+            memory_id=note.id,
+            updated_at=note.updated_at,
+        )
+    sources = store.sources([name])
+    return MemoryStatus(
+        scope=name,
+        total=sum(sum(states.values()) for states in by_type.values()),
+        by_type=by_type,
+        documents=sum(1 for source in sources if source.searchable),
+        documents_failed=sum(1 for source in sources if source.failed),
+        failures_by_component=failures,
+        active_features=[f for f in features.values() if f.status != "done"],
+        last_consolidation=last_sleep(store, name),
+        queue_depth=queue_depth,
+        rerank_fallbacks=rerank_fallbacks,
+    )
