@@ -261,6 +261,31 @@ class MemoryStatus(BaseModel):
     )
 
 
+class BriefingItem(BaseModel):
+    """One memory named in a briefing."""
+
+    id: str
+    title: str
+    memory_type: MemoryType
+    label: str = Field(description="`[CONFIRMED]` when a user vouched for it, else `[INFERRED]`.")
+    created_at: datetime
+
+
+class Briefing(BaseModel):
+    """What a session starting in a scope should know: its latest handoff, open failures, features
+    not done, and its most important decisions and preferences; ``text`` says it in at most about
+    1,500 tokens, for a client hook to inject."""
+
+    scope: str
+    handoff: HandoffPublic | None
+    open_failures: list[BriefingItem] = Field(description="The newest working failures.")
+    unfinished: list[FeatureStatus] = Field(description="Features whose latest progress note is not done.")
+    key_memories: list[BriefingItem] = Field(
+        description="Current decisions, preferences, architecture and strategy notes, most important first."
+    )
+    text: str
+
+
 class ArchivedPublic(BaseModel):
     """A memory a sleep pass moved to the archive (or would move, dry), and how far it had faded."""
 

@@ -54,7 +54,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture(autouse=True)
 def clean_environ(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Tests never read the real environment or config file: HIVEMEM_* is cleared, XDG dirs are private.
+    """Tests never read the real environment or config file: HIVEMEM_* is cleared, and the XDG dirs
+    (config, data, state) are private.
 
     The cache dir (derived model files, such as the embedder's ONNX copy) is private to the run and
     shared by its tests, so a model is exported once per run, not once per test.
@@ -65,6 +66,7 @@ def clean_environ(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
     yield
 

@@ -59,7 +59,7 @@ def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> dict[st
 
 def cli_commands() -> dict[str, list[str]]:
     """Every command and subcommand the CLI accepts (aliases included), with its options and arguments."""
-    from api.cli import _parser
+    from api.cli.app import _parser
 
     return dict(sorted(_commands(_parser(), ()).items()))
 

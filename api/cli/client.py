@@ -10,14 +10,10 @@ open (``/healthz`` names its store by a fingerprint). ``HIVEMEM_TOKEN`` is sent 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.parse
 import urllib.request
-from typing import Any
 
+from api.remote import Remote, RemoteError
 from hivemem.config import Settings, store_fingerprint
-from hivemem.errors import HivememError
-from hivemem.scope import SCOPE_HEADER
 
 __all__ = ["CLIENT_COMMANDS", "Remote", "RemoteError", "server_for"]
 
@@ -25,10 +21,6 @@ __all__ = ["CLIENT_COMMANDS", "Remote", "RemoteError", "server_for"]
 CLIENT_COMMANDS = frozenset({"memorize", "remember", "get", "forget"})
 # How long the local server has to answer before the CLI works on its own.
 _PROBE_S = 0.3
-
-
-class RemoteError(HivememError):
-    """The server refused or failed the call; the message is its own."""
 
 
 def server_for(settings: Settings) -> str | None:
@@ -45,65 +37,3 @@ def server_for(settings: Settings) -> str | None:
         return None
     same_store = isinstance(health, dict) and health.get("store") == store_fingerprint(settings.resolved_store_url())
     return url if same_store else None
-
-
-class Remote:
-    """REST calls on one server, as the CLI's caller (its token, its project's scope). The standard
-    library's HTTP client: a CLI call spends most of its time importing, and httpx costs 0.1 s more."""
-
-    def __init__(self, url: str, *, token: str, scope: str | None) -> None:
-        self._url = url
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if token:
-            self._headers["Authorization"] = f"Bearer {token}"
-        if scope is not None:
-            self._headers[SCOPE_HEADER] = scope
-
-    def _call(self, method: str, path: str, *, params: dict[str, str] | None = None, body: Any = None) -> Any:
-        query = f"?{urllib.parse.urlencode(params)}" if params else ""
-        data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(f"{self._url}{path}{query}", data=data, method=method, headers=self._headers)
-        try:
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                return json.loads(answer.read())
-        except urllib.error.HTTPError as exc:
-            raise RemoteError(_refusal(exc)) from None
-        except (OSError, ValueError) as exc:
-            raise RemoteError(f"the server at {self._url} did not answer: {exc}") from exc
-
-    # Bodies are sent as the CLI read them: the server validates them (its answer names what is
-    # wrong), and the CLI spares the import of every request schema.
-    def memorize(self, body: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/v1/memories", body=body)
-        return result
-
-    def remember(self, body: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", "/v1/remember", body=body)
-        return result
-
-    def get(self, memory_id: str, scope: str | None) -> dict[str, Any]:
-        params = {} if scope is None else {"scope": scope}
-        result: dict[str, Any] = self._call("GET", f"/v1/memories/{memory_id}", params=params)
-        return result
-
-    def forget(self, memory_id: str, *, confirm: bool, scope: str | None) -> dict[str, Any]:
-        params = {"confirm": str(confirm).lower()} | ({} if scope is None else {"scope": scope})
-        result: dict[str, Any] = self._call("DELETE", f"/v1/memories/{memory_id}", params=params)
-        return result
-
-    def jobs(self, params: dict[str, str]) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call("GET", "/v1/jobs", params=params)
-        return result
-
-    def job(self, job_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/jobs/{urllib.parse.quote(job_id, safe='')}")
-        return result
-
-
-def _refusal(exc: urllib.error.HTTPError) -> str:
-    """The server's own words for a refusal (its error body), else the status."""
-    try:
-        body = json.loads(exc.read())
-        return f"{body.get('error', exc.code)}: {body.get('message', '')}"
-    except (ValueError, AttributeError):
-        return f"{exc.code}: {exc.reason}"

@@ -4,7 +4,9 @@ Doctor makes nothing: a data folder or SQLite file that is not there yet is repo
 first start makes it). The data folder (there and writable), the embedding model (loads, embeds), the store (opens with
 that model, answers), the second model when one is configured (loads, embeds, and how many memories
 still lack its vector), the broker when one is configured (answers a ping), and the token key's
-permissions. Exit status 0 when every check passes, 1 otherwise.
+permissions, and the client hooks of the project folder (``--project``, default here): which are
+installed, and whether the server they call answers them. Exit status 0 when every check passes,
+1 otherwise.
 """
 
 from __future__ import annotations
@@ -36,7 +38,12 @@ class Check:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``doctor`` to the ``hivemem`` subcommands."""
-    sub.add_parser("doctor", help="check the data folder, model, store, broker and key; say how to fix what fails")
+    doctor = sub.add_parser(
+        "doctor", help="check the data folder, model, store, broker, key and hooks; say how to fix what fails"
+    )
+    doctor.add_argument(
+        "--project", type=Path, default=None, help="the project folder whose client hooks to check (default: here)"
+    )
 
 
 def _data_folder(settings: Settings) -> Check:
@@ -163,7 +170,25 @@ def _token_key(settings: Settings) -> Check | None:
     return Check("token key", True, f"{path} is its owner's only")
 
 
-def checks(settings: Settings) -> list[Check]:
+def _hooks(project: Path) -> Check:
+    """The hivemem hooks in the project's Claude Code settings, and whether their server answers."""
+    from api.cli.project_files import installed_hook_events
+    from api.hooks.command import probe
+    from api.remote import RemoteError
+
+    settings_file = project / ".claude" / "settings.json"
+    installed = installed_hook_events(settings_file)
+    if not installed:
+        return Check("hooks", True, f"none in {settings_file} (`hivemem setup claude-code` installs them)")
+    events = ", ".join(sorted(installed))
+    try:
+        urls = {probe(command, project) for command in installed.values()}
+    except (RemoteError, ValueError) as exc:
+        return Check("hooks", False, f"{events} installed, but they do not reach the server: {exc}")
+    return Check("hooks", True, f"{events} installed in {settings_file}; {', '.join(sorted(urls))} answers them")
+
+
+def checks(settings: Settings, project: Path | None = None) -> list[Check]:
     """Every check, in order; the model and store only once the data folder is usable."""
     folder = _data_folder(settings)
     found = [folder]
@@ -171,11 +196,11 @@ def checks(settings: Settings) -> list[Check]:
         found += _model_and_store(settings)
     steps: list[Callable[[Settings], Check | None]] = [_broker, _token_key]
     found += [c for c in (step(settings) for step in steps) if c is not None]
-    return found
+    return [*found, _hooks((project or Path.cwd()).expanduser())]
 
 
-def run(_: argparse.Namespace, settings: Settings) -> int:
-    found = checks(settings)
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    found = checks(settings, args.project)
     for check in found:
         print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.says}")
     return 0 if all(c.ok for c in found) else 1

@@ -8,8 +8,14 @@ project folder the client starts it in (``--scope`` fixes one); with ``--url`` i
 at a running server's ``/mcp``, with the project's scope in the ``X-Hivemem-Scope`` header (``--scope``,
 else the scope of the project folder: its git remote, as stdio would derive it), since a server
 over HTTP cannot see the client's folder and refuses every write of a connection with no project.
-``--token`` adds the bearer header a team server needs. Then the data folder is made and the model
-loaded once, so the first session does not wait for it.
+``--token`` adds the bearer header a team server needs.
+
+For Claude Code it also installs the hooks (``.claude/settings.json``: a briefing at session start,
+relevant memories with each prompt, a reminder to save a handoff) and the memory rules (a marked
+section of ``CLAUDE.md``); for Cursor the rules file. ``--no-hooks`` and ``--no-rules`` leave them
+out (:mod:`api.cli.project_files`). The hooks call a running server: ``--url``, else the local
+``hivemem serve``. Then the data folder is made and the model loaded once, so the first session
+does not wait for it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from api.cli.project_files import (
+    install_claude_hooks,
+    read_config,
+    write_cursor_rules,
+    write_if_changed,
+    write_rules_section,
+)
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
 from hivemem.scope import SCOPE_HEADER, derive_scope, validate_scope
@@ -50,6 +63,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     setup.add_argument("--url", default=None, help="a running server's base URL, to use over HTTP instead of stdio")
     setup.add_argument("--token", default=None, help="the bearer token for --url (a team server's)")
     setup.add_argument("--no-warm", action="store_true", help="do not load the model now")
+    setup.add_argument(
+        "--no-hooks", action="store_true", help="claude-code: do not install the session, prompt and stop hooks"
+    )
+    setup.add_argument(
+        "--no-rules",
+        action="store_true",
+        help="do not add the memory rules (CLAUDE.md for claude-code, .cursor/rules/hivemem.mdc for cursor)",
+    )
 
 
 def _command() -> list[str]:
@@ -105,27 +126,46 @@ def config_path(client: str, project: Path | None) -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "Claude" / "claude_desktop_config.json"
 
 
-def write_entry(path: Path, entry: dict[str, Any]) -> None:
-    """Set ``mcpServers.hivemem`` in the JSON file at ``path``, keeping everything else. Raises
-    ``ValidationError`` (the file untouched) for a folder there or a file that is not a JSON object."""
-    if path.is_dir():
-        raise ValidationError(f"{path} is a folder, not a config file", field="path")
-    config: dict[str, Any] = {}
-    if path.exists():
-        try:
-            loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValidationError(
-                f"{path} is not JSON ({exc}); fix or move it, nothing was changed", field="path"
-            ) from None
-        if not isinstance(loaded, dict) or not isinstance(loaded.get("mcpServers", {}), dict):
-            raise ValidationError(f"{path}: expected a JSON object with an `mcpServers` object", field="path")
-        config = loaded
+def write_entry(path: Path, entry: dict[str, Any]) -> bool:
+    """Set ``mcpServers.hivemem`` in the JSON file at ``path``, keeping everything else; True when
+    the file changed. Raises ``ValidationError`` (the file untouched) for a folder there or a file
+    that is not a JSON object."""
+    config = read_config(path, "mcpServers")
     config.setdefault("mcpServers", {})[SERVER_NAME] = entry
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    staging.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    staging.replace(path)
+    return write_if_changed(path, json.dumps(config, indent=2) + "\n")
+
+
+def _hooks_url(args: argparse.Namespace, settings: Settings) -> str:
+    """The server the hooks call: ``--url``, else the configured server, else the local ``hivemem serve``."""
+    if args.url is not None:
+        return str(args.url).rstrip("/")
+    if settings.server_url and settings.server_url != "off":
+        return settings.server_url.rstrip("/")
+    return f"http://127.0.0.1:{settings.port}"
+
+
+def _said(path: Path, changed: bool, what: str) -> None:
+    print(f"{what} in {path}" if changed else f"{path}: {what} there already")
+
+
+def _project_files(args: argparse.Namespace, settings: Settings, scope: str | None, project: Path | None) -> None:
+    """The hooks and the rules of the client, in the project folder (``project``: Claude Code's)."""
+    if args.client == "cursor" and not args.no_rules:
+        folder = (args.project or Path.cwd()).expanduser()
+        path = folder / ".cursor" / "rules" / "hivemem.mdc"
+        _said(path, write_cursor_rules(path), "memory rules")
+    if project is None:
+        return
+    if not args.no_hooks:
+        url = _hooks_url(args, settings)
+        options = ["--url", url, *([] if scope is None else ["--scope", scope])]
+        path = project / ".claude" / "settings.json"
+        _said(
+            path, install_claude_hooks(path, _command(), options), f"hooks (session start, prompt, stop) calling {url}"
+        )
+    if not args.no_rules:
+        path = project / "CLAUDE.md"
+        _said(path, write_rules_section(path), "memory rules")
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -142,8 +182,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2))
     else:
         path = config_path(args.client, args.project)
-        write_entry(path, entry)
-        print(f"registered hivemem in {path}" + ("" if args.url is None or scope is None else f", scope {scope}"))
+        changed = write_entry(path, entry)
+        where = "" if args.url is None or scope is None else f", scope {scope}"
+        print(f"registered hivemem in {path}{where}" if changed else f"{path}: hivemem is registered already{where}")
+        _project_files(args, settings, scope, path.parent if args.client == "claude-code" else None)
     if args.url is None and not args.no_warm:
         from api.services.memories import MemoryService
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from api.process.memory import release_free_memory
 from api.services.audit_trail import AuditTrail
+from api.services.briefing import briefing
 from api.services.caller import Caller
 from api.services.handoffs import handoff_memory, latest_handoff
 from api.services.lifecycle import Lifecycle
@@ -28,6 +29,7 @@ from api.services.written import in_order, written_results
 from hivemem.admission import search_gate_for
 from hivemem.answers import (
     AuditPublic,
+    Briefing,
     BulkMemorizeResult,
     ConsolidationPublic,
     DeadLetterPublic,
@@ -511,6 +513,11 @@ class MemoryService:
     def load_handoff(self, caller: Caller = Caller(), *, scope: str | None = None) -> HandoffPublic | None:
         """The latest handoff of the caller's scope (or ``scope``), or None."""
         return latest_handoff(self.store, caller, scope)
+
+    def briefing(self, caller: Caller = Caller(), *, scope: str | None = None) -> Briefing:
+        """What a session starting in the caller's scope (or ``scope``) should know
+        (:func:`api.services.briefing.briefing`)."""
+        return briefing(self.store, caller, scope, now=utcnow())
 
     def status(self, caller: Caller = Caller(), *, scope: str | None = None) -> MemoryStatus:
         """Where the caller's scope (or ``scope``) stands (:func:`api.services.status.memory_status`)."""

@@ -94,6 +94,11 @@ def _add_store_and_client(bench_sub: Any) -> None:
     cl = bench_sub.add_parser("cli", help="CLI calls end to end (process start included), through a server and alone")
     cl.add_argument("--runs", type=positive_int, default=20, help="hivemem remember calls through the server")
     cl.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    hk = bench_sub.add_parser("hooks", help="each client hook end to end (process start included) on a full store")
+    hk.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl, queries.jsonl)")
+    hk.add_argument("--size", type=positive_int, default=10_000, help="memories in the store (default 10000)")
+    hk.add_argument("--runs", type=positive_int, default=100, help="calls of each hook (default 100)")
+    hk.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     ui = bench_sub.add_parser("ui", help="dashboard pages in Chromium on a large store: first paint, data shown")
     ui.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl: the texts)")
     ui.add_argument("--size", type=positive_int, default=100_000, help="memories in the store (default 100000)")
@@ -233,6 +238,12 @@ def _cli(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     return run_cli_latency(settings, runs=args.runs)
 
 
+def _hooks(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.hooks import run_hooks_bench
+
+    return run_hooks_bench(settings, data=args.data, size=args.size, runs=args.runs)
+
+
 def _ui(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     from bench.suite.dashboard import run_dashboard_bench
 
@@ -347,6 +358,7 @@ def _quality(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
 _BENCHES: dict[str, Callable[[argparse.Namespace, Settings], dict[str, Any]]] = {
     "throughput": _throughput,
     "cli": _cli,
+    "hooks": _hooks,
     "ui": _ui,
     "scale": _scale,
     "http-load": _http_load,

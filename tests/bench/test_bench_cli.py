@@ -378,6 +378,21 @@ def test_cli_bench_times_calls_through_a_server_and_alone(
     capsys.readouterr()
 
 
+def test_hooks_bench_times_each_hook_on_a_filled_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _tiny_scifact(tmp_path, monkeypatch)
+    out = tmp_path / "hooks.json"
+    assert main(["bench", "hooks", "--data", str(tmp_path), "--size", "40", "--runs", "3", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["memories"] > 11  # the sentences of the tiny corpus, 5 failures, 5 progress notes, a handoff
+    for hook in ("session_start", "prompt_submit", "stop"):
+        assert report[hook]["runs"] == 3 and 0 < report[hook]["p50_ms"] <= report[hook]["p95_ms"], hook
+    # Every session is briefed, and every one did work and saved no handoff since it began.
+    assert report["session_start"]["answered"] == report["stop"]["answered"] == 3
+    capsys.readouterr()
+
+
 def _bench_data(tmp_path: Path) -> Path:
     """A data folder of the layout the embed and rerank-pool benches read: tiny LoCoMo and SciFact files."""
     data = tmp_path / "data-root"

@@ -31,6 +31,15 @@ def server(tmp_path: Path, data_dir: Path) -> Iterator[HivememServer]:
 
 
 @pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The CLI run in this process on tmp_path/data with the hash embedder; the data folder."""
+    data = tmp_path / "data"
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(data))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    return data
+
+
+@pytest.fixture
 def git_checkout(tmp_path: Path) -> Path:
     """A folder that looks like a clone of git@github.com:acme/widgets.git (only ``.git/config``)."""
     repo = tmp_path / "work" / "widgets"

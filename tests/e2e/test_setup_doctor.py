@@ -22,14 +22,6 @@ from tests.api.test_team_acl import ServerThread
 from tests.e2e.helpers import free_port, hivemem_env
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    data = tmp_path / "data"
-    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(data))
-    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
-    return data
-
-
 def test_setup_writes_a_stdio_entry_that_a_real_client_starts(
     env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -163,9 +155,15 @@ def test_doctor_passes_on_a_working_setup_and_says_how_to_fix_a_broken_one(
     env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     make_store(env)
+    monkeypatch.chdir(env.parent)  # a project folder with no hooks
     assert cli_main(["doctor"]) == 0
     healthy = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in healthy] == ["ok    data folder", "ok    model", "ok    store"]
+    assert [line.split(":")[0] for line in healthy] == [
+        "ok    data folder",
+        "ok    model",
+        "ok    store",
+        "ok    hooks",
+    ]
     assert "hash-64 embeds (64 dimensions)" in healthy[1] and "holds 0 memories" in healthy[2]
 
     (env / "token.key").write_text("0" * 64)

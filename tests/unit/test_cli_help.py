@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from api.cli import _parser
+from api.cli.app import _parser
 
 
 def _undocumented(parser: argparse.ArgumentParser, path: str) -> list[str]:

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from api.http.deps import CallerDep, ServiceDep
 from hivemem.answers import (
     AuditPublic,
+    Briefing,
     BulkMemorizeResult,
     ConsolidationPublic,
     HandoffPublic,
@@ -204,6 +205,14 @@ def save_handoff(body: HandoffSave, service: ServiceDep, caller: CallerDep, resp
 def load_handoff(service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> HandoffPublic | None:
     """The latest handoff of the scope (or the caller's), or `null`."""
     return service.load_handoff(caller, scope=scope)
+
+
+@router.get("/briefing", response_model=Briefing)
+def session_briefing(service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> Briefing:
+    """What a session starting in the scope should know, for a client hook to inject: the latest
+    handoff, open failures, features not done, the most important decisions and preferences, and
+    all of it as one `text` of at most about 1,500 tokens."""
+    return service.briefing(caller, scope=scope)
 
 
 @router.get("/status", response_model=MemoryStatus)
