@@ -36,6 +36,7 @@ from hivemem.errors import (
     MemoryNotFoundError,
     NotAGoalError,
     PermissionDeniedError,
+    SecretRefused,
     SourceNotFoundError,
     StoreCorruptError,
     StoreUnavailableError,
@@ -58,6 +59,7 @@ RETRY_HINT = (
 _STATUS: tuple[tuple[type[HivememError], int, str], ...] = (
     (DocumentNotFoundError, 404, "document_not_found"),
     (DocumentAccessDenied, 403, "document_access_denied"),
+    (SecretRefused, 422, "secret_refused"),
     (ValidationError, 422, "validation_error"),
     (TooManyAttempts, 429, "too_many_requests"),
     (AuthenticationError, 401, "unauthorized"),

@@ -59,6 +59,13 @@ class ClosedGoalPublic(BaseModel):
     consolidated_ids: list[str]
 
 
+class Redaction(BaseModel):
+    """A credential a write replaced by ``[REDACTED:kind]`` (the ``redact`` secret policy)."""
+
+    field: str = Field(description="Where it was, e.g. `content` or `details.summary`.")
+    kind: str = Field(description="What it looked like, e.g. `aws_access_key`, `private_key`, `secret_assignment`.")
+
+
 class MemorizeResult(BaseModel):
     """The answer to memorize: the memory's id and what happened to it.
 
@@ -80,6 +87,9 @@ class MemorizeResult(BaseModel):
     )
     job_id: str | None = None
     said: str = Field(default="", description="What was done, in words.")
+    redacted: list[Redaction] | None = Field(
+        default=None, description="Credentials replaced by `[REDACTED:kind]` before the memory was stored."
+    )
 
 
 class MemorizeAccepted(BaseModel):
@@ -93,6 +103,9 @@ class MemorizeAccepted(BaseModel):
     scope: str
     job_id: str
     state: JobState
+    redacted: list[Redaction] | None = Field(
+        default=None, description="Credentials replaced by `[REDACTED:kind]` before the memory was stored."
+    )
 
 
 class BulkMemorizeResult(BaseModel):

@@ -119,11 +119,6 @@ class Settings(BaseSettings):
         "or an OpenSearch cluster: `opensearch+http://HOST:9200`, `opensearch+https://USER:PASS@HOST:9200` "
         "(optional `?index=PREFIX`).",
     )
-    sqlite_integrity_check: Literal["quick", "off"] = Field(
-        default="quick",
-        description="Check a SQLite file when it is opened (`PRAGMA quick_check`) and refuse a damaged one; "
-        "`off` skips the check (a damaged file is still refused as soon as a statement meets the damage).",
-    )
     # -- OpenSearch store (read only when store_url is an opensearch+http(s) URL) --
     opensearch_index: str = Field(
         default="hivemem",
@@ -272,6 +267,14 @@ class Settings(BaseSettings):
         default=True,
         description="Serve Prometheus metrics at `/metrics` (pulled by a scraper, with a token where tokens are "
         "needed; nothing is ever sent).",
+    )
+    secret_policy: Literal["refuse", "redact"] = Field(
+        default="refuse",
+        description="What a write does with a credential in its text (cloud and provider keys and tokens, private "
+        "keys, JWTs, passwords in URLs and connection strings, a high-entropy value after key, secret, token or "
+        "password): `refuse` answers 422 naming the kind and the field, writes nothing and never repeats the "
+        "value; `redact` stores it replaced by `[REDACTED:kind]` and says so in the answer. Memorize, edit, "
+        "import, handoff and `knowledge store` follow it; an indexed document is always redacted, with a count.",
     )
     max_request_bytes: int = Field(
         default=1 * MiB, ge=1024, le=256 * MiB, description="Largest request body; a larger one is refused (413)."

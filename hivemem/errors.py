@@ -3,6 +3,7 @@
     HivememError
     ├── ConfigError              a setting or URL is invalid
     ├── ValidationError          caller input is invalid (nothing was written)
+    │   ├── SecretRefused            a write's text holds a credential and the policy refuses it
     │   └── DocumentError            a document cannot be indexed (corrupt, encrypted, unsupported, …)
     │       ├── DocumentNotFoundError    no such file (or URL answered 404)
     │       └── DocumentAccessDenied     the server may not read that file for this caller
@@ -54,6 +55,7 @@ __all__ = [
     "PermissionDeniedError",
     "RerankLateError",
     "RerankUnavailableError",
+    "SecretRefused",
     "SourceNotFoundError",
     "StoreCorruptError",
     "StoreError",
@@ -79,6 +81,15 @@ class ValidationError(HivememError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class SecretRefused(ValidationError):
+    """A write held a credential (``kind``, in ``field``) and the policy refuses it. The message names
+    the kind, the field and where in it, never the value. Nothing was written."""
+
+    def __init__(self, message: str, *, field: str, kind: str) -> None:
+        super().__init__(message, field=field)
+        self.kind = kind
 
 
 class DocumentError(ValidationError):

@@ -227,6 +227,9 @@ class KnowledgeStored(BaseModel):
     scope: str
     chunks: int
     status: Literal["indexed", "unchanged", "failed"]
+    redacted: int = Field(
+        default=0, description="Credentials replaced by `[REDACTED:kind]` before the text was indexed."
+    )
 
 
 class KnowledgeAccepted(JobPublic):

@@ -56,13 +56,15 @@ def open_store(
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme == "sqlite":
         from search.sqlite import SQLiteStore
+        from search.sqlite.tuning import SQLiteTuning
 
+        tuning = sqlite_tuning or SQLiteTuning()
         return SQLiteStore(
             sqlite_path(url),
             embedding_model=embedding_model,
             dimension=dimension,
-            integrity_check=settings is None or settings.sqlite_integrity_check == "quick",
-            tuning=sqlite_tuning,
+            integrity_check=tuning.sqlite_integrity_check == "quick",
+            tuning=tuning,
         )
     if scheme in ("opensearch+http", "opensearch+https"):
         from search.opensearch import OpenSearchStore

@@ -42,6 +42,8 @@ def outcome_record(item: JobItem, outcome: IndexOutcome, seconds: dict[str, floa
     }
     if outcome.status == "indexed":
         record["chunks"] = outcome.chunks
+    if outcome.redacted:
+        record["redacted"] = outcome.redacted
     if outcome.error:
         record["error"] = outcome.error
     return record

@@ -23,6 +23,7 @@ from hivemem.embedding import Embedder
 from hivemem.errors import DocumentAccessDenied, DocumentError, DocumentNotFoundError
 from hivemem.knowledge import Document, DocumentFormat, KnowledgeChunk, KnowledgeSource, ParsedDocument, chunk_id
 from hivemem.model import utcnow
+from hivemem.secret_scan import find_secrets, redact
 from search.base import Store
 from workers.documents import GuardLimits, format_of, parse_document
 from workers.knowledge_tuning import KnowledgeTuning
@@ -36,6 +37,7 @@ __all__ = [
     "guard_limits",
     "index_documents",
     "text_document",
+    "without_secrets",
 ]
 
 EMBED_BATCH_CHUNKS = 256
@@ -75,6 +77,7 @@ class IndexOutcome:
     title: str = ""
     error: str | None = None
     position: int = 0  # which of the documents given (outcomes come in order of completion)
+    redacted: int = 0  # credentials replaced by [REDACTED:kind] in its chunks
 
 
 def guard_limits(settings: Settings) -> GuardLimits:
@@ -90,6 +93,22 @@ class _Prepared:
     source: KnowledgeSource
     chunks: list[KnowledgeChunk]
     position: int
+    redacted: int = 0
+
+
+def without_secrets(chunks: list[KnowledgeChunk]) -> tuple[list[KnowledgeChunk], int]:
+    """The chunks with every credential replaced by ``[REDACTED:kind]``, and how many were. A
+    document is redacted, never refused: what it says besides is worth finding. Scanned a chunk at a
+    time, so the work is bounded by the chunk cap; a private key block cut by a chunk boundary is
+    caught by its header in one chunk and by its end line in the next."""
+    clean, count = [], 0
+    for chunk in chunks:
+        in_text, in_title = find_secrets(chunk.text), find_secrets(chunk.title)
+        if in_text or in_title:
+            chunk = replace(chunk, text=redact(chunk.text, in_text), title=redact(chunk.title, in_title))
+            count += len(in_text)
+        clean.append(chunk)
+    return clean, count
 
 
 def _source(
@@ -155,7 +174,10 @@ def _prepare(
         )
         store.record_source_error(_failure(scope, document.uri, fmt, digest, len(document.data), reason))
         return IndexOutcome(document.uri, "failed", error=reason, position=position)
-    return _Prepared(_source(scope, document, fmt, digest, parsed.title, len(chunks)), chunks, position)
+    with times.phase("chunk"):
+        chunks, redacted = without_secrets(chunks)
+    title = chunks[0].title if chunks else parsed.title
+    return _Prepared(_source(scope, document, fmt, digest, title, len(chunks)), chunks, position, redacted)
 
 
 def _failure(scope: str, uri: str, fmt: DocumentFormat, digest: str, size: int, reason: str) -> KnowledgeSource:
@@ -205,7 +227,12 @@ def _write(store: Store, embedder: Embedder, batch: list[_Prepared], times: Phas
         store.replace_sources(documents)
     for prepared, (_, chunks) in zip(batch, documents, strict=True):
         yield IndexOutcome(
-            prepared.source.uri, "indexed", len(chunks), prepared.source.title, position=prepared.position
+            prepared.source.uri,
+            "indexed",
+            len(chunks),
+            prepared.source.title,
+            position=prepared.position,
+            redacted=prepared.redacted,
         )
 
 

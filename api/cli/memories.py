@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from api.cli.moments import MOMENT_HELP, moment
@@ -80,7 +81,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             result = service.get(args.id, caller, scope=args.scope).model_dump(mode="json")
         else:
             assert change is not None
-            result = service.operators.update(args.id, change, caller, scope=args.scope).model_dump(mode="json")
+            edited, redacted = service.operators.update(args.id, change, caller, scope=args.scope)
+            for r in redacted:
+                print(f"redacted: a credential ({r.kind}) in {r.field}", file=sys.stderr)
+            result = edited.model_dump(mode="json")
         print(json.dumps(result, indent=2))
     finally:
         service.close()

@@ -21,6 +21,7 @@ from api.process.memory import release_free_memory
 from api.services.caller import Caller
 from api.services.knowledge_paths import Expansion, checked_source, expand_paths, file_gone, prune_folder
 from api.services.pattern_budget import compile_pattern
+from api.services.secrets import SecretScreen
 from hivemem.access import Role
 from hivemem.admission import FairGate, search_gate_for
 from hivemem.answers import JobPublic
@@ -294,8 +295,14 @@ class KnowledgeService:
         """Index ``text`` under ``key`` in the caller's scope: within the call, or as a job when it is
         large (unless ``now``: the CLI, which holds no request, waits for it)."""
         scope = caller.scope_for(request.scope, write=True)
+        # Text given to be indexed is a write like a memorize: the secret policy decides (a document
+        # file is always redacted instead, when it is indexed).
+        request, redacted = SecretScreen(self.settings.secret_policy).model(request, ("title", "text"))
         document = text_document(key_uri(request.key), request.title.strip(), request.text)
-        return self._index(scope, document, caller, now=now)
+        answer = self._index(scope, document, caller, now=now)
+        if redacted and isinstance(answer, KnowledgeStored):
+            return answer.model_copy(update={"redacted": len(redacted)})
+        return answer
 
     def upload(
         self, name: str, data: bytes, caller: Caller, scope: str | None = None
@@ -352,7 +359,9 @@ class KnowledgeService:
             outcome = next(iter(index_documents(self.store, self.embedder, scope, [document], self.settings)))
         if outcome.status == "failed":
             raise DocumentError(outcome.error or "could not be indexed", source=document.uri)
-        return KnowledgeStored(source=document.uri, scope=scope, chunks=outcome.chunks, status=outcome.status)
+        return KnowledgeStored(
+            source=document.uri, scope=scope, chunks=outcome.chunks, status=outcome.status, redacted=outcome.redacted
+        )
 
     def delete(self, request: KnowledgeDeleteRequest, caller: Caller, access: FileAccess) -> KnowledgeDeleted:
         """Remove a document and its chunks from the caller's scope."""

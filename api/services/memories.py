@@ -23,7 +23,9 @@ from api.services.briefing import briefing
 from api.services.caller import Caller
 from api.services.handoffs import handoff_memory, latest_handoff
 from api.services.lifecycle import Lifecycle
+from api.services.links import checked_links
 from api.services.parts import make_reranker, make_runner, make_second_leg, open_configured
+from api.services.secrets import HANDOFF_FIELDS, SecretScreen, noted, screened
 from api.services.status import memory_status
 from api.services.written import in_order, written_results
 from hivemem.admission import search_gate_for
@@ -64,7 +66,6 @@ from hivemem.model import (
     Link,
     Memory,
     MemoryState,
-    MemoryType,
     RelationType,
     RetrievalMode,
     new_memory_id,
@@ -120,6 +121,7 @@ class MemoryService:
         """``one_off``: a CLI call's service, whose second model (if any) loads only when it embeds.
         ``recall``: how it recalls (None: as configured)."""
         self.settings = settings
+        self.secrets = SecretScreen(settings.secret_policy)
         self.store = store
         self.embedder = embedder
         self.runner = runner or make_runner(settings, store, embedder)
@@ -224,14 +226,14 @@ class MemoryService:
         """Listing, editing and counting memories (:mod:`api.services.operators`)."""
         from api.services.operators import Operators
 
-        return Operators(self.store, self.embedder)
+        return Operators(self.store, self.embedder, self.secrets)
 
     @functools.cached_property
     def transfer(self) -> Transfer:
         """Export and import of the same store (:mod:`api.services.transfer`)."""
         from api.services.transfer import Transfer
 
-        return Transfer(self.store, self.embedder)
+        return Transfer(self.store, self.embedder, self.secrets)
 
     def with_mode(self, mode: RetrievalMode) -> None:
         """Switch which recall legs run (benchmarks and diagnostics)."""
@@ -255,7 +257,7 @@ class MemoryService:
             created_at=now,
             updated_at=now,
             details=request.details,
-            requested_links=self._checked_links(request, scope, caller),
+            requested_links=checked_links(self.store, request, scope, caller),
             thread=request.thread or "",
         )
 
@@ -263,52 +265,22 @@ class MemoryService:
         """The memories of a bulk request, in its order (see :func:`_in_order`)."""
         return in_order([self._new_memory(r, caller) for r in requests])
 
-    def _checked_links(self, request: MemoryCreate, scope: str, caller: Caller) -> tuple[Link, ...]:
-        """The edges ``request`` asks for, each to a memory readable from ``scope``; else a
-        ``MemoryNotFoundError`` naming the first that is not, before anything is written."""
-        if not request.related_to:
-            return ()
-        readable = caller.readable(scope)
-        found = {m.id: m for m in self.store.get_many([k.target_id for k in request.related_to], vectors=False)}
-        for i, asked in enumerate(request.related_to):
-            target = found.get(asked.target_id)
-            # A memory of a scope the caller cannot read gets the same answer as none: its id says nothing.
-            if target is None or target.scope not in readable:
-                raise MemoryNotFoundError(
-                    f"related_to[{i}].target_id: no memory with id {asked.target_id} in scope {scope} or global"
-                )
-        for i, asked in enumerate(request.related_to):
-            self._check_edge_effect(f"related_to[{i}]", asked.link().type, found[asked.target_id], caller)
-        return tuple(dict.fromkeys(k.link() for k in request.related_to))
-
-    def _check_edge_effect(self, where: str, kind: RelationType, target: Memory, caller: Caller) -> None:
-        """Refuse an edge whose effect rewrites what the caller may not change: ``supersedes`` ends
-        the target's validity, ``closes`` on a goal consolidates the goal's working findings. Each
-        takes what an edit of those memories takes (write for the caller's own, admin for others').
-        Any other edge only links, and reading the target is enough."""
-        if kind is RelationType.SUPERSEDES:
-            caller.require_changing(target, f"supersede memory {target.id} ({where}; it would no longer be valid)")
-        elif kind is RelationType.CLOSES and target.memory_type is MemoryType.GOAL:
-            doing = f"close goal {target.id} ({where}; its findings would be consolidated)"
-            caller.require_changing(target, doing)
-            edges = self.store.relations(target.id)
-            findings = [r.source_id for r in edges if r.type is RelationType.ACHIEVES and r.target_id == target.id]
-            for finding in self.store.get_many(findings, vectors=False):
-                if finding.state is MemoryState.WORKING and finding.scope == target.scope:
-                    caller.require_changing(finding, doing)
-
     def memorize(self, request: MemoryCreate, caller: Caller = Caller()) -> MemorizeResult | MemorizeAccepted:
         """Store a memory, or reinforce the identical one already in its scope.
 
         With a broker, a job not done within ``memorize_wait_s`` is answered with its id instead.
+        A credential in its text is refused or redacted (the ``secret_policy`` setting).
         """
+        (request,), (redacted,) = screened(self.secrets, [request], "")
         memory = self._new_memory(request, caller)
         ticket = self.runner.memorize(memory)
         self._written()
         self._cited([memory])
         if ticket.results is None:
-            return MemorizeAccepted(id=memory.id, scope=memory.scope, job_id=ticket.job_id, state=ticket.state)
-        return written_results(ticket, [memory])[0]
+            return MemorizeAccepted(
+                id=memory.id, scope=memory.scope, job_id=ticket.job_id, state=ticket.state, redacted=redacted or None
+            )
+        return noted(written_results(ticket, [memory]), [redacted])[0]
 
     def memorize_bulk(
         self, requests: list[MemoryCreate], caller: Caller = Caller(), *, wait_s: float | None = None
@@ -317,22 +289,24 @@ class MemoryService:
 
         ``wait_s`` defaults to ``memorize_wait_s``; None in ``memorize_many`` means until done.
         """
+        requests, redacted = screened(self.secrets, requests, "memories[{i}].")
         memories = self._new_batch(requests, caller)
         wait = self._jobs.memorize_wait_s if wait_s is None else wait_s
         ticket = self.runner.memorize_bulk(memories, wait_s=wait)
         self._written()
         self._cited(memories)
         ids = [m.id for m in memories]
-        results = None if ticket.results is None else written_results(ticket, memories)
+        results = None if ticket.results is None else noted(written_results(ticket, memories), redacted)
         return BulkMemorizeResult(job_id=ticket.job_id, state=ticket.state, ids=ids, results=results)
 
     def memorize_many(self, requests: list[MemoryCreate], caller: Caller = Caller()) -> list[MemorizeResult]:
         """Bulk memorize with batched embedding, waiting until done; same outcomes as one call per memory."""
+        requests, redacted = screened(self.secrets, requests, "memories[{i}].")
         memories = self._new_batch(requests, caller)
         ticket = self.runner.memorize_bulk(memories, wait_s=None)
         self._written()
         self._cited(memories)
-        return written_results(ticket, memories)
+        return noted(written_results(ticket, memories), redacted)
 
     def _cited(self, memories: Sequence[Memory]) -> None:
         """A new memory's edges to memories it builds on use them: they are reinforced. Not the
@@ -507,8 +481,11 @@ class MemoryService:
         return self.lifecycle.sleep(request, caller)
 
     def save_handoff(self, request: HandoffSave, caller: Caller = Caller()) -> MemorizeResult | MemorizeAccepted:
-        """Store a session handoff as a ``handoff`` memory of the scope; the latest is what ``load_handoff`` returns."""
-        return self.memorize(handoff_memory(request), caller)
+        """Store a session handoff as a ``handoff`` memory of the scope; the latest is what ``load_handoff``
+        returns. A credential in it is refused or redacted, named by the handoff's own field."""
+        request, redacted = self.secrets.model(request, HANDOFF_FIELDS)
+        result = self.memorize(handoff_memory(request), caller)
+        return result.model_copy(update={"redacted": redacted or None})
 
     def load_handoff(self, caller: Caller = Caller(), *, scope: str | None = None) -> HandoffPublic | None:
         """The latest handoff of the caller's scope (or ``scope``), or None."""

@@ -9,8 +9,9 @@ from datetime import datetime
 from typing import Protocol
 
 from api.services.caller import Caller
+from api.services.secrets import SecretScreen
 from hivemem.access import Role
-from hivemem.answers import MemoryPublic
+from hivemem.answers import MemoryPublic, Redaction
 from hivemem.embedding import Embedder
 from hivemem.errors import ValidationError
 from hivemem.hashing import content_hash
@@ -28,9 +29,10 @@ class _Stores(MemoryStore, RelationStore, KnowledgeStore, Protocol):
 class Operators:
     """Listing, editing and counting over one store; edits embed with ``embedder``."""
 
-    def __init__(self, store: _Stores, embedder: Embedder) -> None:
+    def __init__(self, store: _Stores, embedder: Embedder, secrets: SecretScreen) -> None:
         self.store = store
         self.embedder = embedder
+        self.secrets = secrets
 
     def page(
         self,
@@ -71,13 +73,19 @@ class Operators:
             next_cursor=encode_cursor(shown[-1].created_at, shown[-1].id) if more else None,
         )
 
-    def update(self, memory_id: str, change: MemoryUpdate, caller: Caller, *, scope: str | None = None) -> MemoryPublic:
+    def update(
+        self, memory_id: str, change: MemoryUpdate, caller: Caller, *, scope: str | None = None
+    ) -> tuple[MemoryPublic, list[Redaction]]:
         """Edit a memory the caller can read: its own with write on its scope, anyone's with admin.
         A new title or content is embedded again. Audited (``update``). Raises ``MemoryNotFoundError``
-        (also for a memory outside the caller's scopes), ``PermissionDeniedError``, and
-        ``DuplicateMemoryError`` when the new content is another memory's in that scope."""
+        (also for a memory outside the caller's scopes), ``PermissionDeniedError``, ``SecretRefused``
+        for a credential in the new text (or replaces it: the redactions come back beside the
+        memory), and ``DuplicateMemoryError`` when the new content is another memory's in that scope."""
         memory = caller.visible(self.store.get(memory_id), scope)
         caller.require_changing(memory)
+        change, redacted = self.secrets.model(
+            change, [f for f in ("title", "content", "tags") if f in change.model_fields_set]
+        )
         fields = change.model_dump(exclude_unset=True)
         edited = replace(memory, **fields, updated_at=utcnow())
         if "tags" in fields:
@@ -89,7 +97,7 @@ class Operators:
         self.store.put(edited, DuplicatePolicy.OVERWRITE)
         detail = {"changed": sorted(fields), "content_hash_before": memory.content_hash}
         self.store.audit(AuditEvent("update", memory.id, memory.scope, caller.principal, detail))
-        return MemoryPublic.of(edited)
+        return MemoryPublic.of(edited), redacted
 
     def scope_stats(self, caller: Caller) -> list[ScopeStats]:
         """Every scope holding memories or documents that the caller may read, with its memories'

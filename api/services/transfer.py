@@ -14,17 +14,19 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from api.services.caller import Caller
+from api.services.secrets import SecretScreen
 from hivemem.access import Role
 from hivemem.embedding import Embedder
 from hivemem.errors import ValidationError
+from hivemem.hashing import content_hash
 from hivemem.knowledge import KnowledgeChunk, KnowledgeSource
 from hivemem.model import GLOBAL_SCOPE, AuditEvent, DuplicatePolicy, Memory, MemoryState, Relation
 from hivemem.transfer import export_lines, read_export
 from search.base import KnowledgeStore, MemoryStore, PageMark, RelationStore, SearchFilter
-from workers.knowledge_jobs import EMBED_BATCH_CHUNKS, embedded_documents
+from workers.knowledge_jobs import EMBED_BATCH_CHUNKS, embedded_documents, without_secrets
 
 __all__ = ["ImportResult", "Transfer"]
 
@@ -47,14 +49,17 @@ class ImportResult(BaseModel):
     sources: int
     chunks: int
     scopes: list[str]
+    redacted: int = Field(default=0, description="Credentials replaced by `[REDACTED:kind]` in what was imported.")
 
 
 class Transfer:
     """Export and import on one store, embedding with ``embedder``."""
 
-    def __init__(self, store: _Stores, embedder: Embedder) -> None:
+    def __init__(self, store: _Stores, embedder: Embedder, secrets: SecretScreen) -> None:
         self.store = store
         self.embedder = embedder
+        self.secrets = secrets
+        self._redacted = 0
 
     def _scopes(self, caller: Caller, requested: Sequence[str] | None) -> list[str]:
         if requested:
@@ -126,6 +131,7 @@ class Transfer:
         if conflict is not None:  # said after the permission check: it names a memory of the scope
             raise conflict
         chunks = 0
+        self._redacted = 0
         batch: list[Memory] = []
         edges: list[Relation] = []
         documents: list[tuple[KnowledgeSource, list[KnowledgeChunk]]] = []
@@ -162,6 +168,7 @@ class Transfer:
             sources=counts["source"],
             chunks=chunks,
             scopes=sorted(scopes),
+            redacted=self._redacted,
         )
         self.store.audit(AuditEvent("import", "", GLOBAL_SCOPE, caller.principal, result.model_dump()))
         return result
@@ -178,6 +185,7 @@ class Transfer:
             if isinstance(record, Memory):
                 counts["memory"] += 1
                 scopes.add(record.scope)
+                self._without_secrets(record)  # under the refuse policy: SecretRefused, before any write
                 if conflict is None:  # the first conflict is the one said: no more store lookups
                     page.append(record)
                     if len(page) == _PAGE:
@@ -209,7 +217,18 @@ class Transfer:
             )
         return None
 
+    def _without_secrets(self, memory: Memory) -> Memory:
+        """``memory`` as the secret policy lets it be stored (its texts redacted, its content hash
+        anew), counted; ``SecretRefused`` naming it under ``refuse``."""
+        texts = {"title": memory.title, "content": memory.content, "tags": memory.tags, "details": memory.details}
+        screened, found = self.secrets.value(texts, f"memory {memory.id}")
+        if not found:
+            return memory
+        self._redacted += len(found)
+        return replace(memory, **screened, content_hash=content_hash(screened["content"]))
+
     def _put(self, memories: list[Memory]) -> None:
+        memories = [self._without_secrets(m) for m in memories]
         if not memories:
             return
         model = self.embedder.model_id  # read first: see workers.jobs.embedded
@@ -220,4 +239,9 @@ class Transfer:
     def _put_documents(self, documents: list[tuple[KnowledgeSource, list[KnowledgeChunk]]]) -> None:
         """Embed the documents' chunks in one call and store them in one batch write."""
         if documents:
-            self.store.replace_sources(embedded_documents(self.embedder, documents))
+            clean = []
+            for source, chunks in documents:  # documents are redacted, never refused
+                kept, count = without_secrets(chunks)
+                self._redacted += count
+                clean.append((source, kept))
+            self.store.replace_sources(embedded_documents(self.embedder, clean))

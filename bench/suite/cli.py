@@ -112,6 +112,10 @@ def _add_store_and_client(bench_sub: Any) -> None:
     sc.add_argument("--real", type=positive_int, default=20_000, help="texts embedded by the model")
     sc.add_argument("--queries", type=positive_int, default=200, help="recall queries per measurement")
     sc.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
+    se = bench_sub.add_parser("secrets", help="the write-time secret detector: precision, recall, scan time")
+    se.add_argument("--data", type=Path, default=Path("bench/secrets/cases.jsonl"), help="the cases (JSON lines)")
+    se.add_argument("--prose", type=Path, default=None, help="a real text to time the scan on (e.g. a manual)")
+    se.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     rs = bench_sub.add_parser(
         "resolution", help="write-time resolution on labelled pairs of facts and on facts of one template"
     )
@@ -318,6 +322,13 @@ def _rerank_pool(args: argparse.Namespace, settings: Settings) -> dict[str, Any]
     )
 
 
+def _secrets(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    from bench.suite.secrets import run_secrets_bench
+
+    _must_exist(args.data, flag="--data")
+    return run_secrets_bench(args.data, prose=args.prose)
+
+
 def _resolution(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     from bench.suite.resolution import run_resolution
 
@@ -367,6 +378,7 @@ _BENCHES: dict[str, Callable[[argparse.Namespace, Settings], dict[str, Any]]] = 
     "embed": _embed,
     "rerank-pool": _rerank_pool,
     "resolution": _resolution,
+    "secrets": _secrets,
     "knowledge": _knowledge,
     "locomo": _quality,
     "smallstore": _quality,

@@ -7,7 +7,7 @@ overrides it (:mod:`hivemem.tuning`).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -46,6 +46,11 @@ class SQLiteTuning(Tuning):
         description="SQLite store: score recall's vector candidates again from the float32 vectors in the file "
         "(exact cosines, one read of about 125 rows a query) instead of the index's float16 copies (cosines "
         "within ~1e-3; LoCoMo and SciFact rank the same). Write-time resolution always uses exact cosines.",
+    )
+    sqlite_integrity_check: Literal["quick", "off"] = Field(
+        default="quick",
+        description="Check a SQLite file when it is opened (`PRAGMA quick_check`) and refuse a damaged one; "
+        "`off` skips the check (a damaged file is still refused as soon as a statement meets the damage).",
     )
     sqlite_integrity_check_timeout_s: float = Field(
         default=10.0,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from api.http.deps import CallerDep, ServiceDep
 from api.http.routes.memories import DATE_TIME, ScopeQuery
@@ -13,11 +13,12 @@ from hivemem.answers import MemoryPublic
 from hivemem.listing_schemas import CURSOR_PATTERN, MAX_PAGE, CreatedWindow, MemoryPage, MemoryUpdate, ScopeStats
 from hivemem.model import MemoryState, MemoryType
 
-__all__ = ["router"]
+__all__ = ["REDACTED_HEADER", "router"]
 
 router = APIRouter(prefix="/v1", tags=["operators"])
 
 _NAME = Query(min_length=1, max_length=200)
+REDACTED_HEADER = "X-Hivemem-Redacted"
 
 
 @router.get("/memories", response_model=MemoryPage)
@@ -56,12 +57,22 @@ def list_memories(
 
 @router.patch("/memories/{memory_id:uuid}", response_model=MemoryPublic)
 def update_memory(
-    memory_id: UUID, body: MemoryUpdate, service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None
+    memory_id: UUID,
+    body: MemoryUpdate,
+    service: ServiceDep,
+    caller: CallerDep,
+    response: Response,
+    scope: ScopeQuery = None,
 ) -> MemoryPublic:
     """Edit a memory's title, content, importance or tags (one's own with write on its scope,
     anyone's with admin); a new title or content is embedded again; audited (`update`). 404 for a
-    memory the caller cannot read, 409 when the new content is another memory's in the scope."""
-    return service.operators.update(str(memory_id), body, caller, scope=scope)
+    memory the caller cannot read, 409 when the new content is another memory's in the scope, 422
+    (`secret_refused`) for a credential in the new text; under the `redact` secret policy the
+    credential is replaced instead, and `X-Hivemem-Redacted` names each (`field:kind`, comma list)."""
+    memory, redacted = service.operators.update(str(memory_id), body, caller, scope=scope)
+    if redacted:
+        response.headers[REDACTED_HEADER] = ",".join(f"{r.field}:{r.kind}" for r in redacted)
+    return memory
 
 
 @router.get("/scopes", response_model=list[ScopeStats])
