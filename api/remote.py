@@ -74,6 +74,10 @@ class Remote:
         )
         return result
 
+    def forget_matching(self, body: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", "/v1/memories/forget", body=body)
+        return result
+
     def jobs(self, params: dict[str, str]) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = self._call("GET", "/v1/jobs", params=params)
         return result

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from hivemem.admission import AdmissionTuning
 from hivemem.limits import Limits
+from hivemem.staleness import StalenessTuning
 from hivemem.tuning import Tuning
 from search.opensearch.tuning import OpenSearchTuning
 from search.recall_params import RecallParams
@@ -23,6 +24,7 @@ __all__ = ["TUNING_GROUPS", "tuning_group_of"]
 
 TUNING_GROUPS: tuple[type[Tuning], ...] = (
     RecallParams,
+    StalenessTuning,
     LifecycleTuning,
     KnowledgeTuning,
     Limits,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field
 
@@ -23,6 +23,7 @@ from hivemem.model import (
     Source,
     WriteOutcome,
 )
+from hivemem.staleness import stale_label
 
 __all__ = [
     "ArchivedPublic",
@@ -251,6 +252,16 @@ class FeatureStatus(BaseModel):
     updated_at: datetime
 
 
+class StaleMemory(BaseModel):
+    """A memory past its type's verification age: for a person to verify or forget."""
+
+    id: str
+    title: str
+    memory_type: MemoryType
+    verified_at: datetime
+    days: int = Field(description="Days since it was last verified.")
+
+
 class MemoryStatus(BaseModel):
     """Where a scope's memory stands: counts, documents, open failures, features, consolidation, queues."""
 
@@ -267,6 +278,11 @@ class MemoryStatus(BaseModel):
     active_features: list[FeatureStatus] = Field(description="Latest progress per feature, not done, newest first.")
     last_consolidation: datetime | None = Field(description="When the scope last slept (None: never).")
     queue_depth: dict[str, int] = Field(description="Jobs waiting, by queue.")
+    stale: list[StaleMemory] = Field(
+        default_factory=list,
+        description="Facts, progress notes and failures not verified for longer than their type holds, longest "
+        "first (at most 20): verify (`memory` action `verify`) or forget each.",
+    )
     rerank_fallbacks: dict[str, int] = Field(
         default_factory=dict,
         description="Recalls the rerank pool did not serve since this process started, by why: late, "
@@ -359,6 +375,9 @@ class MemoryPublic(BaseModel):
     details: dict[str, Any]
     valid_to: datetime | None = None
     thread: str = Field(default="", description='The conversation or task it is one step of ("": none).')
+    verified_at: datetime = Field(
+        description="When it was last verified: created, said again, edited, or confirmed with `verify`."
+    )
     relations: list[RelationPublic] = Field(default_factory=list)
 
     @classmethod
@@ -383,6 +402,7 @@ class MemoryPublic(BaseModel):
             details=memory.details,
             valid_to=memory.valid_to,
             thread=memory.thread,
+            verified_at=memory.last_verified,
             relations=[RelationPublic.of(r) for r in relations],
         )
 
@@ -403,7 +423,14 @@ class RecallResult(BaseModel):
     author: str = Field(description="Who wrote it (the principal; a promoted copy keeps its original's).")
     state: MemoryState = Field(description="working, consolidated (held by a parent) or archived (faded).")
     valid_to: datetime | None = Field(default=None, description="Set when a newer memory superseded this one.")
-    label: str = Field(description="`[CONFIRMED]` when a user vouched for it, else `[INFERRED]`: verify those.")
+    verified_at: datetime = Field(description="When it was last verified (created, said again, edited, `verify`).")
+    label: str = Field(
+        description="`[CONFIRMED]` when a user vouched for it, else `[INFERRED]`: verify those. A fact, progress "
+        "note or failure not verified for longer than its type holds adds `[STALE? last verified N days ago]`."
+    )
+    stale_days: int | None = Field(
+        default=None, description="Days since it was last verified, when past its type's age (else null)."
+    )
     explain: dict[str, float | int | str | None] | None = None
 
     @classmethod
@@ -416,6 +443,12 @@ class RecallResult(BaseModel):
             label="[CONFIRMED]" if hit.memory.source is Source.USER_CONFIRMED else "[INFERRED]",
             explain=dict(hit.explain) if explain else None,
         )
+
+    def marked_stale(self, days: int | None) -> Self:
+        """This result labelled stale (``days`` since it was verified), or as it is for None."""
+        if days is None:
+            return self
+        return self.model_copy(update={"label": f"{self.label} {stale_label(days)}", "stale_days": days})
 
 
 class RelatedResult(RecallResult):

@@ -24,6 +24,7 @@ DENIED = "denied"
 AuditAction = Literal[
     "forget",
     "update",
+    "verify",
     "merge",
     "reinforce",
     "supersede",

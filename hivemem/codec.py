@@ -15,7 +15,7 @@ from hivemem.model import Link, Memory, MemoryState, MemoryType, RelationType, S
 
 __all__ = ["memory_from_json", "memory_to_json"]
 
-_DATES = ("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to")
+_DATES = ("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to", "verified_at")
 
 
 def memory_to_json(memory: Memory, format_date: Callable[[datetime], str] = datetime.isoformat) -> dict[str, Any]:
@@ -78,6 +78,7 @@ def memory_from_json(data: dict[str, Any]) -> Memory:
             last_accessed_at=dates["last_accessed_at"],
             valid_from=dates["valid_from"],
             valid_to=dates["valid_to"],
+            verified_at=dates["verified_at"],
             requested_links=tuple(
                 Link(str(k["target_id"]), RelationType(k["type"]), float(k["strength"]), str(k.get("description", "")))
                 for k in data.get("requested_links", ())

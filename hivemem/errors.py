@@ -8,6 +8,7 @@
     │       ├── DocumentNotFoundError    no such file (or URL answered 404)
     │       └── DocumentAccessDenied     the server may not read that file for this caller
     ├── ConfirmationRequired     a destructive call came without confirm=true
+    ├── PreviewChangedError      a bulk forget's set is no longer the one its preview showed
     ├── UndoRefused              the audit record cannot be undone, or was undone already
     ├── NotAGoalError            a goal's operation asked of a memory of another type
     ├── AuthenticationError      no token, or not a live one (HTTP 401)
@@ -53,6 +54,7 @@ __all__ = [
     "MemoryNotFoundError",
     "NotAGoalError",
     "PermissionDeniedError",
+    "PreviewChangedError",
     "RerankLateError",
     "RerankUnavailableError",
     "SecretRefused",
@@ -114,6 +116,10 @@ class DocumentAccessDenied(DocumentError):
 
 class ConfirmationRequired(HivememError):
     """A destructive operation (forget) was called without ``confirm=true``."""
+
+
+class PreviewChangedError(HivememError):
+    """A confirmed bulk forget matched another set than its preview did. Nothing was deleted."""
 
 
 class UndoRefused(HivememError):

@@ -187,6 +187,9 @@ class Memory:
     # memory together with its neighbours in the thread (ordered by created_at, then id), and lifts
     # it toward the best of its thread (hivemem.thread_context).
     thread: str = ""
+    # When someone last said it still holds: its creation (None), a repeat or a duplicate that
+    # reinforced it, an edit, or a `verify`. Types that go stale are labelled from it (hivemem.staleness).
+    verified_at: datetime | None = None
     # Edges asked for with this write, added by the memorize job from the memory it ends in (a
     # reinforced copy links from the memory it reinforced). Not a stored field: read the edges back
     # with ``relations``.
@@ -195,6 +198,11 @@ class Memory:
     def embedding_text(self) -> str:
         """The text the embedder sees (see :func:`embedding_text`)."""
         return embedding_text(self.title, self.content)
+
+    @property
+    def last_verified(self) -> datetime:
+        """When it was last verified: ``verified_at``, else its creation."""
+        return self.verified_at or self.created_at
 
     def superseded_at(self, now: datetime) -> bool:
         """Whether the memory is no longer valid at ``now`` (its ``valid_to`` has passed)."""

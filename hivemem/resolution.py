@@ -156,6 +156,7 @@ def reinforce(existing: Memory, incoming: Memory, now: datetime) -> Memory:
         access_count=existing.access_count + 1,
         last_accessed_at=now,
         updated_at=now,
+        verified_at=now,  # said again: it still holds
     )
 
 

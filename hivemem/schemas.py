@@ -345,6 +345,10 @@ class RecallRequest(BaseModel):
     created_after: Timestamp | None = None
     created_before: Timestamp | None = None
     min_relevance: Annotated[StrictFloat, Field(ge=0.0, le=1.0)] = 0.0
+    exclude_stale: StrictBool = Field(
+        default=False,
+        description="Leave out stale facts, progress notes and failures (else labelled `[STALE? …]`).",
+    )
     explain: StrictBool = False
     graph_hops: Annotated[StrictInt, Field(ge=0, le=2), BeforeValidator(_whole_number)] = Field(
         default=1, description="Edges walked from the results to the memories in `related` (0: none)."

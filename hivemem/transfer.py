@@ -85,6 +85,7 @@ class _MemoryLine(BaseModel):
     valid_to: datetime | None
     details: dict[str, Any]
     thread: _Name
+    verified_at: datetime | None = None
 
 
 class _RelationLine(BaseModel):

@@ -15,7 +15,7 @@ from hivemem.scope import derive_scope
 
 __all__ = ["SUBCOMMANDS", "add_subcommands", "run"]
 
-SUBCOMMANDS = ("list", "show", "update")
+SUBCOMMANDS = ("list", "show", "update", "verify")
 
 _SCOPE_HELP = "the scope (default: derived from the working directory; '' is global)"
 
@@ -37,6 +37,9 @@ def add_subcommands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     show = commands.add_parser("show", help="one memory with its relations")
     show.add_argument("id", help="the memory's id")
     show.add_argument("--scope", default=None, help=_SCOPE_HELP)
+    verify = commands.add_parser("verify", help="say a memory still holds (clears its stale label)")
+    verify.add_argument("id", help="the memory's id")
+    verify.add_argument("--scope", default=None, help=_SCOPE_HELP)
     update = commands.add_parser("update", help="edit a memory (a new title or content is embedded again)")
     update.add_argument("id", help="the memory's id")
     update.add_argument("--scope", default=None, help=_SCOPE_HELP)
@@ -79,6 +82,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             result = page.model_dump(mode="json")
         elif args.memory_command == "show":
             result = service.get(args.id, caller, scope=args.scope).model_dump(mode="json")
+        elif args.memory_command == "verify":
+            result = service.operators.verify(args.id, caller, scope=args.scope).model_dump(mode="json")
         else:
             assert change is not None
             edited, redacted = service.operators.update(args.id, change, caller, scope=args.scope)

@@ -113,6 +113,11 @@ def _add_remember(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--min-relevance", dest="min_relevance", type=float, default=None, help="leave out results scored below (0-1)"
     )
     remember.add_argument(
+        "--exclude-stale",
+        action="store_true",
+        help="leave out facts, progress notes and failures not verified for longer than their type holds",
+    )
+    remember.add_argument(
         "--after", default=None, type=moment, metavar="WHEN", help=f"only memories created at or after ({MOMENT_HELP})"
     )
     remember.add_argument("--before", default=None, type=moment, metavar="WHEN", help="only memories created before")
@@ -124,12 +129,24 @@ def _add_get_and_forget(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     get.add_argument("id", help="the memory's id")
     get.add_argument("--scope", default=None, help="the memory's scope (default: derived from the working directory)")
 
-    forget = sub.add_parser("forget", help="delete a memory for good (audited)")
-    forget.add_argument("id", help="the memory's id")
+    forget = sub.add_parser(
+        "forget", help="delete a memory for good, or (without ID) every match of a query or filters after a preview"
+    )
+    forget.add_argument("id", nargs="?", default=None, help="the memory's id (leave out to forget in bulk)")
     forget.add_argument("--confirm", action="store_true", help="required: forgetting cannot be undone")
     forget.add_argument(
         "--scope", default=None, help="the memory's scope (default: derived from the working directory)"
     )
+    bulk = forget.add_argument_group("in bulk (no ID): a dry run first, then --confirm --token TOKEN")
+    bulk.add_argument("--query", default=None, help="the best matches of this query, by meaning")
+    bulk.add_argument("--type", dest="memory_types", action="append", default=None, help="only this type (repeatable)")
+    bulk.add_argument("--tag", dest="tags", action="append", default=None, help="only with this tag (repeatable)")
+    bulk.add_argument("--state", dest="states", action="append", default=None, help="only in this state (repeatable)")
+    bulk.add_argument("--author", default=None, help="only what this principal wrote")
+    bulk.add_argument("--after", default=None, type=moment, metavar="WHEN", help="created at or after")
+    bulk.add_argument("--before", default=None, type=moment, metavar="WHEN", help="created before")
+    bulk.add_argument("--limit", type=int, default=None, help="with --query: how many of its best matches (20)")
+    bulk.add_argument("--token", default=None, help="the preview_token the dry run printed")
 
 
 def _add_memory(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -229,6 +246,7 @@ def _recall_body(args: argparse.Namespace) -> dict[str, Any]:
         "min_relevance": args.min_relevance,
         "created_after": args.after,
         "created_before": args.before,
+        "exclude_stale": args.exclude_stale or None,
     }
 
 
@@ -248,16 +266,35 @@ def _through(remote: Remote, args: argparse.Namespace) -> int:
         )
     elif args.command == "get":
         print_json(remote.get(args.id, args.scope))
+    elif args.id is None:
+        print_json(remote.forget_matching(_given(_bulk_forget_body(args))))
     else:
         removed = remote.forget(args.id, confirm=args.confirm, scope=args.scope)
         print(f"forgot {removed['id']}: {removed['title']}")
     return 0
 
 
+def _bulk_forget_body(args: argparse.Namespace) -> dict[str, Any]:
+    """``POST /v1/memories/forget``'s body from the command line."""
+    return {
+        "query": args.query,
+        "scope": args.scope,
+        "memory_types": args.memory_types,
+        "tags": args.tags,
+        "states": args.states,
+        "author": args.author,
+        "created_after": args.after,
+        "created_before": args.before,
+        "limit": args.limit,
+        "confirm": args.confirm,
+        "preview_token": args.token,
+    }
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run one memory command: through the running server when it is a client command and one
     answers, else on the store in this process."""
-    if args.command == "forget" and not args.confirm:
+    if args.command == "forget" and args.id is not None and not args.confirm:
         # Refused here, in the CLI's words: the service's refusal names the API's `confirm=true`.
         raise ConfirmationRequired(
             "forget deletes a memory for good: run it again with --confirm. Old memories fade on their own; "
@@ -291,6 +328,10 @@ def _request(args: argparse.Namespace) -> object:
         return request_schemas(Limits()).memory_create.model_validate(_given(_memorize_body(args)))
     if args.command == "remember":
         return request_schemas(Limits()).recall.model_validate(_given(_recall_body(args)))
+    if args.command == "forget" and args.id is None:
+        from hivemem.forget_schemas import BulkForgetRequest
+
+        return BulkForgetRequest.model_validate(_given(_bulk_forget_body(args)))
     if args.command == "sleep" or getattr(args, "memory_command", None) == "sleep-consolidate":
         archive = args.command == "sleep"
         return SleepRequest(
@@ -315,7 +356,13 @@ def _get(service: MemoryService, args: argparse.Namespace, caller: Caller, _: ob
     print_json(service.get(args.id, caller, scope=args.scope).model_dump(mode="json"))
 
 
-def _forget(service: MemoryService, args: argparse.Namespace, caller: Caller, _: object) -> None:
+def _forget(service: MemoryService, args: argparse.Namespace, caller: Caller, request: object) -> None:
+    if args.id is None:
+        from hivemem.forget_schemas import BulkForgetRequest
+
+        assert isinstance(request, BulkForgetRequest)
+        print_json(service.forget_matching(request, caller).model_dump(mode="json"))
+        return
     removed = service.forget(args.id, confirm=args.confirm, caller=caller, scope=args.scope)
     print(f"forgot {removed.id}: {removed.title}")
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -37,6 +38,7 @@ import hivemem
 from api.errors import tool_error
 from api.http.denials import denial_recorder
 from api.mcp.compact import compact_answer, compact_schema
+from api.mcp.instructions import INSTRUCTIONS, session_instructions
 from api.mcp.knowledge import knowledge_tool
 from api.mcp.session_thread import SessionThreads
 from api.mcp.tools import (
@@ -59,7 +61,7 @@ from api.mcp.tools import (
 from api.process.shutdown import sigterm_as_sigint
 from api.services.caller import Caller
 from api.services.memories import MemoryService
-from hivemem.access import Access
+from hivemem.access import Access, Role
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
 from hivemem.limits import DEFAULT_LIMITS, Limits
@@ -72,14 +74,6 @@ from hivemem.scope import SCOPE_HEADER, derive_scope, validate_scope
 __all__ = ["INSTRUCTIONS", "SessionScope", "build_mcp", "run_stdio"]
 
 log = logging.getLogger(__name__)
-
-INSTRUCTIONS = (
-    "hivemem is this team's long-term memory. Call `remember` before you decide, design, debug or "
-    "ask the user something they may already have told someone; call `memorize` when you learn "
-    "something worth knowing next time (a decision and its reason, a fix and its root cause, a "
-    "preference, a convention). Memories are scoped per project and global ones are shared; each "
-    "tool's description says which project this session works in."
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,11 +166,18 @@ _SCOPED_TOOLS = ("memorize", "remember", "forget", "knowledge", "handoff", "memo
 
 
 class _SessionScopes(ServerMiddleware[Any]):
-    """Shows each session its own tools: descriptions that name its scope, and no ``scope``
-    argument when it is locked."""
+    """Shows each session its own instructions (its scope and the others it may read, counted) and
+    its own tools: descriptions that name its scope, and no ``scope`` argument when it is locked."""
 
-    def __init__(self, fixed: SessionScope | None) -> None:
+    def __init__(self, fixed: SessionScope | None, service: Callable[[], MemoryService]) -> None:
         self._fixed = fixed
+        self._service = service
+
+    def _counts(self, access: Access | None) -> dict[str, int]:
+        """Memories per scope the session's caller may read (one store read)."""
+        readable = Caller() if access is None else Caller.of(access)
+        tallies = self._service().store.tally_by_scope()
+        return {s: sum(t.values()) for s, t in tallies.items() if readable.may(s, Role.READ)}
 
     def _session(self, ctx: ServerRequestContext[Any, Any]) -> SessionScope:
         try:
@@ -186,6 +187,14 @@ class _SessionScopes(ServerMiddleware[Any]):
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         listed = await call_next(ctx)
+        if ctx.method in ("initialize", "server/discover") and isinstance(listed, dict):  # legacy and 2026 handshakes
+            grants = getattr(getattr(ctx.request, "state", None), "access", None)
+            try:
+                counts = await anyio.to_thread.run_sync(self._counts, grants)
+            except Exception:  # instructions are a courtesy: no store yet (still loading, down), the plain text
+                log.debug("the session's scopes could not be counted for its instructions", exc_info=True)
+                return listed
+            return {**listed, "instructions": session_instructions(self._session(ctx).scope, counts)}
         if ctx.method != "tools/list" or not isinstance(listed, dict):
             return listed
         session = self._session(ctx)
@@ -291,7 +300,7 @@ def build_mcp(
         instructions=INSTRUCTIONS,
         tools=tools,
         log_level="WARNING",
-        middleware=[_SessionScopes(session)],
+        middleware=[_SessionScopes(session, service)],
     )
     return server
 

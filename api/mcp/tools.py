@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
-from pydantic import Field, StrictBool, StrictFloat, StrictStr
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from api.errors import tool_error
 from api.mcp.session_thread import SessionThreads
@@ -22,6 +22,7 @@ from api.services.caller import Caller
 from api.services.memories import MemoryService
 from hivemem.audit_schemas import AuditRequest
 from hivemem.errors import ValidationError
+from hivemem.forget_schemas import BulkForgetRequest
 from hivemem.limits import Limits
 from hivemem.model import GLOBAL_SCOPE, MemoryState, MemoryType, Source
 from hivemem.schemas import (
@@ -95,7 +96,9 @@ Optional filters: memory_types, tags, created_after/created_before (RFC 3339 wit
 
 FORGET = """Delete one memory for good (the deletion is audited). Only for memories that are wrong, \
 harmful or stored by mistake. Don't forget things for being old: old memories fade from results on \
-their own and may still matter. Requires `confirm: true`; take the id from `remember`. {finds_by_id}"""
+their own and may still matter. Requires `confirm: true`; take the id from `remember`. {finds_by_id} \
+Without `id` (admin on the scope): a `query` and/or filters first answer a dry run (count, titles, \
+`preview_token`); the same call with `confirm: true` and the token deletes exactly that set."""
 
 HANDOFF = """Session handoff. `action: save` at the end of a session (or before the context runs out): \
 `summary` of where the work stands, and the lists `completed`, `in_progress`, `blocked`, `next_steps`. \
@@ -108,6 +111,7 @@ when memories were last consolidated, and jobs waiting. {works_in}"""
 MEMORY = """One memory up close, and taking back what the memory system did to it. `action: get` with `id`: \
 the memory whole, with its relations (edges to other memories). `action: history` with `id`: its audit \
 records, newest first (merges, supersedes, consolidations, forgets, undos), each with its `id`. \
+`action: verify` with `id`: it still holds (clears `[STALE? …]`). \
 `action: undo` with `audit_id`: undo the merge, supersede or consolidation a record names, putting the \
 memories back as they were (admin on its scope; audited). `action: export`: the scope's memories, relations \
 and documents as JSON lines (the file `hivemem import` reads). {finds_by_id}"""
@@ -322,21 +326,58 @@ def reading_tools(
     ]
 
 
-def removing_tools(
+def _forget_tool(
     service: Callable[[], MemoryService],
     caller: Callable[[Context[Any, Any]], Caller],
     on_tool_call: ToolCalls | None,
-) -> list[Tool]:
-    """``forget`` (one memory, for good) and ``admin`` (the operator's tool: listing, editing, bulk removal)."""
+) -> Tool:
+    """``forget``: one memory for good, or in bulk after a preview."""
 
     def forget(
         ctx: Context[Any, Any],
-        id: Annotated[StrictStr, Field(min_length=1, max_length=200, description="The memory id, from remember.")],
-        confirm: Annotated[StrictBool, Field(description="Must be true.")] = False,
+        id: Annotated[
+            StrictStr | None,
+            Field(min_length=1, max_length=200, description="The memory id, from remember (leave out for bulk)."),
+        ] = None,
+        confirm: Annotated[StrictBool, Field(description="Must be true to delete.")] = False,
         scope: Annotated[ScopeName | None, Field(description="The memory's project scope.")] = None,
+        # In bulk (no id), as `remember` takes them. Plain here, checked whole by BulkForgetRequest:
+        # every session's context pays for a schema, and these would repeat remember's enums and patterns.
+        query: StrictStr | None = None,
+        memory_types: list[StrictStr] | None = None,
+        tags: list[StrictStr] | None = None,
+        states: list[StrictStr] | None = None,
+        author: StrictStr | None = None,
+        created_after: StrictStr | None = None,
+        created_before: StrictStr | None = None,
+        limit: StrictInt | None = None,
+        preview_token: StrictStr | None = None,
     ) -> dict[str, Any]:
+        bulk: dict[str, Any] = {"query": query, "memory_types": memory_types, "tags": tags, "states": states}
+        bulk |= {"author": author, "created_after": created_after, "created_before": created_before}
+        bulk |= {"limit": limit, "preview_token": preview_token}
+        asked = {k: v for k, v in bulk.items() if v is not None}
+        if id is None:
+            request = BulkForgetRequest.model_validate(asked | {"scope": scope, "confirm": confirm})
+            return service().forget_matching(request, caller(ctx)).model_dump(mode="json")
+        if asked:
+            raise ValidationError(f"{sorted(asked)[0]}: forgets in bulk, without an `id`", field=sorted(asked)[0])
         removed = service().forget(id, confirm=confirm, caller=caller(ctx), scope=scope)
         return {"forgotten": removed.id, "title": removed.title, "scope": removed.scope}
+
+    return Tool.from_function(
+        reporting_errors(forget, "forget", on_tool_call),
+        description=FORGET,
+        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
+    )
+
+
+def _admin_tool(
+    service: Callable[[], MemoryService],
+    caller: Callable[[Context[Any, Any]], Caller],
+    on_tool_call: ToolCalls | None,
+) -> Tool:
+    """``admin``: the operator's tool (tokens)."""
 
     def admin(
         ctx: Context[Any, Any],
@@ -369,18 +410,20 @@ def removing_tools(
         assert token_id is not None  # checked just above
         return tokens.revoke(token_id, caller(ctx)).model_dump(mode="json")
 
-    return [
-        Tool.from_function(
-            reporting_errors(forget, "forget", on_tool_call),
-            description=FORGET,
-            annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
-        ),
-        Tool.from_function(
-            reporting_errors(admin, "admin", on_tool_call),
-            description=ADMIN,
-            annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
-        ),
-    ]
+    return Tool.from_function(
+        reporting_errors(admin, "admin", on_tool_call),
+        description=ADMIN,
+        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
+    )
+
+
+def removing_tools(
+    service: Callable[[], MemoryService],
+    caller: Callable[[Context[Any, Any]], Caller],
+    on_tool_call: ToolCalls | None,
+) -> list[Tool]:
+    """``forget`` (one memory for good, or in bulk after a preview) and ``admin`` (the operator's tool: tokens)."""
+    return [_forget_tool(service, caller, on_tool_call), _admin_tool(service, caller, on_tool_call)]
 
 
 def handoff_tool(
@@ -423,22 +466,23 @@ def memory_tool(
     caller: Callable[[Context[Any, Any]], Caller],
     on_tool_call: ToolCalls | None,
 ) -> Tool:
-    """``memory``: one memory up close (get, history, undo, export)."""
+    """``memory``: one memory up close (get, history, verify, undo, export)."""
 
     def memory(
         ctx: Context[Any, Any],
         action: Annotated[
-            Literal["get", "history", "undo", "export"],
-            Field(description="get a memory, read its history, undo a change, or export the scope."),
+            Literal["get", "history", "verify", "undo", "export"],
+            Field(description="get a memory, read its history, verify it still holds, undo a change, or export."),
         ],
         id: Annotated[
-            StrictStr | None, Field(min_length=1, max_length=64, description="get, history: the memory id.")
+            StrictStr | None, Field(min_length=1, max_length=64, description="get, history, verify: the memory id.")
         ] = None,
         audit_id: Annotated[
             StrictStr | None, Field(min_length=1, max_length=64, description="undo: the record's id, from history.")
         ] = None,
         scope: Annotated[
-            ScopeName | None, Field(description="get, history: the memory's project scope; export: the scope.")
+            ScopeName | None,
+            Field(description="get, history, verify: the memory's project scope; export: the scope."),
         ] = None,
     ) -> dict[str, Any]:
         given = {"id": id, "audit_id": audit_id, "scope": scope}
@@ -468,6 +512,8 @@ def memory_tool(
         assert id is not None  # checked just above
         if action == "get":
             return service().get(id, caller(ctx), scope=scope).model_dump(mode="json")
+        if action == "verify":
+            return service().operators.verify(id, caller(ctx), scope=scope).model_dump(mode="json")
         records = service().audit(AuditRequest(memory_id=id, scope=scope), caller(ctx))
         return {"records": [record.model_dump(mode="json") for record in records]}
 

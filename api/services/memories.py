@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from api.process.memory import release_free_memory
 from api.services.audit_trail import AuditTrail
 from api.services.briefing import briefing
+from api.services.bulk_forget import forget_matching
 from api.services.caller import Caller
 from api.services.handoffs import handoff_memory, latest_handoff
 from api.services.lifecycle import Lifecycle
@@ -59,6 +60,7 @@ from hivemem.errors import (
     MemoryNotFoundError,
     StoreError,
 )
+from hivemem.forget_schemas import BulkForgetAnswer, BulkForgetRequest
 from hivemem.hashing import content_hash
 from hivemem.jobs import JobState
 from hivemem.model import (
@@ -73,6 +75,7 @@ from hivemem.model import (
 )
 from hivemem.read_write_lock import ReadWriteLock
 from hivemem.schemas import HandoffSave, MemoryCreate, PromoteRequest, RecallRequest, SleepRequest
+from hivemem.staleness import StalenessTuning, stale_days
 from search import SearchFilter, Store
 from search.base import DEFAULT_STATES
 from search.capabilities import ReEmbeds, Warms
@@ -102,6 +105,7 @@ FORGET_NEEDS_CONFIRM = (
 
 
 # Edges that name a memory without building on it: no reinforcement for their targets.
+_STALE_OVERFETCH = 3
 _NOT_A_USE = frozenset({RelationType.SUPERSEDES, RelationType.CLOSES, RelationType.CONFLICTS})
 
 
@@ -355,18 +359,28 @@ class MemoryService:
             created_after=request.created_after,
             created_before=request.created_before,
         )
+        limit = request.limit or self.recaller.params.default_limit
+        now = utcnow()
         with self.model_gate.reading():
             hits = self.recaller.recall(
                 request.queries(),
                 where,
-                limit=request.limit or self.recaller.params.default_limit,
-                now=utcnow(),
+                # Stale ones left out after ranking: enough candidates that the rest still fill the limit.
+                limit=limit * _STALE_OVERFETCH if request.exclude_stale else limit,
+                now=now,
                 min_relevance=request.min_relevance,
             )
+        staleness = StalenessTuning()
+        stale = {h.memory.id: stale_days(h.memory, now, staleness) for h in hits}
+        if request.exclude_stale:
+            hits = [h for h in hits if stale[h.memory.id] is None][:limit]
         linked = graph_neighbours(self.store, hits, where, limit=GRAPH_NEIGHBOURS, hops=request.graph_hops)
+        related = [(g, stale_days(g.memory, now, staleness)) for g in linked]
+        if request.exclude_stale:
+            related = [(g, days) for g, days in related if days is None]
         origin = {h.memory.id: round(h.score, 6) for h in hits}
         return RecallResponse(
-            results=[RecallResult.of(h, explain=request.explain) for h in hits],
+            results=[RecallResult.of(h, explain=request.explain).marked_stale(stale[h.memory.id]) for h in hits],
             related=[
                 RelatedResult.reached(
                     g.memory,
@@ -376,8 +390,8 @@ class MemoryService:
                     explain={"graph_hops": g.hops, "from_score": origin[g.linked_from], "graph": g.score}
                     if request.explain
                     else None,
-                )
-                for g in linked
+                ).marked_stale(days)
+                for g, days in related
             ],
             scopes=scopes,
         )
@@ -461,6 +475,11 @@ class MemoryService:
             )
         )
         return MemoryPublic.of(removed)
+
+    def forget_matching(self, request: BulkForgetRequest, caller: Caller = Caller()) -> BulkForgetAnswer:
+        """Forget in bulk after a preview (:func:`api.services.bulk_forget.forget_matching`)."""
+        with self.model_gate.reading():
+            return forget_matching(self.store, self.recaller, request, caller)
 
     def audit(self, request: AuditRequest, caller: Caller = Caller()) -> list[AuditPublic]:
         """See :meth:`api.services.audit_trail.AuditTrail.search`."""

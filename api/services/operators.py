@@ -99,6 +99,19 @@ class Operators:
         self.store.audit(AuditEvent("update", memory.id, memory.scope, caller.principal, detail))
         return MemoryPublic.of(edited), redacted
 
+    def verify(self, memory_id: str, caller: Caller, *, scope: str | None = None) -> MemoryPublic:
+        """Say that a memory the caller can read still holds: its ``verified_at`` becomes now, which
+        clears a stale label. Takes write on the memory's scope (a teammate may vouch for another's
+        fact); audited (``verify``). Raises ``MemoryNotFoundError`` as ``get`` does, and
+        ``PermissionDeniedError`` without write there."""
+        memory = caller.visible(self.store.get(memory_id), scope)
+        caller.require(memory.scope, Role.WRITE)
+        verified = replace(memory, verified_at=utcnow())
+        self.store.put(verified, DuplicatePolicy.OVERWRITE)
+        detail = {"verified_before": memory.last_verified.isoformat()}
+        self.store.audit(AuditEvent("verify", memory.id, memory.scope, caller.principal, detail))
+        return MemoryPublic.of(verified)
+
     def scope_stats(self, caller: Caller) -> list[ScopeStats]:
         """Every scope holding memories or documents that the caller may read, with its memories'
         counts (one store read) and its documents and their chunks (one read of the sources)."""

@@ -3,14 +3,37 @@ documents, working failures by component and severity, features not done, the la
 
 from __future__ import annotations
 
-from hivemem.answers import FeatureStatus, MemoryStatus
-from hivemem.model import MemoryState, MemoryType
+from datetime import datetime
+
+from hivemem.answers import FeatureStatus, MemoryStatus, StaleMemory
+from hivemem.model import MemoryState, MemoryType, utcnow
+from hivemem.staleness import StalenessTuning, stale_days
 from search import SearchFilter, Store
 from workers.lifecycle import last_sleep
 
 __all__ = ["memory_status"]
 
 _STATUS_SCAN = 2000  # the newest failures and progress notes a status report reads
+_STALE_SHOWN = 20
+
+
+def stale_memories(store: Store, name: str, now: datetime) -> list[StaleMemory]:
+    """The working memories of scope ``name`` past their type's verification age, longest first.
+    Only those created before the age can be past it: each type reads its newest such few hundred."""
+    tuning = StalenessTuning()
+    found: list[StaleMemory] = []
+    for memory_type in (MemoryType.FACT, MemoryType.PROGRESS, MemoryType.FAILURE):
+        age = tuning.age_of(memory_type)
+        assert age is not None  # these three go stale
+        old = SearchFilter(
+            scopes=[name], states=(MemoryState.WORKING,), memory_types=(memory_type,), created_before=now - age
+        )
+        for memory in store.list_memories(old, _STATUS_SCAN // 4, vectors=False):
+            days = stale_days(memory, now, tuning)
+            if days is not None and not memory.superseded_at(now):
+                found.append(StaleMemory(id=memory.id, title=memory.title, memory_type=memory_type,
+                                         verified_at=memory.last_verified, days=days))  # fmt: skip
+    return sorted(found, key=lambda s: -s.days)[:_STALE_SHOWN]
 
 
 def memory_status(
@@ -44,6 +67,7 @@ def memory_status(
         )
     sources = store.sources([name])
     return MemoryStatus(
+        stale=stale_memories(store, name, utcnow()),
         scope=name,
         total=sum(sum(states.values()) for states in by_type.values()),
         by_type=by_type,

@@ -6,7 +6,10 @@ written by others; one in ten a decision or preference, so the briefing has them
 failures, progress notes and a handoff. Then each hook runs ``runs`` times as a new process with the
 client's JSON on stdin: ``session-start`` (the briefing), ``prompt-submit`` (a SciFact claim as the
 prompt: recall, then the similarity floor), and ``stop`` after a session of real work (it reads the
-transcript and asks the server for the latest handoff).
+transcript and asks the server for the latest handoff). ``answered`` counts the calls that injected
+something: for prompt-submit, the claims (about the store's abstracts) should be answered, and the
+LoCoMo questions beside them (about people's lives, nothing the store holds: ``prompt_unrelated``)
+should not, since a hook that pastes noise into every prompt is worse than none.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 import httpx
 
 from bench.suite.cli_latency import wait_ready
+from bench.suite.data_files import reading
 from bench.suite.local_cluster import free_port, hivemem_command
 from bench.suite.metrics import percentile
 from bench.suite.scale import load_queries, load_texts
@@ -76,10 +80,21 @@ def _timed(argv: list[str], payloads: list[dict[str, Any]], env: dict[str, str])
     }
 
 
+def _unrelated_prompts(data: Path, count: int) -> list[str]:
+    """LoCoMo's questions (about two people's conversations), where the data folder has them."""
+    path = data / "locomo" / "locomo-dev.json"
+    if not path.is_file():
+        return []
+    with reading(path, "LoCoMo (a JSON list of conversations)"):
+        conversations = json.loads(path.read_text(encoding="utf-8"))
+    return [str(qa["question"]) for conversation in conversations for qa in conversation["qa"]][:count]
+
+
 def run_hooks_bench(settings: Settings, *, data: Path, size: int, runs: int) -> dict[str, Any]:
     """Start a server, fill it with ``size`` memories, and time ``runs`` calls of each hook."""
     texts = load_texts(data, size)
     prompts = load_queries(data, runs)
+    unrelated = _unrelated_prompts(data, runs)
     folder = Path(tempfile.mkdtemp(prefix="hivemem-bench-hooks-"))
     port = free_port()
     keep = ("HIVEMEM_SERVER_URL", "HIVEMEM_PORT", "HIVEMEM_DATA_DIR", "XDG_STATE_HOME")
@@ -120,6 +135,9 @@ def run_hooks_bench(settings: Settings, *, data: Path, size: int, runs: int) -> 
             ),
             "stop": _timed(hook("stop"), [s | {"stop_hook_active": False} for s in sessions], env),
         }
+        if unrelated:
+            asked = [s | {"prompt": p} for s, p in zip(sessions, unrelated, strict=False)]
+            report["prompt_unrelated"] = _timed(hook("prompt-submit"), asked, env)
     finally:
         server.terminate()
         server.wait(timeout=60)

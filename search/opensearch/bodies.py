@@ -215,7 +215,11 @@ def index_template(names: IndexNames, alias: str, settings: Json, mappings: Json
 
 
 # Fields the memories mapping gained after release: put on an existing index as well (additive).
-ADDED_MEMORY_FIELDS: Json = {"thread": {"type": "keyword"}, "stored_at_ms": {"type": "long"}}
+ADDED_MEMORY_FIELDS: Json = {
+    "thread": {"type": "keyword"},
+    "stored_at_ms": {"type": "long"},
+    "verified_at": {"type": "date_nanos"},
+}
 
 
 def memory_template(names: IndexNames, options: IndexOptions, *, embedding_model: str, dimension: int) -> Json:

@@ -88,7 +88,7 @@ def memory_doc(m: Memory, dimension: int, *, stamp_ms: int | None = None) -> Jso
 def memory_from_doc(doc: Json) -> Memory:
     """The memory a document holds, timestamps in UTC."""
     memory = memory_from_json(doc)
-    for name in ("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to"):
+    for name in ("created_at", "updated_at", "last_accessed_at", "valid_from", "valid_to", "verified_at"):
         value = getattr(memory, name)
         if value is not None:
             setattr(memory, name, value.astimezone(UTC))

@@ -54,7 +54,7 @@ def memory_row(m: Memory, dimension: int) -> tuple[Any, ...]:
         float(m.importance), m.source.value, json.dumps(m.related_files), m.state.value, m.author,
         to_timestamp(m.created_at), to_timestamp(m.updated_at), to_timestamp(m.last_accessed_at), m.access_count,
         to_timestamp(m.valid_from), to_timestamp(m.valid_to), json.dumps(m.details), blob, m.embedding_model,
-        m.thread,
+        m.thread, to_timestamp(m.verified_at),
     )  # fmt: skip
 
 
@@ -84,6 +84,7 @@ def memory_from_row(row: sqlite3.Row) -> Memory:
         embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32).tolist(),
         embedding_model=row["embedding_model"],
         thread=row["thread"],
+        verified_at=from_timestamp(row["verified_at"]),
     )
 
 

@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS memories (
     embedding BLOB,
     embedding_model TEXT NOT NULL DEFAULT '',
     vec_version INTEGER NOT NULL DEFAULT 0,
-    thread TEXT NOT NULL DEFAULT ''
+    thread TEXT NOT NULL DEFAULT '',
+    verified_at TEXT
 );
 
 -- One memory per content in a scope: the last line of defence of exact-duplicate resolution
@@ -180,7 +181,7 @@ END;
 MEMORY_COLUMNS = (
     "id, scope, title, content, tags, content_hash, memory_type, importance, source, related_files, "
     "state, author, created_at, updated_at, last_accessed_at, access_count, valid_from, valid_to, "
-    "details, embedding, embedding_model, thread"
+    "details, embedding, embedding_model, thread, verified_at"
 )
 # The same row without its vector (read as NULL), for readers that need none.
 MEMORY_COLUMNS_WITHOUT_VECTOR = MEMORY_COLUMNS.replace(", embedding,", ", NULL AS embedding,")
@@ -190,6 +191,7 @@ MEMORY_COLUMNS_WITHOUT_VECTOR = MEMORY_COLUMNS.replace(", embedding,", ", NULL A
 ADDED_COLUMNS = (
     ("relations", "description", "TEXT NOT NULL DEFAULT ''"),
     ("memories", "thread", "TEXT NOT NULL DEFAULT ''"),
+    ("memories", "verified_at", "TEXT"),
 )
 
 # Indexes on added columns: created once the columns exist (after ADDED_COLUMNS).

@@ -1,7 +1,7 @@
 """The web dashboard (``/ui``) in a real headless Chromium, driven by Playwright, against real
 ``hivemem serve`` processes: search and the score explanation, a memory's page and its graph, forget
-(confirmed, taken back, then done) and undo, an ingest watched live as a Celery worker runs it, and
-a team server refusing the page's requests until a token is given.
+(confirmed, taken back, then done) and undo, stale memories listed and verified, an ingest watched
+live as a Celery worker runs it, and a team server refusing the page's requests until a token is given.
 
 The browser is the system's Chromium (no browser is downloaded): pytest's ``--chromium PATH`` names
 it, else the first of ``chromium``, ``chromium-browser``, ``google-chrome`` on the PATH. Screenshots
@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
 from bench.suite.dashboard import chromium_binary
-from tests.e2e.helpers import HivememServer, run_cli
+from hivemem.model import DuplicatePolicy, utcnow
+from search import SearchFilter
+from tests.e2e.helpers import HivememServer, open_test_store, run_cli
 from tests.services import CeleryWorker
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -308,3 +312,33 @@ def test_a_team_server_refuses_the_page_until_a_token_is_given(
         expect(page.get_by_role("table", name="Tokens")).to_contain_text("rita")
     finally:
         team.stop()
+
+
+def test_stale_memories_are_listed_and_verified_from_the_page(
+    server: HivememServer, data_dir: Path, page: Page, shots: Path
+) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        fact = memorize(http, "Primary database host", "The primary database runs on db-3.internal.")
+        memorize(http, "Database choice", "We chose PostgreSQL.", memory_type="decision")
+    store = open_test_store(data_dir)  # the server's own file: written four months ago, never verified
+    try:
+        old = utcnow() - timedelta(days=120)
+        for memory in store.list_memories(SearchFilter(scopes=[SCOPE]), 10):
+            store.put(replace(memory, created_at=old, updated_at=old), DuplicatePolicy.OVERWRITE)
+    finally:
+        store.close()
+    page.goto(f"{server.url}/ui#/memories?scope={SCOPE}")
+    stale = page.locator("#stale")
+    expect(stale.get_by_role("heading")).to_have_text("May be stale (1)")  # the fact; a decision does not go stale
+    expect(stale.locator("tbody tr")).to_contain_text("120 days ago")
+    page.screenshot(path=shots / "stale.png")
+    stale.get_by_role("link", name="Primary database host").click()
+    page.get_by_role("button", name="Verify").click()
+    expect(page.locator("body")).to_contain_text('Verified "Primary database host".')
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        assert http.get("/v1/status", params={"scope": SCOPE}).json()["stale"] == []
+        history = http.get("/v1/audit", params={"memory_id": fact, "scope": SCOPE}).json()
+        assert [record["action"] for record in history] == ["verify"]
+    page.goto(f"{server.url}/ui#/memories?scope={SCOPE}")
+    expect(page.get_by_role("table", name="Memories, newest first").locator("tbody tr")).to_have_count(2)
+    expect(stale).to_be_empty()

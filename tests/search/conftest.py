@@ -1,7 +1,39 @@
-"""Fixtures of the search tests: the OpenSearch backend (osmem-server or a real cluster) and the spec validator."""
+"""Fixtures of the search tests: the OpenSearch backend (osmem-server or a real cluster), the spec
+validator, and services opened on either store."""
 
 from __future__ import annotations
 
-from tests.opensearch_backend import opensearch_backend, spec_validator
+import uuid
+from collections.abc import Callable, Iterator
 
-__all__ = ["opensearch_backend", "spec_validator"]  # fixtures, re-exported for pytest
+import pytest
+
+from api.services.memories import MemoryService
+from hivemem.config import Settings
+from hivemem.embedding import HashEmbedder
+from hivemem.embedding_queue import QueuedEmbedder
+from tests.opensearch_backend import OpenSearchBackend, opensearch_backend, spec_validator
+
+__all__ = ["OpenService", "open_service", "opensearch_backend", "spec_validator"]  # fixtures, re-exported
+
+OpenService = Callable[[Settings], MemoryService]
+FIRST = HashEmbedder(64)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("opensearch", marks=pytest.mark.opensearch)])
+def open_service(request: pytest.FixtureRequest) -> Iterator[OpenService]:
+    """Opens services on one store, each with the settings given (the model hash:64); on OpenSearch
+    with the exact k-NN stand-in where the server has no k-NN plugin."""
+    if request.param == "sqlite":
+        yield MemoryService.from_settings
+        return
+    backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
+    validator = request.getfixturevalue("spec_validator")
+    prefix = f"test_{uuid.uuid4().hex[:16]}"
+
+    def on_opensearch(settings: Settings) -> MemoryService:
+        store = backend.open(FIRST, Settings(), validator, prefix, exact_knn=True)
+        return MemoryService(settings, store, QueuedEmbedder(FIRST, max_batch=64))
+
+    yield on_opensearch
+    backend.open(FIRST, Settings(), None, prefix).drop()

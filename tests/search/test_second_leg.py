@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -15,14 +14,13 @@ from api.services.caller import Caller
 from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
-from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.hashing import content_hash
 from hivemem.model import Memory, RetrievalMode, new_memory_id, utcnow
 from hivemem.schemas import MemoryCreate, RecallRequest
 from search.base import SearchFilter
 from search.recall import Recaller, RecallParams, leg_weights
 from search.sqlite.store import SQLiteStore
-from tests.opensearch_backend import OpenSearchBackend
+from tests.search.conftest import OpenService
 from workers.second_model import SecondLeg
 
 FIRST, SECOND = HashEmbedder(64), HashEmbedder(32)
@@ -61,27 +59,6 @@ def test_leg_weights_split_the_vector_weight() -> None:
 @pytest.fixture
 def second_settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"second_embed_model": "hash:32"})
-
-
-OpenService = Callable[[Settings], MemoryService]
-
-
-@pytest.fixture(params=["sqlite", pytest.param("opensearch", marks=pytest.mark.opensearch)])
-def open_service(request: pytest.FixtureRequest) -> Iterator[OpenService]:
-    """Opens services on one store, each with the settings given (the first model hash:64)."""
-    if request.param == "sqlite":
-        yield MemoryService.from_settings
-        return
-    backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
-    validator = request.getfixturevalue("spec_validator")
-    prefix = f"test_{uuid.uuid4().hex[:16]}"
-
-    def on_opensearch(settings: Settings) -> MemoryService:
-        store = backend.open(FIRST, Settings(), validator, prefix, exact_knn=True)
-        return MemoryService(settings, store, QueuedEmbedder(FIRST, max_batch=64))
-
-    yield on_opensearch
-    backend.open(FIRST, Settings(), None, prefix).drop()
 
 
 def test_a_server_fills_the_vectors_and_recall_fuses_the_leg(

@@ -27,6 +27,7 @@ from hivemem.answers import (
 )
 from hivemem.audit import AuditAction
 from hivemem.audit_schemas import MAX_AUDIT_LIMIT, AuditRequest
+from hivemem.forget_schemas import BulkForgetAnswer, BulkForgetRequest
 from hivemem.schemas import (
     BulkMemorizeRequest,
     HandoffSave,
@@ -228,6 +229,17 @@ def sleep(body: SleepRequest, service: ServiceDep, caller: CallerDep) -> SleepRe
     days become one insight each, the sources muted under it (undoable). `dry_run` reports the
     clusters and writes nothing."""
     return service.sleep(body, caller)
+
+
+@router.post("/memories/forget", response_model=BulkForgetAnswer)
+def forget_matching(body: BulkForgetRequest, service: ServiceDep, caller: CallerDep) -> BulkForgetAnswer:
+    """Forget in bulk, after a preview: the memories of one scope that `query` (its best `limit`
+    matches) and/or the filters match. Without `confirm`: a dry run, answering the count, the first
+    titles and a `preview_token`. With `confirm: true` and that token: deletes exactly that set
+    (each memory audited as a `forget`). 400 without the token, 409 `preview_changed` when the set
+    is no longer the preview's (nothing deleted), 403 without admin on the scope, 422 without a query
+    or a filter."""
+    return service.forget_matching(body, caller)
 
 
 @router.delete("/memories/{memory_id:uuid}", response_model=MemoryPublic)

@@ -75,6 +75,13 @@ def update_memory(
     return memory
 
 
+@router.post("/memories/{memory_id:uuid}/verify", response_model=MemoryPublic)
+def verify_memory(memory_id: UUID, service: ServiceDep, caller: CallerDep, scope: ScopeQuery = None) -> MemoryPublic:
+    """Say that a memory still holds: its `verified_at` becomes now, which clears a `[STALE? …]`
+    label in recall (write on its scope; audited `verify`). 404 for a memory the caller cannot read."""
+    return service.operators.verify(str(memory_id), caller, scope=scope)
+
+
 @router.get("/scopes", response_model=list[ScopeStats])
 def scope_stats(service: ServiceDep, caller: CallerDep) -> list[ScopeStats]:
     """Every scope holding memories or documents that the caller may read, with its memories'

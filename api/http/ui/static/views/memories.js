@@ -1,5 +1,6 @@
 // A scope's memories, newest first, page by page (GET /v1/memories), filtered by type, state,
-// tag and author.
+// tag and author; with a scope chosen, first the ones that may be stale (GET /v1/status), for a
+// person to open and verify or forget.
 
 import { get } from "../api.js";
 import { failure, fill, h, scopeName, when } from "../dom.js";
@@ -37,10 +38,12 @@ export async function renderMemories(main, { query }) {
   const list = h("tbody", {});
   const more = h("button", { type: "button", hidden: true }, "More");
   const status = h("p", { class: "muted", "aria-live": "polite" });
+  const stale = h("section", { id: "stale" });
   fill(
     main,
     h("h1", {}, "Memories"),
     form,
+    stale,
     h(
       "table",
       {},
@@ -55,6 +58,7 @@ export async function renderMemories(main, { query }) {
     status,
     more,
   );
+  if (chosen.scope) staleList(stale, chosen.scope);
   let cursor = null;
   async function page() {
     more.hidden = true;
@@ -83,4 +87,30 @@ export async function renderMemories(main, { query }) {
   }
   more.addEventListener("click", page);
   await page();
+}
+
+async function staleList(section, scope) {
+  let answer;
+  try {
+    answer = await get("/v1/status", { scope });
+  } catch (error) {
+    fill(section, failure(error));
+    return;
+  }
+  if (!answer.stale.length) return;
+  const rows = answer.stale.map((m) =>
+    h("tr", {}, [memoryLink(m, scope), m.memory_type, `${m.days} days ago`].map((cell) => h("td", {}, cell))),
+  );
+  fill(
+    section,
+    h("h2", {}, `May be stale (${answer.stale.length})`),
+    h("p", { class: "muted" }, "Not verified for longer than their type holds: open each to verify or forget it."),
+    h(
+      "table",
+      {},
+      h("caption", { class: "sr" }, "Memories that may be stale"),
+      h("thead", {}, h("tr", {}, ["Title", "Type", "Last verified"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, rows),
+    ),
+  );
 }

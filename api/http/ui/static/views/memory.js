@@ -1,5 +1,6 @@
 // One memory: its text, provenance and trust, its relations as a graph, its history from the audit
-// log; forget it (after a confirmation, with a few seconds to take it back before it is sent:
+// log; verify that it still holds (clears a stale label in recall); forget it (after a
+// confirmation, with a few seconds to take it back before it is sent:
 // the server keeps no text of a forgotten memory), and undo a merge, supersede, consolidation or
 // archiving that its history records.
 
@@ -76,6 +77,7 @@ function provenance(memory) {
     ["Importance", memory.importance.toFixed(2)],
     ["Created", when(memory.created_at)],
     ["Updated", when(memory.updated_at)],
+    ["Last verified", when(memory.verified_at)],
     ["Valid until", memory.valid_to ? when(memory.valid_to) : "still valid"],
     ["Last recalled", when(memory.last_accessed_at)],
     ["Recalled", memory.access_count === 1 ? "once" : `${memory.access_count} times`],
@@ -84,6 +86,27 @@ function provenance(memory) {
     ["Thread", memory.thread || "—"],
     ["Id", h("code", {}, memory.id)],
   ]);
+}
+
+function verifyButton(memory, scope, refresh) {
+  return h(
+    "button",
+    {
+      type: "button",
+      id: "verify",
+      title: "Say it still holds: clears a [STALE?] label in recall (audited)",
+      onclick: async () => {
+        try {
+          await post(`/v1/memories/${encodeURIComponent(memory.id)}/verify`, undefined, { scope });
+          notify(`Verified "${memory.title}".`);
+          refresh();
+        } catch (error) {
+          notify(`Could not verify "${memory.title}": ${error.message}`, "error");
+        }
+      },
+    },
+    "Verify",
+  );
 }
 
 function forgetButton(memory, scope, refresh) {
@@ -163,7 +186,7 @@ export async function renderMemory(main, { id, query }) {
   fill(
     main,
     h("h1", {}, memory.title),
-    h("div", { class: "toolbar" }, forgetButton(memory, scope, refresh)),
+    h("div", { class: "toolbar" }, verifyButton(memory, scope, refresh), forgetButton(memory, scope, refresh)),
     h("section", { class: "columns" }, h("pre", { class: "content" }, memory.content), provenance(memory)),
     h("h2", {}, `Relations (${memory.relations.length})`),
     memory.relations.length
