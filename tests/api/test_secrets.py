@@ -24,6 +24,7 @@ from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.hashing import content_hash
 from hivemem.schemas import MemoryCreate
+from search import SearchFilter
 from tests.api.conftest import LOCAL_URL
 
 SCOPE = "github.com/acme/payments"
@@ -174,3 +175,35 @@ def test_mcp_and_the_cli_refuse_it_too(
     assert cli_main(["memorize", "--title", "Mirror access", "--content", DEPLOY_NOTE, "--scope", SCOPE]) == 2
     out = capsys.readouterr()
     assert "credential (github_token" in out.err and GITHUB not in out.err + out.out
+
+
+def test_mcp_and_the_cli_redact_under_the_redact_policy(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = MemoryService.from_settings(settings.model_copy(update={"secret_policy": "redact"}))
+    said: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with Client(build_mcp(lambda: service, session=SessionScope(SCOPE))) as client:
+            result = await client.call_tool("memorize", {"title": "Mirror access", "content": DEPLOY_NOTE})
+            said["memorize"] = result.structured_content
+
+    try:
+        anyio.run(main)
+        (stored,) = service.store.list_memories(SearchFilter(scopes=[SCOPE]), 5)
+    finally:
+        service.close()
+    assert said["memorize"]["redacted"] == [{"field": "content", "kind": "github_token"}]
+    assert "[REDACTED:github_token]" in stored.content and GITHUB not in stored.content
+
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "cli"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
+    monkeypatch.setenv("HIVEMEM_SECRET_POLICY", "redact")
+    assert (
+        cli_main(["memorize", "--title", "Billing key", "--content", f"Billing uses {STRIPE} now.", "--scope", SCOPE])
+        == 0
+    )
+    out = capsys.readouterr()
+    assert json.loads(out.out)["redacted"] == [{"field": "content", "kind": "stripe_access_key"}]
+    assert STRIPE not in out.out + out.err
