@@ -42,6 +42,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the Chromium the dashboard tests drive (default: chromium, chromium-browser or google-chrome on PATH)",
     )
     parser.addoption(
+        "--quality",
+        action="store_true",
+        help="the LoCoMo quality test also runs each recall leg alone and checks hybrid beats both "
+        "(about two minutes more; by default it checks hybrid recall only)",
+    )
+    parser.addoption(
         "--wheel",
         action="store_true",
         help="also install the built wheel with the embed extra into a fresh environment and serve from it "

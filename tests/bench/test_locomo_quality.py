@@ -1,6 +1,8 @@
 """Recall quality on the LoCoMo dev conversations with the real model: the figures the product promises.
 
-Runs only where the benchmark data folder sits beside the repository (``../shared/data``).
+Runs only where the benchmark data folder sits beside the repository (``../shared/data``). The
+default run checks hybrid recall; the long form (``--quality``) also runs each leg alone and checks
+that the fusion beats both (two more passes over the conversations: about two minutes).
 """
 
 from __future__ import annotations
@@ -23,13 +25,13 @@ pytestmark = [
 ]
 
 
-def test_hybrid_reaches_the_target_and_beats_each_leg(tmp_path: Path) -> None:
+def test_hybrid_reaches_the_target_and_beats_each_leg(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     settings = Settings(data_dir=tmp_path)
-    hit5 = {
-        mode: run_locomo(LOCOMO, settings, mode=mode, fusion=FusionMethod.MINMAX)["hit@5"] for mode in RetrievalMode
-    }
+    modes = list(RetrievalMode) if request.config.getoption("--quality") else [RetrievalMode.HYBRID]
+    hit5 = {mode: run_locomo(LOCOMO, settings, mode=mode, fusion=FusionMethod.MINMAX)["hit@5"] for mode in modes}
     # 0.755 measured with every stage at its default (bench/RESULTS.md); without the thread lift 0.728.
     # The margin is for another CPU's float arithmetic flipping a few close ranks.
     assert hit5[RetrievalMode.HYBRID] >= 0.745
-    assert hit5[RetrievalMode.HYBRID] > hit5[RetrievalMode.BM25]
-    assert hit5[RetrievalMode.HYBRID] > hit5[RetrievalMode.DENSE]
+    if len(modes) > 1:
+        assert hit5[RetrievalMode.HYBRID] > hit5[RetrievalMode.BM25]
+        assert hit5[RetrievalMode.HYBRID] > hit5[RetrievalMode.DENSE]
