@@ -89,7 +89,9 @@ class MemorizeResult(BaseModel):
     job_id: str | None = None
     said: str = Field(default="", description="What was done, in words.")
     redacted: list[Redaction] | None = Field(
-        default=None, description="Credentials replaced by `[REDACTED:kind]` before the memory was stored."
+        default=None,
+        description="Credentials replaced by `[REDACTED:kind]` before the memory was stored (left out when none).",
+        exclude_if=lambda found: found is None,  # answers keep the shape they had unless something was
     )
 
 
@@ -105,7 +107,9 @@ class MemorizeAccepted(BaseModel):
     job_id: str
     state: JobState
     redacted: list[Redaction] | None = Field(
-        default=None, description="Credentials replaced by `[REDACTED:kind]` before the memory was stored."
+        default=None,
+        description="Credentials replaced by `[REDACTED:kind]` before the memory was stored (left out when none).",
+        exclude_if=lambda found: found is None,  # answers keep the shape they had unless something was
     )
 
 
