@@ -165,3 +165,24 @@ def test_without_a_server_a_hook_exits_0_silently_and_logs_why(data_dir: Path, t
     lines = log.read_text(encoding="utf-8").splitlines()
     assert any(line.split(" ", 1)[1].startswith("session-start: RemoteError") for line in lines), lines
     assert any("prompt-submit: JSONDecodeError" in line for line in lines), lines
+
+
+def test_a_refused_token_gives_exit_0_silently_and_a_line_in_the_log(data_dir: Path, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    team = HivememServer(data_dir, logs, HIVEMEM_TEAM="true")
+    team.start()
+    try:
+        done = subprocess.run(
+            [*hivemem_command(), "hook", "session-start", "--url", team.url, "--scope", SCOPE],
+            input=json.dumps({"session_id": "s-7", "source": "startup"}),
+            env=hivemem_env(data_dir, HIVEMEM_TOKEN="hm_000000000000_not-a-live-token"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        team.stop()
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    log = Path(hivemem_env(data_dir)["XDG_STATE_HOME"]) / "hivemem" / "hooks.log"
+    assert "session-start: RemoteError: unauthorized" in log.read_text(encoding="utf-8")
