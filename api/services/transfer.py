@@ -59,7 +59,6 @@ class Transfer:
         self.store = store
         self.embedder = embedder
         self.secrets = secrets
-        self._redacted = 0
 
     def _scopes(self, caller: Caller, requested: Sequence[str] | None) -> list[str]:
         if requested:
@@ -130,8 +129,7 @@ class Transfer:
             caller.require(scope, Role.ADMIN)
         if conflict is not None:  # said after the permission check: it names a memory of the scope
             raise conflict
-        chunks = 0
-        self._redacted = 0
+        chunks = redacted = 0  # a count of this import's: one Transfer serves every import at once
         batch: list[Memory] = []
         edges: list[Relation] = []
         documents: list[tuple[KnowledgeSource, list[KnowledgeChunk]]] = []
@@ -140,10 +138,10 @@ class Transfer:
             if isinstance(record, Memory):
                 batch.append(record)
                 if len(batch) == _BATCH:
-                    self._put(batch)
+                    redacted += self._put(batch)
                     batch = []
                 continue
-            self._put(batch)  # the file lists memories first: a relation's ends are written before it
+            redacted += self._put(batch)  # the file lists memories first: a relation's ends are written before it
             batch = []
             if isinstance(record, Relation):
                 edges.append(record)
@@ -157,18 +155,18 @@ class Transfer:
             chunks += len(record[1])
             waiting += len(record[1])
             if waiting >= EMBED_BATCH_CHUNKS or len(documents) == _PAGE:
-                self._put_documents(documents)
+                redacted += self._put_documents(documents)
                 documents, waiting = [], 0
-        self._put(batch)
+        redacted += self._put(batch)
         self.store.add_relations(edges)
-        self._put_documents(documents)
+        redacted += self._put_documents(documents)
         result = ImportResult(
             memories=counts["memory"],
             relations=counts["relation"],
             sources=counts["source"],
             chunks=chunks,
             scopes=sorted(scopes),
-            redacted=self._redacted,
+            redacted=redacted,
         )
         self.store.audit(AuditEvent("import", "", GLOBAL_SCOPE, caller.principal, result.model_dump()))
         return result
@@ -185,7 +183,8 @@ class Transfer:
             if isinstance(record, Memory):
                 counts["memory"] += 1
                 scopes.add(record.scope)
-                self._without_secrets(record)  # under the refuse policy: SecretRefused, before any write
+                if self.secrets.policy == "refuse":  # SecretRefused before any write; redact acts in _put
+                    self._without_secrets(record)
                 if conflict is None:  # the first conflict is the one said: no more store lookups
                     page.append(record)
                     if len(page) == _PAGE:
@@ -217,31 +216,34 @@ class Transfer:
             )
         return None
 
-    def _without_secrets(self, memory: Memory) -> Memory:
+    def _without_secrets(self, memory: Memory) -> tuple[Memory, int]:
         """``memory`` as the secret policy lets it be stored (its texts redacted, its content hash
-        anew), counted; ``SecretRefused`` naming it under ``refuse``."""
+        anew) and how many credentials it lost; ``SecretRefused`` naming it under ``refuse``."""
         texts = {"title": memory.title, "content": memory.content, "tags": memory.tags, "details": memory.details}
         screened, found = self.secrets.value(texts, f"memory {memory.id}")
         if not found:
-            return memory
-        self._redacted += len(found)
-        return replace(memory, **screened, content_hash=content_hash(screened["content"]))
+            return memory, 0
+        return replace(memory, **screened, content_hash=content_hash(screened["content"])), len(found)
 
-    def _put(self, memories: list[Memory]) -> None:
-        memories = [self._without_secrets(m) for m in memories]
+    def _put(self, memories: list[Memory]) -> int:
+        """Embed and write ``memories``; how many credentials were redacted from them."""
         if not memories:
-            return
+            return 0
+        # Under refuse the first read already refused any credential; this one guards a file that
+        # changed between the two reads.
+        cleaned = [self._without_secrets(m) for m in memories]
+        memories = [m for m, _ in cleaned]
         model = self.embedder.model_id  # read first: see workers.jobs.embedded
         vectors = self.embedder.embed_passages([m.embedding_text() for m in memories])
         embedded = [replace(m, embedding=v, embedding_model=model) for m, v in zip(memories, vectors, strict=True)]
         self.store.put_many(embedded, DuplicatePolicy.OVERWRITE)
+        return sum(count for _, count in cleaned)
 
-    def _put_documents(self, documents: list[tuple[KnowledgeSource, list[KnowledgeChunk]]]) -> None:
-        """Embed the documents' chunks in one call and store them in one batch write."""
-        if documents:
-            clean = []
-            for source, chunks in documents:  # documents are redacted, never refused
-                kept, count = without_secrets(chunks)
-                self._redacted += count
-                clean.append((source, kept))
-            self.store.replace_sources(embedded_documents(self.embedder, clean))
+    def _put_documents(self, documents: list[tuple[KnowledgeSource, list[KnowledgeChunk]]]) -> int:
+        """Embed the documents' chunks in one call and store them in one batch write; how many
+        credentials were redacted from them (documents are redacted, never refused)."""
+        if not documents:
+            return 0
+        cleaned = [(source, *without_secrets(chunks)) for source, chunks in documents]
+        self.store.replace_sources(embedded_documents(self.embedder, [(s, kept) for s, kept, _ in cleaned]))
+        return sum(count for _, _, count in cleaned)
