@@ -28,6 +28,8 @@ from hivemem.staleness import stale_label
 __all__ = [
     "ArchivedPublic",
     "AuditPublic",
+    "Briefing",
+    "BriefingItem",
     "BulkMemorizeResult",
     "ClosedGoalPublic",
     "ConsolidationPublic",
@@ -43,12 +45,15 @@ __all__ = [
     "MemoryStatus",
     "RecallResponse",
     "RecallResult",
+    "Redaction",
     "RelatedResult",
     "RelationPublic",
     "SleepResult",
+    "StaleMemory",
     "UndoResult",
     "describe_errors",
     "error_message",
+    "trust_label",
 ]
 
 
@@ -294,6 +299,11 @@ class MemoryStatus(BaseModel):
     )
 
 
+def trust_label(source: Source) -> str:
+    """``[CONFIRMED]`` for what a user vouched for, else ``[INFERRED]``: how recall and briefings label it."""
+    return "[CONFIRMED]" if source is Source.USER_CONFIRMED else "[INFERRED]"
+
+
 class BriefingItem(BaseModel):
     """One memory named in a briefing."""
 
@@ -444,7 +454,7 @@ class RecallResult(BaseModel):
         return cls(
             **shared,
             score=round(hit.score, 6),
-            label="[CONFIRMED]" if hit.memory.source is Source.USER_CONFIRMED else "[INFERRED]",
+            label=trust_label(hit.memory.source),
             explain=dict(hit.explain) if explain else None,
         )
 

@@ -11,8 +11,9 @@ from datetime import datetime
 
 from api.services.caller import Caller
 from api.services.handoffs import latest_handoff
-from hivemem.answers import Briefing, BriefingItem, FeatureStatus, HandoffPublic
-from hivemem.model import Memory, MemoryState, MemoryType, Source
+from api.services.status import unfinished_features
+from hivemem.answers import Briefing, BriefingItem, HandoffPublic, trust_label
+from hivemem.model import Memory, MemoryState, MemoryType
 from search import SearchFilter, Store
 
 __all__ = ["KEY_TYPES", "briefing"]
@@ -26,6 +27,7 @@ _KEY_SCAN = 200  # the newest key memories ranked by importance
 _KEY_SHOWN = 6
 _FAILURES_SHOWN = 5
 _FEATURES_SHOWN = 5
+_FEATURES_SCAN = 200  # the newest progress notes it reads
 _LINE_CHARS = 240
 _HANDOFF_CHARS = 1200
 
@@ -39,7 +41,7 @@ def briefing(store: Store, caller: Caller, scope: str | None, *, now: datetime) 
         _FAILURES_SHOWN,
         vectors=False,
     )
-    features = _unfinished(store, name)
+    features = unfinished_features(store, name, _FEATURES_SCAN)[:_FEATURES_SHOWN]
     keys = store.list_memories(
         SearchFilter(scopes=[name], states=(MemoryState.WORKING,), memory_types=KEY_TYPES), _KEY_SCAN, vectors=False
     )
@@ -56,37 +58,12 @@ def briefing(store: Store, caller: Caller, scope: str | None, *, now: datetime) 
     return answer.model_copy(update={"text": render(answer)})
 
 
-def _unfinished(store: Store, name: str) -> list[FeatureStatus]:
-    """The latest note of each feature not done, newest first."""
-    seen: set[str] = set()
-    open_features: list[FeatureStatus] = []
-    notes = store.list_memories(SearchFilter(scopes=[name], memory_types=(MemoryType.PROGRESS,)), 200, vectors=False)
-    for note in notes:  # newest first: the first note of a feature is its latest
-        feature = str(note.details.get("feature", note.title))
-        if feature in seen:
-            continue
-        seen.add(feature)
-        status = str(note.details.get("status", "unknown"))
-        if status != "done" and len(open_features) < _FEATURES_SHOWN:
-            open_features.append(
-                FeatureStatus(
-                    feature=feature,
-                    status=status,
-                    completion=note.details.get("completion"),
-                    blockers=list(note.details.get("blockers", [])),
-                    memory_id=note.id,
-                    updated_at=note.updated_at,
-                )
-            )
-    return open_features
-
-
 def _item(memory: Memory) -> BriefingItem:
     return BriefingItem(
         id=memory.id,
         title=memory.title,
         memory_type=memory.memory_type,
-        label="[CONFIRMED]" if memory.source is Source.USER_CONFIRMED else "[INFERRED]",
+        label=trust_label(memory.source),
         created_at=memory.created_at,
     )
 

@@ -11,7 +11,7 @@ from hivemem.staleness import StalenessTuning, stale_days
 from search import SearchFilter, Store
 from workers.lifecycle import last_sleep
 
-__all__ = ["memory_status"]
+__all__ = ["memory_status", "stale_memories", "unfinished_features"]
 
 _STATUS_SCAN = 2000  # the newest failures and progress notes a status report reads
 _STALE_SHOWN = 20
@@ -36,6 +36,27 @@ def stale_memories(store: Store, name: str, now: datetime) -> list[StaleMemory]:
     return sorted(found, key=lambda s: -s.days)[:_STALE_SHOWN]
 
 
+def unfinished_features(store: Store, name: str, scan: int = _STATUS_SCAN) -> list[FeatureStatus]:
+    """The latest progress note of each feature of scope ``name`` that is not done, newest first,
+    from its newest ``scan`` notes."""
+    features: dict[str, FeatureStatus] = {}
+    progress = SearchFilter(scopes=[name], memory_types=(MemoryType.PROGRESS,))
+    # Newest first: the first note of a feature is its latest.
+    for note in store.list_memories(progress, scan, vectors=False):
+        feature = str(note.details.get("feature", note.title))
+        if feature in features:
+            continue
+        features[feature] = FeatureStatus(
+            feature=feature,
+            status=str(note.details.get("status", "unknown")),
+            completion=note.details.get("completion"),
+            blockers=list(note.details.get("blockers", [])),
+            memory_id=note.id,
+            updated_at=note.updated_at,
+        )
+    return [f for f in features.values() if f.status != "done"]
+
+
 def memory_status(
     store: Store, name: str, *, queue_depth: dict[str, int], rerank_fallbacks: dict[str, int]
 ) -> MemoryStatus:
@@ -50,21 +71,6 @@ def memory_status(
         severity = str(failure.details.get("severity", "unknown"))
         failures.setdefault(component, {}).setdefault(severity, 0)
         failures[component][severity] += 1
-    features: dict[str, FeatureStatus] = {}
-    progress = SearchFilter(scopes=[name], memory_types=(MemoryType.PROGRESS,))
-    # Newest first: the first note of a feature is its latest.
-    for note in store.list_memories(progress, _STATUS_SCAN, vectors=False):
-        feature = str(note.details.get("feature", note.title))
-        if feature in features:
-            continue
-        features[feature] = FeatureStatus(
-            feature=feature,
-            status=str(note.details.get("status", "unknown")),
-            completion=note.details.get("completion"),
-            blockers=list(note.details.get("blockers", [])),
-            memory_id=note.id,
-            updated_at=note.updated_at,
-        )
     sources = store.sources([name])
     return MemoryStatus(
         stale=stale_memories(store, name, utcnow()),
@@ -74,7 +80,7 @@ def memory_status(
         documents=sum(1 for source in sources if source.searchable),
         documents_failed=sum(1 for source in sources if source.failed),
         failures_by_component=failures,
-        active_features=[f for f in features.values() if f.status != "done"],
+        active_features=unfinished_features(store, name),
         last_consolidation=last_sleep(store, name),
         queue_depth=queue_depth,
         rerank_fallbacks=rerank_fallbacks,
