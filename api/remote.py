@@ -12,7 +12,15 @@ from typing import Any
 from hivemem.errors import HivememError
 from hivemem.scope import SCOPE_HEADER
 
-__all__ = ["Remote", "RemoteError"]
+__all__ = ["Remote", "RemoteError", "configured_server"]
+
+
+def configured_server(server_url: str, port: int) -> str:
+    """The server a client of this machine calls by default: ``HIVEMEM_SERVER_URL`` when it names
+    one, else the local ``hivemem serve`` on ``HIVEMEM_PORT``."""
+    if server_url and server_url != "off":
+        return server_url.rstrip("/")
+    return f"http://127.0.0.1:{port}"
 
 
 class RemoteError(HivememError):

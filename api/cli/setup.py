@@ -35,6 +35,7 @@ from api.cli.project_files import (
     write_if_changed,
     write_rules_section,
 )
+from api.remote import configured_server
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
 from hivemem.scope import SCOPE_HEADER, derive_scope, validate_scope
@@ -139,9 +140,7 @@ def _hooks_url(args: argparse.Namespace, settings: Settings) -> str:
     """The server the hooks call: ``--url``, else the configured server, else the local ``hivemem serve``."""
     if args.url is not None:
         return str(args.url).rstrip("/")
-    if settings.server_url and settings.server_url != "off":
-        return settings.server_url.rstrip("/")
-    return f"http://127.0.0.1:{settings.port}"
+    return configured_server(settings.server_url, settings.port)
 
 
 def _said(path: Path, changed: bool, what: str) -> None:

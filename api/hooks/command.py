@@ -19,7 +19,7 @@ from typing import Any
 
 from api.hooks.events import EVENTS, MIN_SIMILARITY, HookContext
 from api.hooks.session_log import log_line
-from api.remote import Remote
+from api.remote import Remote, configured_server
 from hivemem.scope import derive_scope, validate_scope
 
 __all__ = ["add_arguments", "main", "probe"]
@@ -51,9 +51,7 @@ def _server_url(given: str | None) -> str:
     from hivemem.config import Settings  # only without --url: `hivemem setup` always writes one
 
     settings = Settings()
-    if settings.server_url and settings.server_url != "off":
-        return settings.server_url.rstrip("/")
-    return f"http://127.0.0.1:{settings.port}"
+    return configured_server(settings.server_url, settings.port)
 
 
 def _project(payload: Mapping[str, Any]) -> Path | None:

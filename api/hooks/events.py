@@ -85,7 +85,7 @@ def session_start(ctx: HookContext) -> dict[str, Any] | None:
     state = SessionState.begin(ctx.session_id) if ctx.session_id else None
     answer = ctx.remote.briefing(ctx.scope)
     text = str(answer.get("text", ""))
-    compacted = ctx.payload.get("source") == "compact" and state is not None
+    compacted = ctx.payload.get("source") == "compact"
     if compacted and state is not None and not _saved_since(answer.get("handoff"), state.started_at):
         text += "\n" + COMPACTED_REMINDER
     return _context("SessionStart", text) if text else None
