@@ -124,7 +124,7 @@ def prompt_submit(ctx: HookContext) -> dict[str, Any] | None:
         return None
     lines = ["hivemem: stored memories that bear on this prompt ([INFERRED] ones are worth checking):"]
     lines += [_line(r) for r in close]
-    lines.append("`remember` finds more; `memory` with action `show` and an id reads one whole.")
+    lines.append("`remember` finds more; `memory` with action `get` and an id reads one whole.")
     return _context("UserPromptSubmit", "\n".join(lines))
 
 

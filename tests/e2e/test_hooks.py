@@ -110,6 +110,7 @@ def test_prompt_submit_injects_relevant_memories_and_nothing_for_an_unrelated_pr
         hook("prompt-submit", matching, url=server.url, data_dir=data_dir, cwd=tmp_path), "UserPromptSubmit"
     )
     assert f"Deploys go through staging (id {stocked['decision']})" in text and "[INFERRED]" in text
+    assert "`memory` with action `get`" in text  # the MCP tool's action, as an agent would call it
     for prompt in ("write me a haiku about autumn leaves falling", "yes", "/compact"):
         quiet = hook("prompt-submit", {**asked, "prompt": prompt}, url=server.url, data_dir=data_dir, cwd=tmp_path)
         assert (quiet.returncode, quiet.stdout) == (0, ""), prompt
