@@ -102,10 +102,14 @@ def without_secrets(chunks: list[KnowledgeChunk]) -> tuple[list[KnowledgeChunk],
     time, so the work is bounded by the chunk cap; a private key block cut by a chunk boundary is
     caught by its header in one chunk and by its end line in the next."""
     clean, count = [], 0
+    titles: dict[str, str] = {}  # every chunk of a document carries its title: scanned once
     for chunk in chunks:
-        in_text, in_title = find_secrets(chunk.text), find_secrets(chunk.title)
-        if in_text or in_title:
-            chunk = replace(chunk, text=redact(chunk.text, in_text), title=redact(chunk.title, in_title))
+        if chunk.title not in titles:
+            titles[chunk.title] = redact(chunk.title, find_secrets(chunk.title))
+        in_text = find_secrets(chunk.text)
+        title = titles[chunk.title]
+        if in_text or title != chunk.title:
+            chunk = replace(chunk, text=redact(chunk.text, in_text), title=title)
             count += len(in_text)
         clean.append(chunk)
     return clean, count
