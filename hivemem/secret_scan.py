@@ -110,8 +110,13 @@ def _provider_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple(patterns)
 
 
+@cache
+def _entropy_scorer() -> Base64HighEntropyString:
+    return Base64HighEntropyString()
+
+
 def _entropy(value: str) -> float:
-    return float(Base64HighEntropyString().calculate_shannon_entropy(value))
+    return float(_entropy_scorer().calculate_shannon_entropy(value))
 
 
 def _looks_secret(value: str) -> bool:
@@ -121,7 +126,8 @@ def _looks_secret(value: str) -> bool:
     classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"\d", r"[^A-Za-z0-9]"))
     if classes < 2 or value.isdigit():
         return False
-    return (classes >= 3 and _entropy(value) >= _MIN_ENTROPY) or (len(value) >= 16 and _entropy(value) >= 3.5)
+    entropy = _entropy(value)
+    return (classes >= 3 and entropy >= _MIN_ENTROPY) or (len(value) >= 16 and entropy >= 3.5)
 
 
 def _span(match: re.Match[str]) -> tuple[int, int]:
