@@ -187,7 +187,7 @@ MEMORY_COLUMNS = (
 MEMORY_COLUMNS_WITHOUT_VECTOR = MEMORY_COLUMNS.replace(", embedding,", ", NULL AS embedding,")
 
 # Columns added to tables after they were first released: (table, column, type and default).
-# A database written before gets them on open (search.sqlite.store), with the default for old rows.
+# A database written before gets them on open (search.sqlite.database), with the default for old rows.
 ADDED_COLUMNS = (
     ("relations", "description", "TEXT NOT NULL DEFAULT ''"),
     ("memories", "thread", "TEXT NOT NULL DEFAULT ''"),

@@ -6,7 +6,10 @@ from collections.abc import Sequence
 
 from search.query_terms import query_terms
 
-__all__ = ["fts_query", "marks"]
+__all__ = ["IN_CHUNK", "fts_query", "marks"]
+
+# Values per IN list (rescoring, relations): well under SQLite's limit on bound variables.
+IN_CHUNK = 2_000
 
 
 def marks(values: Sequence[object]) -> str:

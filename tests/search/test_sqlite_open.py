@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from hivemem.errors import StoreCorruptError
-from search.sqlite.store import SQLiteStore, _use_wal
+from search.sqlite.database import _use_wal
+from search.sqlite.store import SQLiteStore
 
 
 class LockedAtFirst:

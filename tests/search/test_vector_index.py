@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import search.sqlite.store as sqlite_store
+import search.sqlite.database as sqlite_database
 from hivemem.embedding import HashEmbedder
 from hivemem.fusion import Candidate
 from hivemem.model import DuplicatePolicy, Memory, MemoryState, MemoryType
@@ -182,8 +182,8 @@ def test_rewrites_moves_and_deletes_are_seen_by_another_process(tmp_path: Path, 
 def test_a_reader_behind_a_pruned_log_reloads_everything(
     tmp_path: Path, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_store, "_CHANGES_KEPT", 5)
-    monkeypatch.setattr(sqlite_store, "_PRUNE_EVERY", 10)
+    monkeypatch.setattr(sqlite_database, "_CHANGES_KEPT", 5)
+    monkeypatch.setattr(sqlite_database, "_PRUNE_EVERY", 10)
     memories = corpus(embedder, 80)
     reader, writer = open_file(tmp_path / "hive.db", embedder), open_file(tmp_path / "hive.db", embedder)
     try:
