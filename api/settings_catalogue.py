@@ -14,10 +14,10 @@ from hivemem.tuning import Tuning
 from search.opensearch.tuning import OpenSearchTuning
 from search.recall_params import RecallParams
 from search.sqlite.tuning import SQLiteTuning
-from workers.embed_tuning import EmbedTuning
+from workers.documents.knowledge_tuning import KnowledgeTuning
 from workers.job_tuning import JobTuning
-from workers.knowledge_tuning import KnowledgeTuning
 from workers.lifecycle_tuning import LifecycleTuning
+from workers.models.embed_tuning import EmbedTuning
 from workers.rerank_pool import RerankPoolTuning
 
 __all__ = ["TUNING_GROUPS", "tuning_group_of"]

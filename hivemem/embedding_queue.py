@@ -12,7 +12,7 @@ texts of similar length, so a query waits for at most one piece of it, never the
 little of a piece is padding. Where every call uses one core, a call of document chunks holds at
 most ``DOCUMENT_CHARS_PER_CALL`` characters, so that piece is short too.
 
-A runtime whose calls each use one core (onnxruntime, :mod:`workers.onnx_embed`) gets one model
+A runtime whose calls each use one core (onnxruntime, :mod:`workers.models.onnx_embed`) gets one model
 thread per core (``threads``): the queued texts are then shared between the idle threads rather
 than batched on one, since such a runtime gains nothing from a larger batch and a second core does.
 """

@@ -18,7 +18,7 @@ def tiny_bert(folder: Path, model_class: type) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig
 
-    from workers.embed import packaged_model_path
+    from workers.models.embed import packaged_model_path
 
     tokenizer = AutoTokenizer.from_pretrained(str(packaged_model_path()))
     config = BertConfig(

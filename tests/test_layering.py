@@ -144,6 +144,18 @@ def test_no_module_imports_a_floor_above_its_own() -> None:
     assert upward == []
 
 
+def test_model_runtimes_and_document_readers_import_no_job_plumbing() -> None:
+    # workers/ has three rooms: the jobs (its top level), the model runtimes and the document
+    # readers they call. The two below know nothing of jobs, runners or brokers.
+    rooms = ("workers.models", "workers.documents")
+
+    def plumbing(target: str) -> bool:
+        return target.startswith("workers") and not target.startswith(rooms) and target != "workers"
+
+    leaks = sorted((m, t) for m, targets in _graph().items() if m.startswith(rooms) for t in targets if plumbing(t))
+    assert leaks == []
+
+
 def test_no_modules_import_each_other_in_a_cycle() -> None:
     graph = _graph()
     # Tarjan's strongly connected components, iteratively: a component of two or more is a cycle.

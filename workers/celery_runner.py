@@ -25,9 +25,9 @@ from hivemem.tickets import ItemResult, Ticket
 from workers.batcher import MicroBatcher
 from workers.celery_app import build_celery
 from workers.dispatch import queue_job_work, send_job_task
-from workers.embed_tuning import EmbedTuning
 from workers.job_board import JobBoard, JobItem, RedisJobBoard
 from workers.job_tuning import JobTuning
+from workers.models.embed_tuning import EmbedTuning
 from workers.queues import QUEUES, Task
 
 __all__ = ["CeleryRunner", "job_item"]

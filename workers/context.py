@@ -18,10 +18,10 @@ from hivemem.embedding import Embedder
 from hivemem.errors import ConfigError
 from hivemem.rerank import Reranker
 from search import Store, open_store
-from workers.embed import load_embedder
 from workers.job_board import RedisJobBoard
 from workers.job_tuning import JobTuning
-from workers.rerankers import load_reranker
+from workers.models.embed import load_embedder
+from workers.models.rerankers import load_reranker
 
 if TYPE_CHECKING:
     import redis

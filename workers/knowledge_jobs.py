@@ -26,7 +26,7 @@ from hivemem.model import utcnow
 from hivemem.secret_scan import find_secrets, redact
 from search.base import Store
 from workers.documents import GuardLimits, format_of, parse_document
-from workers.knowledge_tuning import KnowledgeTuning
+from workers.documents.knowledge_tuning import KnowledgeTuning
 from workers.spans import step
 
 __all__ = [

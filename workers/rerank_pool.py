@@ -1,7 +1,7 @@
 """The gateway side of the rerank pool: reranking sent to the ``rerank`` queue, answered within a deadline.
 
 Workers started with ``--queues rerank`` (``--device cuda`` for a GPU pool) score the pairs with
-the model ``HIVEMEM_RERANK_MODEL`` names (workers/rerankers.py); the gateway loads no model. Each
+the model ``HIVEMEM_RERANK_MODEL`` names (workers/models/rerankers.py); the gateway loads no model. Each
 request carries ``expires``, so a message nobody took within the deadline is dropped unread rather
 than scored for a caller who has gone. A pool that failed or was late is skipped for
 ``HIVEMEM_RERANK_POOL_COOLDOWN_S``, so while it is down every recall answers in first-stage order at

@@ -80,7 +80,7 @@ def _store_not_made_yet(url: str) -> bool:
 
 def _model_and_store(settings: Settings) -> list[Check]:
     from search import open_store
-    from workers.embed import load_embedder
+    from workers.models.embed import load_embedder
 
     try:
         embedder = load_embedder(settings)
@@ -115,7 +115,7 @@ def _second_model(settings: Settings, store: object) -> Check | None:
     if not settings.second_embed_model.strip():
         return None
     from search.capabilities import KeepsSecondVectors
-    from workers.embed import load_embedder
+    from workers.models.embed import load_embedder
     from workers.second_model import second_model_settings
 
     if not isinstance(store, KeepsSecondVectors):

@@ -43,7 +43,7 @@ def _model(args: argparse.Namespace, settings: Settings, *, export: bool) -> tup
         return DEFAULT_MODEL_ID, DEFAULT_DIMENSION
     if (args.model is None) != (args.dimension is None):
         raise ConfigError("give both --model and --dimension, or neither (then the configured embedder is loaded)")
-    from workers.embed import load_embedder
+    from workers.models.embed import load_embedder
 
     embedder = load_embedder(settings)
     return embedder.model_id, embedder.dimension

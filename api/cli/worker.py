@@ -50,7 +50,7 @@ def run_worker(
         os.environ["HIVEMEM_EMBED_DEVICE"] = device
         settings = settings.model_copy(update={"embed_device": device})
     if settings.embed_device.startswith("cuda"):
-        from workers.pretrained import cuda_missing
+        from workers.models.pretrained import cuda_missing
 
         # Said now, not as a failure of every task that embeds or reranks once the worker runs.
         missing = cuda_missing()

@@ -65,10 +65,10 @@ from search.base import ChunkFilter, Store
 from search.knowledge_recall import KnowledgeSearcher
 from search.recall import RecallParams
 from workers.documents import format_of, parse_document
+from workers.documents.knowledge_tuning import KnowledgeTuning
 from workers.documents.sources import STORED_PREFIXES, FileAccess, is_url, key_uri, read_source
 from workers.ingest_jobs import document_item, outcome_record
 from workers.knowledge_jobs import IndexOutcome, PhaseTimes, guard_limits, index_documents, text_document
-from workers.knowledge_tuning import KnowledgeTuning
 from workers.runner import Runner
 
 __all__ = ["STORED", "FileAccess", "KnowledgeService"]

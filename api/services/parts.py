@@ -12,9 +12,9 @@ from hivemem.lazy_embedder import LazyEmbedder
 from hivemem.rerank import Reranker
 from search import Store, open_store, recorded_embedding
 from search.capabilities import KeepsSecondVectors
-from workers.embed import load_embedder
-from workers.embed_tuning import EmbedTuning
-from workers.rerankers import load_reranker
+from workers.models.embed import load_embedder
+from workers.models.embed_tuning import EmbedTuning
+from workers.models.rerankers import load_reranker
 from workers.runner import InProcessRunner, Runner
 from workers.second_model import SecondLeg, second_model_settings
 

@@ -3,7 +3,7 @@ vectors agree with the model's own.
 
 Two sets of texts, as the store embeds them: LoCoMo turns (short, as memories are; the memory
 window) and SciFact abstracts (long, as document chunks; the document window). Each device runs
-the embedder the product would load there (:func:`workers.embed.load_embedder`: on a CPU the ONNX
+the embedder the product would load there (:func:`workers.models.embed.load_embedder`: on a CPU the ONNX
 copy where onnxruntime is installed, on CUDA torch in fp16). Agreement is the cosine between a
 device's vectors and torch's fp32 vectors on the CPU over a sample of each set: what fp16 or an
 8-bit copy changes.
@@ -28,7 +28,7 @@ from bench.suite.rerank_pool import conversation_turns
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.errors import ConfigError
-from workers.embed_tuning import EmbedTuning
+from workers.models.embed_tuning import EmbedTuning
 
 __all__ = ["embed_texts", "run_embed"]
 
@@ -97,7 +97,7 @@ def run_embed(
     kernels on first use and a new batch shape costs more the first time; a few hundred texts
     bring a GPU to its steady rate.
     """
-    from workers.embed import load_embedder
+    from workers.models.embed import load_embedder
 
     sets = embed_texts(data, max(texts, queries))
     names = [device for device in devices if device != "cpu"]

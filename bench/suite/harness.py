@@ -16,8 +16,8 @@ from hivemem.config import Settings
 from hivemem.model import FusionMethod, RetrievalMode
 from hivemem.schemas import MemoryCreate
 from search.sqlite.schema import SCHEMA_VERSION
-from workers.embed import load_embedder
 from workers.lifecycle_tuning import LifecycleTuning
+from workers.models.embed import load_embedder
 
 __all__ = ["BenchCorpus", "bench_service", "emit"]
 

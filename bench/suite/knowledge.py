@@ -33,8 +33,8 @@ from hivemem.jobs import JobState
 from hivemem.knowledge_schemas import IngestRequest, KnowledgeSearchRequest
 from search.base import ChunkFilter
 from workers.documents.sources import FileAccess
-from workers.embed_tuning import EmbedTuning
 from workers.knowledge_jobs import PhaseTimes
+from workers.models.embed_tuning import EmbedTuning
 
 __all__ = ["evidence_not_in", "found_at", "load_questions", "run_knowledge"]
 

@@ -52,7 +52,7 @@ def minilm_shaped_cross_encoder(folder: Path) -> Path:
     import torch
     from transformers import AutoTokenizer, BertForSequenceClassification
 
-    from workers.embed import packaged_model_path
+    from workers.models.embed import packaged_model_path
 
     source = str(packaged_model_path())
     torch.manual_seed(0)
@@ -72,7 +72,7 @@ def untrained_cross_encoder(folder: Path, layers: int, hidden: int) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from workers.embed import packaged_model_path
+    from workers.models.embed import packaged_model_path
 
     tokenizer = AutoTokenizer.from_pretrained(str(packaged_model_path()))
     config = BertConfig(
@@ -169,8 +169,8 @@ def run_rerank_pool(
     """Score the same requests in process and through the pool; the report of both, per data set.
     ``model`` names the reranker (``HIVEMEM_RERANK_MODEL``'s forms); without it, ``shape`` (layers,
     hidden size) makes an untrained cross-encoder of that size, and without both the MiniLM-shaped one."""
+    from workers.models.rerankers import load_reranker
     from workers.rerank_pool import PoolReranker, RerankPoolTuning
-    from workers.rerankers import load_reranker
 
     # The data first: a file of another shape is refused before a model or a server is made.
     sets = rerank_requests(data, top_n, requests + warmup)

@@ -50,8 +50,8 @@ from hivemem.errors import ConfigError
 from hivemem.hashing import content_hash
 from hivemem.limits import printable
 from hivemem.model import Memory, MemoryType, Source, embedding_text
-from workers.embed import load_embedder
-from workers.embed_tuning import EmbedTuning
+from workers.models.embed import load_embedder
+from workers.models.embed_tuning import EmbedTuning
 
 __all__ = ["run_scale"]
 

@@ -38,7 +38,7 @@ from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import ConfigError
 from hivemem.model import embedding_text
 from hivemem.schemas import MemoryCreate, RecallRequest
-from workers.embed_tuning import EmbedTuning
+from workers.models.embed_tuning import EmbedTuning
 
 __all__ = ["recall_queries", "run_throughput", "synthetic_corpus", "timed_calls"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
-from workers.embed import vectors_made_by
-from workers.embed_tuning import EmbedTuning
+from workers.models.embed import vectors_made_by
+from workers.models.embed_tuning import EmbedTuning
 
 __all__ = ["vectors_key"]
 

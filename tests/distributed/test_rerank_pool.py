@@ -18,8 +18,8 @@ from hivemem.config import Settings
 from hivemem.errors import RerankLateError, RerankUnavailableError
 from tests.e2e.helpers import HivememServer
 from tests.services import CeleryWorker, RedisServer
+from workers.models.rerankers import CrossEncoderReranker
 from workers.rerank_pool import PoolReranker, RerankPoolTuning
-from workers.rerankers import CrossEncoderReranker
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
 

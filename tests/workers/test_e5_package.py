@@ -11,8 +11,8 @@ import pytest
 
 from hivemem.config import Settings
 from hivemem.errors import EmbeddingError
-from workers.e5_package import E5_MODEL_ID, e5_folder, packaged_e5_file, read_packed_e5
-from workers.embed import TransformersEmbedder, load_embedder
+from workers.models.e5_package import E5_MODEL_ID, e5_folder, packaged_e5_file, read_packed_e5
+from workers.models.embed import TransformersEmbedder, load_embedder
 
 pytestmark = [
     pytest.mark.model,

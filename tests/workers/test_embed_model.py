@@ -14,11 +14,17 @@ from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import EmbeddingError
 from hivemem.schemas import MemoryCreate, RecallRequest
-from workers import embed
-from workers.e5_package import E5_MODEL_ID
-from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, carried_model, load_embedder, packaged_model_path
-from workers.embed_tuning import EmbedTuning
-from workers.mpnet_package import MPNET_MODEL_ID
+from workers.models import embed
+from workers.models.e5_package import E5_MODEL_ID
+from workers.models.embed import (
+    PACKAGED_MODEL_ID,
+    TransformersEmbedder,
+    carried_model,
+    load_embedder,
+    packaged_model_path,
+)
+from workers.models.embed_tuning import EmbedTuning
+from workers.models.mpnet_package import MPNET_MODEL_ID
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
 pytestmark = pytest.mark.model

@@ -25,7 +25,7 @@ SCOPE = "github.com/acme/docs"
 
 @pytest.fixture(scope="module")
 def knowledge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeService]:
-    from workers.embed import TransformersEmbedder
+    from workers.models.embed import TransformersEmbedder
 
     folder = tmp_path_factory.mktemp("docs")
     write_good(folder)
@@ -57,7 +57,7 @@ def test_a_paraphrased_question_finds_the_document_and_cites_where(knowledge: Kn
 
 
 def test_a_document_chunk_is_read_past_a_memorys_window_and_never_past_the_models() -> None:
-    from workers.embed import TransformersEmbedder
+    from workers.models.embed import TransformersEmbedder
 
     embedder = TransformersEmbedder(max_length=256, document_max_length=100_000)
     # About 300 tokens in which only the last sentence differs.

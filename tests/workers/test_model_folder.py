@@ -1,4 +1,4 @@
-"""A derived model folder built once (workers/model_folder.py): cached by stamp, whole or absent,
+"""A derived model folder built once (workers/models/model_folder.py): cached by stamp, whole or absent,
 one build when two ask at once."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.model_folder import MARKER, built_folder
+from workers.models.model_folder import MARKER, built_folder
 
 
 def _writer(calls: list[str]) -> Callable[[Path], None]:

@@ -1,4 +1,4 @@
-"""all-mpnet-base-v2 joined from its five PyPI parts into a model folder (workers/mpnet_package.py).
+"""all-mpnet-base-v2 joined from its five PyPI parts into a model folder (workers/models/mpnet_package.py).
 
 The joining is tested on parts made here from a tiny randomly initialised BERT, laid out as the
 packages lay out the real model (a sentence-transformers folder zipped, then split in five); the
@@ -19,9 +19,9 @@ import pytest
 from hivemem.config import Settings
 from hivemem.errors import EmbeddingError
 from tests.rerank_models import tiny_bert
-from workers.embed import TransformersEmbedder, load_embedder
-from workers.embed_tuning import EmbedTuning
-from workers.mpnet_package import (
+from workers.models.embed import TransformersEmbedder, load_embedder
+from workers.models.embed_tuning import EmbedTuning
+from workers.models.mpnet_package import (
     MPNET_MODEL_ID,
     mpnet_folder,
     mpnet_installed,

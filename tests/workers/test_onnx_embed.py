@@ -16,10 +16,10 @@ from hivemem.embedding import parallel_calls, release_work_memory
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import EmbeddingError
 from tests.workers.counted import counted
-from workers.embed import PACKAGED_MODEL_ID, TransformersEmbedder, load_embedder, packaged_model_path
-from workers.embed_tuning import EmbedTuning
-from workers.onnx_embed import BATCH_TOKENS_AT, OnnxEmbedder, _rows_that_fit
-from workers.onnx_export import exported_model
+from workers.models.embed import PACKAGED_MODEL_ID, TransformersEmbedder, load_embedder, packaged_model_path
+from workers.models.embed_tuning import EmbedTuning
+from workers.models.onnx_embed import BATCH_TOKENS_AT, OnnxEmbedder, _rows_that_fit
+from workers.models.onnx_export import exported_model
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
 pytest.importorskip("onnxruntime", reason="the embed extra (onnxruntime) is not installed")
@@ -84,7 +84,7 @@ def test_a_model_is_exported_once_and_copies_of_it_share_the_export(tmp_path: Pa
 def test_processes_starting_at_once_export_the_model_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A worker pool's processes all load the model when they start: one exports, the others wait
     # for its copy instead of each holding the model in memory to export it again.
-    import workers.onnx_export as onnx_export
+    import workers.models.onnx_export as onnx_export
 
     exports = counted(monkeypatch, onnx_export, "_export")
     with ThreadPoolExecutor(max_workers=3) as pool:
@@ -112,7 +112,7 @@ def test_a_damaged_export_falls_back_to_torch_or_is_refused(
     exported.model_file.write_bytes(b"not an onnx model")
     # With a fallback (the auto runtime): it warns once and embeds with torch.
     damaged = OnnxEmbedder(packaged_model_path(), tmp_path, model_id=PACKAGED_MODEL_ID, fallback=torch_model)
-    with caplog.at_level(logging.WARNING, logger="workers.onnx_embed"):
+    with caplog.at_level(logging.WARNING, logger="workers.models.onnx_embed"):
         vectors = damaged.embed_queries(TEXTS[:2])
         assert damaged.parallel_calls == 1
     assert vectors == torch_model.embed_queries(TEXTS[:2])

@@ -1,4 +1,4 @@
-"""The packaged model's 8-bit copy (workers/onnx_int8.py): the model's vectors within cosine 0.998,
+"""The packaged model's 8-bit copy (workers/models/onnx_int8.py): the model's vectors within cosine 0.998,
 made once, and float32 where it cannot be had."""
 
 from __future__ import annotations
@@ -16,18 +16,18 @@ from pydantic import ValidationError
 
 from hivemem.config import Settings
 from tests.workers.counted import counted
-from workers import onnx_int8
-from workers.embed import (
+from workers.models import onnx_int8
+from workers.models.embed import (
     PACKAGED_MODEL_ID,
     TransformersEmbedder,
     load_embedder,
     packaged_model_path,
     vectors_made_by,
 )
-from workers.embed_tuning import EmbedTuning
-from workers.onnx_embed import OnnxEmbedder
-from workers.onnx_export import exported_model
-from workers.onnx_int8 import int8_model_file
+from workers.models.embed_tuning import EmbedTuning
+from workers.models.onnx_embed import OnnxEmbedder
+from workers.models.onnx_export import exported_model
+from workers.models.onnx_int8 import int8_model_file
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
 pytest.importorskip("onnxruntime", reason="the embed extra (onnxruntime) is not installed")
@@ -120,7 +120,7 @@ def test_without_the_quantizers_packages_float32_serves_with_a_warning(
     monkeypatch.delitem(sys.modules, "onnxruntime.quantization.matmul_nbits_quantizer", raising=False)
     monkeypatch.delattr(quantization, "matmul_nbits_quantizer", raising=False)
     embedder = OnnxEmbedder(packaged_model_path(), tmp_path, model_id=PACKAGED_MODEL_ID, weights="int8")
-    with caplog.at_level(logging.WARNING, logger="workers.onnx_embed"):
+    with caplog.at_level(logging.WARNING, logger="workers.models.onnx_embed"):
         vectors = np.asarray(embedder.embed_queries(TEXTS))
     assert embedder.weights == "float32"
     assert "embedding with float32 weights" in caplog.text and "onnx_ir" in caplog.text
@@ -147,9 +147,9 @@ def test_making_the_copy_leaves_the_process_logging_as_it_was(tmp_path: Path) ->
     script = (
         "import logging, sys\n"
         "from pathlib import Path\n"
-        "from workers.embed import packaged_model_path\n"
-        "from workers.onnx_export import exported_model\n"
-        "from workers.onnx_int8 import int8_model_file\n"
+        "from workers.models.embed import packaged_model_path\n"
+        "from workers.models.onnx_export import exported_model\n"
+        "from workers.models.onnx_int8 import int8_model_file\n"
         f"int8_model_file(exported_model(packaged_model_path(), Path({str(tmp_path)!r})))\n"
         "logging.getLogger('hivemem.anything').info('an info line nobody asked for')\n"
         "print(len(logging.getLogger().handlers), logging.getLogger().level)\n"

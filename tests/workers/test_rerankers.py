@@ -1,4 +1,4 @@
-"""The rerankers (workers/rerankers.py): a real cross-encoder's logits, a second model's cosine, and
+"""The rerankers (workers/models/rerankers.py): a real cross-encoder's logits, a second model's cosine, and
 the names ``HIVEMEM_RERANK_MODEL`` accepts."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import ConfigError, EmbeddingError
-from workers.rerankers import CrossEncoderReranker, EmbedderReranker, load_reranker
+from workers.models.rerankers import CrossEncoderReranker, EmbedderReranker, load_reranker
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
 
@@ -81,7 +81,7 @@ def test_a_model_folder_stored_in_fp16_runs_in_fp32_on_a_cpu(cross_folder: Path,
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from workers.pretrained import load_pretrained
+    from workers.models.pretrained import load_pretrained
 
     half = tmp_path / "half"
     AutoModelForSequenceClassification.from_pretrained(str(cross_folder)).half().save_pretrained(str(half))

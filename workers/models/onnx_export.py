@@ -1,12 +1,12 @@
 """An ONNX copy of a transformers embedding model, made once and cached (``model_cache_dir``).
 
 The export traces the model with its pooling (mean over the attention mask, L2-normalised), so the
-file computes exactly what :class:`workers.embed.TransformersEmbedder` computes, and writes the
+file computes exactly what :class:`workers.models.embed.TransformersEmbedder` computes, and writes the
 model's fast tokenizer beside it: serving the copy needs onnxruntime and ``tokenizers``, not torch.
 
 The copy is keyed by a digest of the source folder's files and this module's format: a changed
 model is exported again, and copies of one model (a data dir per test, say) share one export.
-It is built as every derived model folder is (:func:`workers.model_folder.built_folder`): in a
+It is built as every derived model folder is (:func:`workers.models.model_folder.built_folder`): in a
 staging folder renamed into place, so a process that dies half-way leaves no broken copy, and under
 a lock, so the processes of a worker pool starting at once export it once (an export holds the whole
 model in memory for a while) and the others wait for it.
@@ -20,8 +20,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from workers.model_folder import built_folder
-from workers.pretrained import as_float32
+from workers.models.model_folder import built_folder
+from workers.models.pretrained import as_float32
 
 __all__ = ["ExportedModel", "exported_model"]
 

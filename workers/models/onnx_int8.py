@@ -25,8 +25,8 @@ import uuid
 from pathlib import Path
 from types import ModuleType
 
-from workers.model_folder import folder_lock
-from workers.onnx_export import ExportedModel
+from workers.models.model_folder import folder_lock
+from workers.models.onnx_export import ExportedModel
 
 __all__ = ["INT8_BLOCK_SIZE", "int8_model_file"]
 

@@ -9,7 +9,7 @@
   name: ``e5-small``, a folder, ``hash:DIM``) between the query and each passage.
 - ``e5-small``: short for ``bi:e5-small``, the packaged multilingual-e5-small.
 
-torch and transformers load lazily, once per process, as the embedder does (workers/embed.py).
+torch and transformers load lazily, once per process, as the embedder does (workers/models/embed.py).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.errors import ConfigError, EmbeddingError
 from hivemem.rerank import Reranker
-from workers.embed import load_embedder
-from workers.pretrained import load_pretrained, token_window
+from workers.models.embed import load_embedder
+from workers.models.pretrained import load_pretrained, token_window
 
 __all__ = ["CrossEncoderReranker", "EmbedderReranker", "load_reranker"]
 

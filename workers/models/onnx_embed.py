@@ -2,12 +2,12 @@
 
 Why (measured on 2 cores, all-MiniLM-L6-v2, SciFact claims of 22 tokens on average): torch took
 18.5 ms for one query and 11.2 ms a query in batches of 16; onnxruntime, on the ONNX copy that
-:mod:`workers.onnx_export` makes of the same weights, 8.3 ms for one. And a call on one thread takes
+:mod:`workers.models.onnx_export` makes of the same weights, 8.3 ms for one. And a call on one thread takes
 9.4 ms against 9.0 on two, so the embedded shape runs one call per core at once
 (:attr:`OnnxEmbedder.parallel_calls`) instead of one call on every core: twice the queries per
 second under load, where torch's per-calling-thread pools made parallel callers slower. The vectors
 are the model's own (cosine to torch's >= 0.9999). With ``weights="int8"`` (``HIVEMEM_EMBED_WEIGHTS``) it
-runs the 8-bit copy that :mod:`workers.onnx_int8` makes: a query about 1.3 times as fast again
+runs the 8-bit copy that :mod:`workers.models.onnx_int8` makes: a query about 1.3 times as fast again
 (all-mpnet-base-v2: 1.5), vectors within cosine 0.998 of these.
 
 onnxruntime and ``tokenizers`` are imported on first use; torch only once, to export.
@@ -26,8 +26,8 @@ import numpy as np
 
 from hivemem.embedding import Embedder
 from hivemem.errors import EmbeddingError
-from workers.onnx_export import ExportedModel, exported_model
-from workers.onnx_int8 import int8_model_file
+from workers.models.onnx_export import ExportedModel, exported_model
+from workers.models.onnx_int8 import int8_model_file
 
 __all__ = ["OnnxEmbedder", "Weights", "onnx_available"]
 

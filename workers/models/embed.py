@@ -17,11 +17,11 @@ from typing import Any, TypedDict
 from hivemem.config import Settings
 from hivemem.embedding import Embedder, HashEmbedder
 from hivemem.errors import EmbeddingError
-from workers.e5_package import E5_MODEL_ID, E5_PASSAGE_PREFIX, E5_QUERY_PREFIX, e5_folder
-from workers.embed_tuning import EmbedTuning
-from workers.mpnet_package import MPNET_MODEL_ID, mpnet_folder, mpnet_installed
-from workers.onnx_embed import OnnxEmbedder, onnx_available
-from workers.pretrained import load_pretrained, token_window
+from workers.models.e5_package import E5_MODEL_ID, E5_PASSAGE_PREFIX, E5_QUERY_PREFIX, e5_folder
+from workers.models.embed_tuning import EmbedTuning
+from workers.models.mpnet_package import MPNET_MODEL_ID, mpnet_folder, mpnet_installed
+from workers.models.onnx_embed import OnnxEmbedder, onnx_available
+from workers.models.pretrained import load_pretrained, token_window
 
 __all__ = [
     "E5_NAMES",
@@ -207,7 +207,7 @@ def load_embedder(settings: Settings, tuning: EmbedTuning | None = None) -> Embe
     ``all-mpnet-base-v2`` joined from its five PyPI parts into a folder there; empty or
     ``all-MiniLM-L6-v2`` the packaged default; a carried model's hub id its package's copy while it
     is installed (:func:`carried_model`); else a transformers model folder or hub id.
-    ``tuning.embed_runtime`` picks what runs a model (:mod:`workers.onnx_embed` or torch); ``tuning``
+    ``tuning.embed_runtime`` picks what runs a model (:mod:`workers.models.onnx_embed` or torch); ``tuning``
     None: as configured."""
     tuning = tuning or EmbedTuning()
     name = settings.embed_model

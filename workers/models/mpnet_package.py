@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hivemem.errors import EmbeddingError
-from workers.model_folder import built_folder
+from workers.models.model_folder import built_folder
 
 __all__ = ["MPNET_DISTRIBUTIONS", "MPNET_MODEL_ID", "mpnet_folder", "mpnet_installed", "packaged_mpnet_parts"]
 
