@@ -35,7 +35,7 @@ from functools import lru_cache
 
 import snowballstemmer  # type: ignore[import-untyped]
 
-__all__ = ["Relation", "Verdict", "distinct_subjects", "distinct_values", "judge", "speaks_of_change"]
+__all__ = ["Relation", "Verdict", "distinct_subjects", "distinct_values", "judge", "speaks_of_change", "titles_apart"]
 
 
 class Relation(StrEnum):
@@ -483,6 +483,29 @@ def distinct_subjects(older: tuple[str, str], newer: tuple[str, str]) -> str | N
     if numbered_older and numbered_newer:
         return f"different numbered subjects: {min(numbered_older)} / {min(numbered_newer)}"
     return None
+
+
+def titles_apart(older: tuple[str, str], newer: tuple[str, str]) -> str | None:
+    """Why two compatible memories, each a (title, content), may not be merged by their titles;
+    None when they may.
+
+    A merge files one memory's text under the other's title, so the titles must name one subject:
+    they share at least half of the stems of substance of the shorter. "Terraform module location"
+    and "Terraform directory structure" are two decisions of one project, each to be found by its
+    own title; "Session cache" and "Session cache TTL", or "Log shipping" and "Log destination",
+    may be one. A title that is only the opening of its own text, or has no stem of substance,
+    names no subject of its own and never stops a merge.
+    """
+    if _is_opening(*older) or _is_opening(*newer):
+        return None
+    a, b = _named(older[0]), _named(newer[0])
+    if not a or not b or 2 * len(a & b) >= min(len(a), len(b)):
+        return None
+    return f"their titles name different subjects ({older[0]!r} / {newer[0]!r})"
+
+
+def _is_opening(title: str, content: str) -> bool:
+    return " ".join(content.split()).casefold().startswith(" ".join(title.split()).casefold())
 
 
 def _title_numbers(title: str) -> frozenset[str]:

@@ -14,7 +14,8 @@ unlike Engram, a contradiction is looked for above the reinforce threshold too:
 - otherwise, cosine ≥ ``reinforce_at`` (0.85): the same fact in other words, **reinforce** it; a
   user's confirmation brings its own wording along;
 - otherwise, between the two: a compatible fact is **merged** into the old memory, which then
-  holds both;
+  holds both, when their titles name one subject (:func:`hivemem.contradiction.titles_apart`);
+  else it is stored and linked;
 - anything else is **stored**.
 
 A memory stored new (or superseding) is linked ``similar`` to up to ``auto_links`` (5) of those
@@ -37,7 +38,7 @@ from datetime import datetime
 from typing import Any
 
 from hivemem.contradiction import Relation as Judged
-from hivemem.contradiction import Verdict, distinct_subjects, distinct_values, judge, speaks_of_change
+from hivemem.contradiction import Verdict, distinct_subjects, distinct_values, judge, speaks_of_change, titles_apart
 from hivemem.hashing import content_hash
 from hivemem.limits import DEFAULT_LIMITS, details_problem
 from hivemem.link_effects import NO_EFFECTS, LinkEffects
@@ -371,6 +372,9 @@ def resolve(
         )
     if verdict.relation is not Judged.COMPATIBLE:
         return _stored(incoming, neighbours, policy, now)
+    titled_apart = titles_apart((old.title, old.content), (incoming.title, incoming.content))
+    if titled_apart:
+        return replace(_stored(incoming, neighbours, policy, now), target_id=old.id, reason=titled_apart)
     merged = merge(old, incoming, now)
     if len(merged.content) > policy.merge_max_chars:
         return _stored(incoming, neighbours, policy, now)

@@ -288,6 +288,34 @@ def test_a_fact_that_speaks_of_a_change_the_rules_cannot_place_is_stored_beside_
     assert [r.type for r in resolution.relations] == [RelationType.SIMILAR]
 
 
+def test_compatible_records_whose_titles_name_different_subjects_are_stored_and_linked_not_merged() -> None:
+    # Two of alphagov/govuk-aws' decision records (bench/smallstore/adr.jsonl): merged, the second
+    # record's 1,111 characters were filed under the first one's title and its questions missed.
+    location = _said(
+        "old",
+        "Whilst developing a module we will source it locally (within this repository). Once we feel our "
+        'modules "ready" we will consider moving them to separate repositories.',
+        title="Terraform Module Location",
+    )
+    structure = _said(
+        "new",
+        "The initial solution presents three directories: data, modules and projects. The modules directory "
+        "contains a subdirectory per Terraform provider.",
+        title="Terraform directory structure",
+    )
+    resolution = resolve(structure, None, utcnow(), [Neighbour(location, 0.7)], POLICY)
+    assert (resolution.outcome, resolution.memory.id, resolution.target_id) == (WriteOutcome.STORED, "new", "old")
+    assert "titles name different subjects" in resolution.reason
+    assert [(r.target_id, r.type) for r in resolution.relations] == [("old", RelationType.SIMILAR)]
+    # Titles that share half the stems of the shorter name one subject: the merge stands.
+    ttl = _said("new", "The Redis session cache has a TTL of 24 hours.", title="Session cache TTL")
+    cache = _said("old", "We use Redis for the session cache.", title="Session cache")
+    assert resolve(ttl, None, utcnow(), [Neighbour(cache, 0.7)], POLICY).outcome is WriteOutcome.MERGED
+    # A title that only repeats the opening of its text is no label of its own.
+    opening = _said("new", ttl.content, title=ttl.content[:30])
+    assert resolve(opening, None, utcnow(), [Neighbour(cache, 0.7)], POLICY).outcome is WriteOutcome.MERGED
+
+
 def test_a_reinforcement_by_meaning_is_audited_with_both_texts() -> None:
     old = _said("old", "Logs are shipped to Loki.")
     incoming = _said("new", "Our logs go to Loki.")
