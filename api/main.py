@@ -37,8 +37,6 @@ from api.process.tracing import TracingObserver, start_tracing, trace_app
 from api.services.memories import MemoryService
 from hivemem.config import Settings, redact_url
 from hivemem.errors import ConfigError
-from hivemem.limits import Limits
-from hivemem.schemas import request_schemas
 from hivemem.scope import SCOPE_HEADER
 
 if TYPE_CHECKING:
@@ -52,13 +50,10 @@ MCP_METHODS = ["GET", "POST", "DELETE"]
 def create_app(settings: Settings | None = None, service: MemoryService | None = None) -> FastAPI:
     """Build the app. The lifespan opens the service (unless one is given) and runs MCP sessions."""
     settings = settings or Settings()
-    limits = Limits()
     holder: dict[str, MemoryService] = {}
     gate: dict[str, Authenticator] = {}
     metrics = Metrics() if settings.metrics else None
-    mcp = build_mcp(
-        lambda: holder["service"], limits=limits, on_tool_call=None if metrics is None else metrics.tool_call
-    )
+    mcp = build_mcp(lambda: holder["service"], on_tool_call=None if metrics is None else metrics.tool_call)
     # Called for its session manager; the routes are this app's own. Host and Origin checks are
     # the RequestGuard's, for every route alike, so the SDK's own copy of them is off.
     mcp.streamable_http_app(
@@ -107,15 +102,14 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     if settings.otel_endpoint:
         trace_app(app)
     install_handlers(app)
-    _install_routes(app, mcp, limits, metrics)
+    _install_routes(app, mcp, metrics)
     _install_middleware(app, settings, metrics, authenticator=lambda: gate["authenticator"])
     return app
 
 
-def _install_routes(app: FastAPI, mcp: MCPServer, limits: Limits, metrics: Metrics | None) -> None:
+def _install_routes(app: FastAPI, mcp: MCPServer, metrics: Metrics | None) -> None:
     """REST routers, MCP over streamable HTTP (``/mcp`` and ``/mcp/PROJECT``), the OAuth resource
     metadata, and ``/metrics`` when metrics are on."""
-    app.include_router(memories.build_router(request_schemas(limits)))
     app.include_router(memories.router)
     app.include_router(knowledge.router)
     app.include_router(jobs.router)

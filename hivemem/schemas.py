@@ -7,11 +7,9 @@ Every constraint names its field in the error, and nothing is written when one f
 
 from __future__ import annotations
 
-import functools
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -27,7 +25,6 @@ from pydantic import (
     ValidatorFunctionWrapHandler,
     WithJsonSchema,
     WrapValidator,
-    create_model,
     field_validator,
     model_validator,
 )
@@ -59,10 +56,8 @@ __all__ = [
     "Queries",
     "RecallLimit",
     "RecallRequest",
-    "RequestSchemas",
     "ScopeName",
     "SleepRequest",
-    "request_schemas",
 ]
 
 MAX_QUERIES = 5
@@ -265,13 +260,13 @@ class MemoryCreate(BaseModel):
     does not count towards their minimum length and is stripped. The sizes are this server's limits.
     """
 
-    # Built per server with its limits (``limits``, see request_schemas); the rule of the text fields
-    # is hivemem.limits.text_pattern. The docstring above is the schema's description: for callers.
+    # The sizes are the input limits in force (hivemem.limits.DEFAULT_LIMITS, read at import); the rule
+    # of the text fields is hivemem.limits.text_pattern. The docstring above is the schema's
+    # description: for callers.
 
     # The rules of failure and progress details (hivemem.engineering) and of `global`, stated in the
     # schema too.
     model_config = ConfigDict(extra="forbid", json_schema_extra=_with_memory_rules)
-    limits: ClassVar[Limits] = DEFAULT_LIMITS
 
     title: Title
     content: Content
@@ -309,7 +304,7 @@ class MemoryCreate(BaseModel):
     @field_validator("details")
     @classmethod
     def _bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
-        problem = details_problem(value, cls.limits)
+        problem = details_problem(value, DEFAULT_LIMITS)
         if problem is not None:
             raise ValueError(problem)
         return value
@@ -365,43 +360,6 @@ class BulkMemorizeRequest(BaseModel):
     model_config = _STRICT
 
     memories: list[MemoryCreate] = Field(min_length=1, max_length=MAX_BULK_MEMORIES)
-
-
-@dataclass(frozen=True, slots=True)
-class RequestSchemas:
-    """The request models of one set of limits: REST, MCP and the CLI validate with these."""
-
-    memory_create: type[MemoryCreate]
-    bulk_memorize: type[BulkMemorizeRequest]
-    recall: type[RecallRequest]
-
-
-@functools.cache
-def request_schemas(limits: Limits = DEFAULT_LIMITS) -> RequestSchemas:
-    """The request models for ``limits``; the module's own classes for the defaults.
-
-    Other limits get subclasses whose fields carry them, so the OpenAPI and MCP schemas state
-    the limits the server enforces.
-    """
-    if limits == DEFAULT_LIMITS:
-        return RequestSchemas(MemoryCreate, BulkMemorizeRequest, RecallRequest)
-    tags = Annotated[list[Tag], Field(max_length=limits.max_tags)]
-    files = Annotated[list[FilePath], Field(max_length=limits.max_related_files)]
-    memory: type[MemoryCreate] = create_model(
-        "MemoryCreate",
-        __base__=MemoryCreate,
-        tags=(tags, Field(default_factory=list)),
-        related_files=(files, Field(default_factory=list)),
-        details=(dict[str, Any], Field(default_factory=dict, description=_details_description(limits))),
-    )
-    memory.limits = limits
-    bulk: type[BulkMemorizeRequest] = create_model(
-        "BulkMemorizeRequest",
-        __base__=BulkMemorizeRequest,
-        memories=(list[memory], Field(min_length=1, max_length=MAX_BULK_MEMORIES)),
-    )
-    recall: type[RecallRequest] = create_model("RecallRequest", __base__=RecallRequest, tags=(tags | None, None))
-    return RequestSchemas(memory, bulk, recall)
 
 
 class PromoteRequest(BaseModel):

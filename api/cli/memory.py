@@ -321,13 +321,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 def _request(args: argparse.Namespace) -> object:
     """The validated request of ``memorize``, ``remember`` and the sleep commands; None for the rest."""
-    from hivemem.limits import Limits
-    from hivemem.schemas import SleepRequest, request_schemas
+    from hivemem.schemas import MemoryCreate, RecallRequest, SleepRequest
 
     if args.command == "memorize":
-        return request_schemas(Limits()).memory_create.model_validate(_given(_memorize_body(args)))
+        return MemoryCreate.model_validate(_given(_memorize_body(args)))
     if args.command == "remember":
-        return request_schemas(Limits()).recall.model_validate(_given(_recall_body(args)))
+        return RecallRequest.model_validate(_given(_recall_body(args)))
     if args.command == "forget" and args.id is None:
         from hivemem.forget_schemas import BulkForgetRequest
 

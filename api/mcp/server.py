@@ -64,11 +64,7 @@ from api.services.memories import MemoryService
 from hivemem.access import Access, Role
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
-from hivemem.limits import DEFAULT_LIMITS, Limits
 from hivemem.model import GLOBAL_SCOPE
-from hivemem.schemas import (
-    request_schemas,
-)
 from hivemem.scope import SCOPE_HEADER, derive_scope, validate_scope
 
 __all__ = ["INSTRUCTIONS", "SessionScope", "build_mcp", "run_stdio"]
@@ -257,16 +253,13 @@ def build_mcp(
     service: Callable[[], MemoryService],
     *,
     session: SessionScope | None = None,
-    limits: Limits = DEFAULT_LIMITS,
     on_tool_call: ToolCalls | None = None,
 ) -> MCPServer:
     """The MCP server over ``service()``.
 
     ``session`` fixes every call's scope (stdio, and in-memory clients); None reads it from each
-    HTTP request (:func:`http_session`). Schemas carry ``limits``.
+    HTTP request (:func:`http_session`). Schemas carry the input limits in force.
     """
-    schemas = request_schemas(limits)
-
     threads = SessionThreads()
 
     def caller(ctx: Context[Any, Any]) -> Caller:
@@ -280,8 +273,8 @@ def build_mcp(
         return Caller.of(access, scope=base.default_scope, locked=base.locked, on_denied=refusals)
 
     tools = [
-        memorize_tool(service, caller, schemas, threads, limits, on_tool_call),
-        *reading_tools(service, caller, schemas, limits, on_tool_call),
+        memorize_tool(service, caller, threads, on_tool_call),
+        *reading_tools(service, caller, on_tool_call),
         handoff_tool(service, caller, on_tool_call),
         memory_tool(service, caller, on_tool_call),
         *removing_tools(service, caller, on_tool_call),
@@ -326,7 +319,7 @@ def run_stdio(settings: Settings, *, scope: str | None = None) -> None:
     warming = threading.Thread(target=_warm_up, args=(service,), name="hivemem-warm-up", daemon=True)
     warming.start()
     service.start_background()
-    server = build_mcp(lambda: service, session=session, limits=Limits())
+    server = build_mcp(lambda: service, session=session)
     try:
         # SIGTERM ends the session as Ctrl-C does: the transport unwinds, then the store closes.
         with sigterm_as_sigint():

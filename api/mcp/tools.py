@@ -23,7 +23,7 @@ from api.services.memories import MemoryService
 from hivemem.audit_schemas import AuditRequest
 from hivemem.errors import ValidationError
 from hivemem.forget_schemas import BulkForgetRequest
-from hivemem.limits import Limits
+from hivemem.limits import DEFAULT_LIMITS
 from hivemem.model import GLOBAL_SCOPE, MemoryState, MemoryType, Source
 from hivemem.schemas import (
     MAX_LINKS,
@@ -34,9 +34,10 @@ from hivemem.schemas import (
     HandoffSave,
     HandoffSummary,
     LinkCreate,
+    MemoryCreate,
     Queries,
     RecallLimit,
-    RequestSchemas,
+    RecallRequest,
     ScopeName,
     Tag,
     ThreadName,
@@ -161,6 +162,10 @@ def reporting_errors(
     return reporting
 
 
+# The list arguments, bounded as a memory's lists are (the input limits in force).
+TagList = Annotated[list[Tag], Field(max_length=DEFAULT_LIMITS.max_tags)]
+FileList = Annotated[list[FilePath], Field(max_length=DEFAULT_LIMITS.max_related_files)]
+
 MAX_TOOL_EXPORT_CHARS = 100_000
 """The longest export the ``memory`` tool answers with (about 25,000 tokens, what agents' MCP
 clients show of a tool's answer by default); a longer one is for the CLI or REST."""
@@ -169,14 +174,10 @@ clients show of a tool's answer by default); a longer one is for the CLI or REST
 def memorize_tool(
     service: Callable[[], MemoryService],
     caller: Callable[[Context[Any, Any]], Caller],
-    schemas: RequestSchemas,
     threads: SessionThreads,
-    limits: Limits,
     on_tool_call: ToolCalls | None,
 ) -> Tool:
-    """The ``memorize`` tool, its list arguments bounded by ``limits``."""
-    TagList = Annotated[list[Tag], Field(max_length=limits.max_tags)]
-    FileList = Annotated[list[FilePath], Field(max_length=limits.max_related_files)]
+    """The ``memorize`` tool, its list arguments bounded as a memory's are."""
 
     def memorize(
         ctx: Context[Any, Any],
@@ -212,7 +213,7 @@ def memorize_tool(
     ) -> dict[str, Any]:
         if global_ and scope is not None:
             raise ValidationError("pass either `scope` or `global: true`, not both", field="global")
-        request = schemas.memory_create(
+        request = MemoryCreate(
             title=title,
             content=content,
             memory_type=memory_type,
@@ -261,13 +262,10 @@ def _by_wire_names(memorize: Callable[..., dict[str, Any]]) -> Callable[..., dic
 def reading_tools(
     service: Callable[[], MemoryService],
     caller: Callable[[Context[Any, Any]], Caller],
-    schemas: RequestSchemas,
-    limits: Limits,
     on_tool_call: ToolCalls | None,
 ) -> list[Tool]:
     """``remember``, ``job`` and ``memory_status``: the tools that read; a tag filter is bounded as
     a memory's tags are."""
-    TagList = Annotated[list[Tag], Field(max_length=limits.max_tags)]
 
     def remember(
         ctx: Context[Any, Any],
@@ -283,7 +281,7 @@ def reading_tools(
         ] = None,
         scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
     ) -> dict[str, Any]:
-        request = schemas.recall(
+        request = RecallRequest(
             query=query,
             limit=limit,
             memory_types=memory_types,

@@ -1,7 +1,8 @@
-"""Hostile and careless requests, in process: each gets one clear error and changes nothing.
+"""Hostile and careless requests: each gets one clear error and changes nothing.
 
 Hosts, origins and sizes (the request guard), the error model, query strings, scopes of gets and
-forgets, and the limits that are settings. Real servers over the network are in
+forgets, in process; the input limits on a real server started with small ones (the request models
+carry the limits in force when they are imported). More real servers over the network are in
 ``tests/e2e/test_exposure.py``.
 """
 
@@ -11,6 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -18,6 +20,7 @@ from api.main import create_app
 from hivemem.config import Settings
 from tests.api.conftest import LOCAL_URL
 from tests.api.helpers import memorize, stored_count
+from tests.e2e.helpers import HivememServer, open_test_store
 
 GOOD = {"title": "A good title", "content": "Content that is long enough to keep."}
 UNKNOWN_ID = "00000000-0000-4000-8000-000000000000"
@@ -28,14 +31,33 @@ def app_client(settings: Settings, **overrides: Any) -> TestClient:
     return TestClient(create_app(Settings.model_validate(settings.model_dump() | overrides)), base_url=LOCAL_URL)
 
 
+@pytest.fixture(scope="module")
+def limited_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HivememServer]:
+    """A real server with small limits, so each one is easy to pass: the body sizes are operator
+    settings, the memory limits tuning parameters read when the request models are imported."""
+    data, logs = tmp_path_factory.mktemp("limited-data"), tmp_path_factory.mktemp("limited-logs")
+    small = {"MAX_TAGS": 2, "MAX_RELATED_FILES": 1, "MAX_DETAILS_BYTES": 64, "MAX_DETAILS_DEPTH": 2}
+    small |= {"MAX_REQUEST_BYTES": 4096, "MAX_BULK_REQUEST_BYTES": 8192}
+    server = HivememServer(data, logs, **{f"HIVEMEM_{name}": str(value) for name, value in small.items()})
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
-def limited(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
-    """A server with small limits, so each one is easy to pass (the memory limits are tuning
-    parameters, read when the app is built)."""
-    for name, value in {"MAX_TAGS": 2, "MAX_RELATED_FILES": 1, "MAX_DETAILS_BYTES": 64, "MAX_DETAILS_DEPTH": 2}.items():
-        monkeypatch.setenv(f"HIVEMEM_{name}", str(value))
-    with app_client(settings, max_request_bytes=4096, max_bulk_request_bytes=8192) as client:
+def limited(limited_server: HivememServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=limited_server.url, timeout=60) as client:
         yield client
+
+
+def _held(server: HivememServer) -> int:
+    store = open_test_store(server.data_dir)
+    try:
+        return store.count()
+    finally:
+        store.close()
 
 
 # -- hosts and origins --------------------------------------------------------------------------
@@ -105,7 +127,10 @@ def test_allowed_hosts_name_the_public_name_and_its_subdomains(settings: Setting
 # -- sizes --------------------------------------------------------------------------------------
 
 
-def test_an_oversized_body_is_413_by_its_length_and_while_it_streams(limited: TestClient) -> None:
+def test_an_oversized_body_is_413_by_its_length_and_while_it_streams(
+    limited: httpx.Client, limited_server: HivememServer
+) -> None:
+    before = _held(limited_server)
     big = GOOD | {"content": "x" * 5000}
     declared = limited.post("/v1/memories", content=json.dumps(big), headers=JSON)
     assert declared.status_code == 413
@@ -119,10 +144,10 @@ def test_an_oversized_body_is_413_by_its_length_and_while_it_streams(limited: Te
     streamed = limited.post("/v1/memories", content=chunks(), headers=JSON)  # no Content-Length
     assert streamed.status_code == 413
     assert streamed.json()["error"] == "payload_too_large"
-    assert stored_count(limited) == 0
+    assert _held(limited_server) == before
 
 
-def test_the_bulk_route_has_its_own_larger_limit(limited: TestClient) -> None:
+def test_the_bulk_route_has_its_own_larger_limit(limited: httpx.Client) -> None:
     memories = [GOOD | {"content": f"Bulk memory number {i}, long enough."} for i in range(60)]
     body = json.dumps({"memories": memories})
     assert 4096 < len(body) < 8192
@@ -147,16 +172,17 @@ def test_the_bulk_route_has_its_own_larger_limit(limited: TestClient) -> None:
     ],
 )
 def test_limits_that_are_settings_refuse_and_write_nothing(
-    limited: TestClient, override: dict[str, Any], field: str, words: str
+    limited: httpx.Client, limited_server: HivememServer, override: dict[str, Any], field: str, words: str
 ) -> None:
+    before = _held(limited_server)
     answer = limited.post("/v1/memories", json=GOOD | override)
     assert answer.status_code == 422, answer.text
     assert answer.json()["field"] == field
     assert words in answer.json()["message"]
-    assert stored_count(limited) == 0
+    assert _held(limited_server) == before
 
 
-def test_the_published_schema_carries_the_configured_limits(limited: TestClient) -> None:
+def test_the_published_schema_carries_the_configured_limits(limited: httpx.Client) -> None:
     schema = limited.get("/openapi.json").json()["components"]["schemas"]["MemoryCreate"]["properties"]
     assert schema["tags"]["maxItems"] == 2
     assert schema["related_files"]["maxItems"] == 1

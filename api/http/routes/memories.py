@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, get_args
 from uuid import UUID
 
 from fastapi import APIRouter, Path, Query, Response
-from pydantic import BaseModel
 
 from api.http.deps import CallerDep, ServiceDep
 from hivemem.answers import (
@@ -34,14 +31,11 @@ from hivemem.schemas import (
     MemoryCreate,
     PromoteRequest,
     RecallRequest,
-    RequestSchemas,
     ScopeName,
     SleepRequest,
 )
 
-__all__ = ["DATE_TIME", "ScopeQuery", "build_router", "router"]
-
-Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+__all__ = ["DATE_TIME", "ScopeQuery", "router"]
 
 # One audit action, or several joined by commas (a query parameter may not repeat).
 _ONE_ACTION = f"({'|'.join(get_args(AuditAction))})"
@@ -55,22 +49,16 @@ ScopeQuery = Annotated[
 ]
 
 
-def _with_body(endpoint: Endpoint, model: type[BaseModel]) -> Endpoint:
-    """``endpoint`` with its ``body`` parameter typed as ``model``.
-
-    FastAPI reads the body model from the signature; the models carry the configured limits
-    (:func:`hivemem.schemas.request_schemas`), so they are only known when the app is built.
-    """
-    signature = inspect.signature(endpoint)
-    parameters = [p.replace(annotation=model) if p.name == "body" else p for p in signature.parameters.values()]
-    endpoint.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-    return endpoint
-
-
 router = APIRouter(prefix="/v1", tags=["memories"])
-"""The /v1 memory routes that take no body built from the input limits (those are :func:`build_router`'s)."""
+"""The /v1 memory routes."""
 
 
+@router.post(
+    "/memories",
+    status_code=201,
+    response_model=MemorizeResult | MemorizeAccepted,
+    responses={202: {"model": MemorizeAccepted, "description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
+)
 def memorize(body: MemoryCreate, service: ServiceDep, caller: CallerDep, response: Response) -> object:
     """Store a memory. `outcome` is `stored` for a new memory, `reinforced` when the same
     content was already in the scope (its id is returned); `scope` says where it is. Scope
@@ -82,6 +70,13 @@ def memorize(body: MemoryCreate, service: ServiceDep, caller: CallerDep, respons
     return result
 
 
+@router.post(
+    "/memories/bulk",
+    status_code=201,
+    response_model=BulkMemorizeResult,
+    response_model_exclude_none=True,
+    responses={202: {"model": BulkMemorizeResult, "description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
+)
 def memorize_bulk(
     body: BulkMemorizeRequest, service: ServiceDep, caller: CallerDep, response: Response
 ) -> BulkMemorizeResult:
@@ -93,6 +88,7 @@ def memorize_bulk(
     return result
 
 
+@router.post("/remember", response_model=RecallResponse, response_model_exclude_none=True)
 def remember(body: RecallRequest, service: ServiceDep, caller: CallerDep) -> RecallResponse:
     """Recall memories by meaning (BM25 + vectors, fused) in the scope and global, best first;
     `scopes` names the scopes searched."""
@@ -253,26 +249,3 @@ def forget(
     """Delete a memory for good (audited). 400 without `?confirm=true`; 404 when there is none in
     the scope (or the caller's) or global."""
     return service.forget(str(memory_id), confirm=confirm == "true", caller=caller, scope=scope)
-
-
-def build_router(schemas: RequestSchemas) -> APIRouter:
-    """The /v1 memorize, bulk and remember routes, validating their bodies with ``schemas`` (the input
-    limits' request models); the other memory routes are this module's ``router``."""
-    body_routes = APIRouter(prefix="/v1", tags=["memories"])
-    body_routes.post(
-        "/memories",
-        status_code=201,
-        response_model=MemorizeResult | MemorizeAccepted,
-        responses={202: {"model": MemorizeAccepted, "description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
-    )(_with_body(memorize, schemas.memory_create))
-    body_routes.post(
-        "/memories/bulk",
-        status_code=201,
-        response_model=BulkMemorizeResult,
-        response_model_exclude_none=True,
-        responses={202: {"model": BulkMemorizeResult, "description": "Queued; poll `GET /v1/jobs/{job_id}`."}},
-    )(_with_body(memorize_bulk, schemas.bulk_memorize))
-    body_routes.post("/remember", response_model=RecallResponse, response_model_exclude_none=True)(
-        _with_body(remember, schemas.recall)
-    )
-    return body_routes
