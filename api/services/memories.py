@@ -3,21 +3,21 @@
 Write path: validate (in :mod:`hivemem.schemas`) → resolve scope → assign id → run the memorize
 job (in-process, or queued on Celery workers when a broker is set) → outcome, or the job id when
 the job is not done within ``HIVEMEM_MEMORIZE_WAIT_S``.
-Read path: recall in the scope set (scope + global) → access reinforcement queued
-in the background. Forget: confirm required, audit record written.
+Read path: recall in the scope set (scope + global); a recall writes nothing (a memory is
+reinforced when used: read by id, cited, memorized again). Forget: confirm required, audit record
+written. The store, embedder, runner and background passes are :class:`api.services.parts.Parts`'s,
+which opens and closes them; this service and the others it hands out take what they need.
 """
 
 from __future__ import annotations
 
 import functools
-import gc
 import logging
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, suppress
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from api.process.memory import release_free_memory
 from api.services.audit_trail import AuditTrail
 from api.services.briefing import briefing
 from api.services.bulk_forget import forget_matching
@@ -25,11 +25,10 @@ from api.services.caller import Caller
 from api.services.handoffs import handoff_memory, latest_handoff
 from api.services.lifecycle import Lifecycle
 from api.services.links import checked_links
-from api.services.parts import make_reranker, make_runner, make_second_leg, open_configured
+from api.services.parts import Parts, make_reranker, open_configured
 from api.services.secrets import HANDOFF_FIELDS, SecretScreen, noted, screened
 from api.services.status import memory_status
 from api.services.written import in_order, written_results
-from hivemem.admission import search_gate_for
 from hivemem.answers import (
     AuditPublic,
     Briefing,
@@ -51,14 +50,11 @@ from hivemem.answers import (
 from hivemem.audit_schemas import AuditRequest
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
-from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.errors import (
-    ConfigError,
     ConfirmationRequired,
     DuplicateMemoryError,
     JobNotFoundError,
     MemoryNotFoundError,
-    StoreError,
 )
 from hivemem.forget_schemas import BulkForgetAnswer, BulkForgetRequest
 from hivemem.hashing import content_hash
@@ -73,16 +69,13 @@ from hivemem.model import (
     new_memory_id,
     utcnow,
 )
-from hivemem.read_write_lock import ReadWriteLock
 from hivemem.schemas import HandoffSave, MemoryCreate, PromoteRequest, RecallRequest, SleepRequest
 from hivemem.staleness import StalenessTuning, stale_days
 from search import SearchFilter, Store
 from search.base import DEFAULT_STATES
-from search.capabilities import ReEmbeds, Warms
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.job_tuning import JobTuning
-from workers.reembed import Reembedding
 from workers.runner import Runner
 
 if TYPE_CHECKING:
@@ -122,17 +115,15 @@ class MemoryService:
         one_off: bool = False,
         recall: RecallParams | None = None,
     ) -> None:
-        """``one_off``: a CLI call's service, whose second model (if any) loads only when it embeds.
-        ``recall``: how it recalls (None: as configured)."""
+        """The service over parts made of ``store``, ``embedder`` and ``runner`` (:class:`Parts`,
+        which owns them). ``one_off``: a CLI call's, whose second model (if any) loads only when it
+        embeds. ``recall``: how it recalls (None: as configured)."""
+        self.parts = parts = Parts(settings, store, embedder, runner, one_off=one_off)
         self.settings = settings
         self.secrets = SecretScreen(settings.secret_policy)
-        self.store = store
-        self.embedder = embedder
-        self.runner = runner or make_runner(settings, store, embedder)
+        self.store, self.embedder, self.runner = parts.store, parts.embedder, parts.runner
+        self.search_gate, self.model_gate, self.second_leg = parts.search_gate, parts.model_gate, parts.second_leg
         self._jobs = JobTuning()
-        # Recalls and knowledge searches share one gate: they share the cores (hivemem.admission).
-        self.search_gate = search_gate_for(settings)
-        self.second_leg = make_second_leg(settings, store, one_off=one_off)
         self.recaller = Recaller(
             store,
             embedder,
@@ -143,10 +134,7 @@ class MemoryService:
         )
         self.audit_trail = AuditTrail(store, self.embedder)
         self.lifecycle = Lifecycle(settings, store, self.embedder, self._visible)
-        # Recalls hold it shared from embedding their query to searching; a re-embed's swap holds it
-        # alone, so no recall embeds with one model and searches the other's vectors.
-        self.model_gate = ReadWriteLock()
-        self._reembedding: Reembedding | None = None
+        parts.on_close(self.lifecycle.close)
 
     @classmethod
     def from_settings(
@@ -178,37 +166,28 @@ class MemoryService:
         """The job re-embedding this server's store (admin on ``*``). Raises ``JobNotFoundError``
         when none ran since the server started (its store already held the configured model)."""
         caller.require_everything("watch the re-embedding")
-        if self._reembedding is None:
+        if self.parts.reembedding is None:
             raise JobNotFoundError(f"no re-embedding ran: the store holds {self.store.embedding_model} vectors")
-        return self.job(self._reembedding.job.id)
+        return self.job(self.parts.reembedding.job.id)
 
     def wait_for_reembed(self, timeout_s: float) -> JobPublic:
         """The re-embed job once it ended, or as it stands after ``timeout_s``. Raises ``JobNotFoundError``."""
-        if self._reembedding is not None:
-            self._reembedding.wait(timeout_s)
+        if self.parts.reembedding is not None:
+            self.parts.reembedding.wait(timeout_s)
         return self.reembed_job()
 
     def start_reembed(self, target: Embedder, caller: Caller = Caller()) -> JobPublic:
-        """Re-embed every memory and chunk with ``target`` in the background (:mod:`workers.reembed`),
-        or, while one runs, its job. Takes admin on ``*``. Raises ``ConfigError`` for a store that
-        cannot re-embed in place or a service whose embedder cannot be switched."""
+        """Re-embed the store with ``target`` in the background, or, while one runs, its job
+        (:meth:`Parts.start_reembed`). Takes admin on ``*``."""
         caller.require_everything("re-embed the store")
-        running = self._reembedding
-        if running is not None and not self.runner.board.get(running.job.id).state.final:
-            return self.job(running.job.id)
-        if not isinstance(self.embedder, QueuedEmbedder) or not isinstance(self.store, ReEmbeds):
-            raise ConfigError("this store cannot be re-embedded in place (export it and import it into a new one)")
-        self._reembedding = Reembedding(
-            self.store, self.embedder, target, self.runner.board, self.model_gate, author=caller.principal
-        )
-        return JobPublic.of(self._reembedding.start())
+        return JobPublic.of(self.parts.start_reembed(target, caller.principal))
 
     @functools.cached_property
     def knowledge(self) -> KnowledgeService:
         """The knowledge service over the same store and embedder (documents: :mod:`api.services.knowledge`)."""
         from api.services.knowledge import KnowledgeService
 
-        return KnowledgeService(
+        knowledge = KnowledgeService(
             self.settings,
             self.store,
             self.embedder,
@@ -216,6 +195,8 @@ class MemoryService:
             model_gate=self.model_gate,
             search_gate=self.search_gate,
         )
+        self.parts.on_close(knowledge.close)
+        return knowledge
 
     @functools.cached_property
     def tokens(self) -> TokenService:
@@ -278,7 +259,7 @@ class MemoryService:
         (request,), (redacted,) = screened(self.secrets, [request], "")
         memory = self._new_memory(request, caller)
         ticket = self.runner.memorize(memory)
-        self._written()
+        self.parts.written()
         self._cited([memory])
         if ticket.results is None:
             return MemorizeAccepted(
@@ -297,7 +278,7 @@ class MemoryService:
         memories = self._new_batch(requests, caller)
         wait = self._jobs.memorize_wait_s if wait_s is None else wait_s
         ticket = self.runner.memorize_bulk(memories, wait_s=wait)
-        self._written()
+        self.parts.written()
         self._cited(memories)
         ids = [m.id for m in memories]
         results = None if ticket.results is None else noted(written_results(ticket, memories), redacted)
@@ -308,7 +289,7 @@ class MemoryService:
         requests, redacted = screened(self.secrets, requests, "memories[{i}].")
         memories = self._new_batch(requests, caller)
         ticket = self.runner.memorize_bulk(memories, wait_s=None)
-        self._written()
+        self.parts.written()
         self._cited(memories)
         return noted(written_results(ticket, memories), redacted)
 
@@ -317,11 +298,6 @@ class MemoryService:
         targets it replaces or closes (``supersedes``, ``closes``), nor the ones it disputes."""
         used = [link.target_id for m in memories for link in m.requested_links if link.type not in _NOT_A_USE]
         self.runner.record_access(list(dict.fromkeys(used)))
-
-    def _written(self) -> None:
-        """Memories were written: the second model's filler looks for them now, not at its next poll."""
-        if self.second_leg is not None:
-            self.second_leg.nudge()
 
     def job(self, job_id: str, caller: Caller = Caller()) -> JobPublic:
         """A job's state, progress and result, for its owner or an admin of every scope it writes in.
@@ -529,60 +505,27 @@ class MemoryService:
         return self.lifecycle.sleep_lock(wait=wait)
 
     def start_second_leg(self) -> None:
-        """Fill the second model's vectors in the background (a server's; a one-off command only
-        recalls with those there). Stopped by ``close``."""
-        if self.second_leg is not None and not self.second_leg.started:
-            self.second_leg.start()
+        """See :meth:`Parts.start_second_leg`."""
+        self.parts.start_second_leg()
 
     def start_background(self) -> None:
         """Start what a server runs beside its requests: the sleep timer and the second model's
         filler. Every server that opens a service calls it; a one-off command does not."""
         self.lifecycle.start_sleep_timer()
-        self.start_second_leg()
+        self.parts.start_second_leg()
 
     def warnings(self) -> list[str]:
         """What an operator should know at start: setups that work but can lose data."""
         return self.runner.warnings()
 
     def warm_up(self) -> None:
-        """Load the embedding model and the store's in-memory indexes now, so the first request
-        doesn't pay for them; then move what was loaded out of the garbage collector's way.
-
-        ``gc.freeze`` matters for the tail: a collection scanning hundreds of thousands of
-        long-lived index objects took a recall's p95 from 48 to 212 ms in a profile at 10k memories.
-        """
-        self.embedder.embed_queries(["warm up"])
-        if isinstance(self.store, Warms):
-            try:
-                self.store.warm()
-            except StoreError as exc:
-                # The server still starts: the store marks itself unready and every request says why.
-                log.warning("loading the store's index failed: %s", exc)
-        gc.collect()
-        gc.freeze()
-        release_free_memory()
+        """See :meth:`Parts.warm_up`."""
+        self.parts.warm_up()
 
     def ready(self) -> dict[str, bool]:
-        """Readiness of each dependency: the store answers, the embedder is usable, and with a
-        broker, the broker answers and at least one worker is up."""
-        checks = {"store": False, "embedder": False}
-        with suppress(Exception):
-            self.store.check()
-            checks["store"] = True
-        with suppress(Exception):
-            checks["embedder"] = self.embedder.dimension > 0
-        return checks | self.runner.ready()
+        """See :meth:`Parts.ready`."""
+        return self.parts.ready()
 
     def close(self) -> None:
-        """Finish background jobs, stop the embedder's thread and close the store."""
-        self.lifecycle.close()
-        if self._reembedding is not None:
-            self._reembedding.stop()
-        if self.second_leg is not None:
-            self.second_leg.close()
-        if "knowledge" in self.__dict__:  # made on first use: a service that never indexed has none
-            self.knowledge.close()
-        self.runner.close()
-        if isinstance(self.embedder, QueuedEmbedder):
-            self.embedder.close()
-        self.store.close()
+        """Finish background jobs, stop the embedder's thread and close the store (:meth:`Parts.close`)."""
+        self.parts.close()

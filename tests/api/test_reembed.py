@@ -207,7 +207,7 @@ def test_a_server_started_with_another_model_re_embeds_by_itself(
     assert "Service number 3 listens on port 8003." in capsys.readouterr().out
     unchanged = MemoryService.from_settings(_settings(tmp_path, "hash:32"))
     try:
-        assert unchanged.store.embedding_model == "hash-32" and unchanged._reembedding is None
+        assert unchanged.store.embedding_model == "hash-32" and unchanged.parts.reembedding is None
     finally:
         unchanged.close()
     assert cli_main(["reembed"]) == 0
