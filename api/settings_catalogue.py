@@ -8,9 +8,11 @@ knows them all, on the floor that may import every other.
 from __future__ import annotations
 
 from hivemem.admission import AdmissionTuning
+from hivemem.config_file import config_file_path
+from hivemem.errors import ConfigError
 from hivemem.limits import Limits
 from hivemem.staleness import StalenessTuning
-from hivemem.tuning import Tuning
+from hivemem.tuning import TUNING_TABLE, Tuning, config_table
 from search.opensearch.tuning import OpenSearchTuning
 from search.recall_params import RecallParams
 from search.sqlite.tuning import SQLiteTuning
@@ -20,7 +22,7 @@ from workers.lifecycle_tuning import LifecycleTuning
 from workers.models.embed_tuning import EmbedTuning
 from workers.rerank_pool import RerankPoolTuning
 
-__all__ = ["TUNING_GROUPS", "tuning_group_of"]
+__all__ = ["TUNING_GROUPS", "refuse_unknown_tuning", "tuning_group_of"]
 
 TUNING_GROUPS: tuple[type[Tuning], ...] = (
     RecallParams,
@@ -40,3 +42,17 @@ TUNING_GROUPS: tuple[type[Tuning], ...] = (
 def tuning_group_of(name: str) -> type[Tuning] | None:
     """The group that owns the tuning parameter ``name`` (lower case, no prefix), or None."""
     return next((group for group in TUNING_GROUPS if name in group.model_fields), None)
+
+
+def refuse_unknown_tuning() -> None:
+    """Raise ``ConfigError`` naming each key of the config file's ``[tuning]`` table that is no tuning
+    parameter. Each group takes only its own keys from the table, so a misspelt one would be
+    ignored without a word; the processes that serve (``serve``, ``mcp``, ``worker``, ``beat``)
+    and ``hivemem config`` refuse it, as a misplaced operator key is refused."""
+    unknown = sorted(key for key in config_table(TUNING_TABLE) if tuning_group_of(key) is None)
+    if unknown:
+        raise ConfigError(
+            f"config file {config_file_path()}: [{TUNING_TABLE}] {', '.join(unknown)} "
+            f"{'is not a tuning parameter' if len(unknown) == 1 else 'are not tuning parameters'} "
+            "(docs/settings.md lists them)"
+        )

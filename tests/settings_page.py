@@ -38,7 +38,10 @@ Two kinds of knobs.
 Both are read from environment variables `HIVEMEM_*`, or from a TOML file (`HIVEMEM_CONFIG`,
 default `~/.config/hivemem/config.toml`): operator settings at its top level, tuning parameters in
 its `[tuning]` table, each under its name in lower case without the prefix. The environment wins
-over the file. `hivemem config` prints the operator settings in force, and the store they resolve to.
+over the file. `hivemem config` prints the operator settings in force, the store they resolve to,
+and the tuning parameters. A top-level key that is no operator setting is refused by every command;
+a `[tuning]` key that is no tuning parameter (a misspelt one) by `serve`, `mcp`, `worker`, `beat` and
+`config`.
 
 ```toml
 store_url = "sqlite:///srv/hivemem/hivemem.db"

@@ -44,8 +44,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(_: argparse.Namespace, settings: Settings) -> int:
-    from api.settings_catalogue import TUNING_GROUPS
+    from api.settings_catalogue import TUNING_GROUPS, refuse_unknown_tuning
 
+    refuse_unknown_tuning()
     # `store_url` is empty by default: say which store that resolves to (the data folder's file).
     # Then every tuning parameter in force, under the names the settings page gives them.
     tuning = {name: value for group in TUNING_GROUPS for name, value in group().model_dump(mode="json").items()}

@@ -166,3 +166,24 @@ def test_the_device_is_cpu_or_a_cuda_device() -> None:
     for wrong in ("gpu", "CUDA", "cuda:", "cuda:x", "mps"):
         with pytest.raises(pydantic.ValidationError, match="embed_device"):
             Settings(embed_device=wrong)
+
+
+def test_a_key_of_the_tuning_table_that_no_group_owns_is_refused_where_processes_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each group takes only its own keys from [tuning]: a misspelt one would be ignored silently.
+    from api.cli import main as cli_main
+    from api.settings_catalogue import refuse_unknown_tuning
+
+    config = tmp_path / "hivemem.toml"
+    config.write_text("[tuning]\nbm25_wieght = 0.4\ncontext_weight = 0.3\n")
+    monkeypatch.setenv("HIVEMEM_CONFIG", str(config))
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    with pytest.raises(ConfigError, match=r"\[tuning\] bm25_wieght is not a tuning parameter"):
+        refuse_unknown_tuning()
+    for command in (["config"], ["serve"], ["mcp"], ["worker"]):
+        assert cli_main(command) == 2, command
+        assert "bm25_wieght is not a tuning parameter" in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()  # refused before anything was opened or made
+    config.write_text("[tuning]\ncontext_weight = 0.3\n")
+    refuse_unknown_tuning()
