@@ -96,7 +96,7 @@ class Metrics:
     # -- MCP ----------------------------------------------------------------------------------
 
     def tool_call(self, tool: str, seconds: float, failed: bool) -> None:
-        """One MCP tool call (see :data:`api.mcp.server.ToolCalls`)."""
+        """One MCP tool call (see :data:`api.mcp.host.ToolCalls`)."""
         self.tool_calls.labels(tool, "error" if failed else "ok").inc()
         self.tool_seconds.labels(tool).observe(seconds)
 

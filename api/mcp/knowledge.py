@@ -6,7 +6,6 @@ message that says which ones this command uses, so an agent learns the interface
 
 # No `from __future__ import annotations`: the SDK evaluates the tool's annotations (see api.mcp.server).
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -14,9 +13,10 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
+from api.mcp.host import host_of
+from api.mcp.tools import reporting
 from api.services.caller import Caller
 from api.services.knowledge import KnowledgeService
-from api.services.memories import MemoryService
 from hivemem.errors import ValidationError
 from hivemem.knowledge_schemas import (
     MAX_STORED_TEXT,
@@ -29,7 +29,7 @@ from hivemem.knowledge_schemas import (
 from hivemem.schemas import QueryText, ScopeName
 from workers.documents.sources import FileAccess
 
-__all__ = ["KNOWLEDGE", "knowledge_tool"]
+__all__ = ["KNOWLEDGE", "knowledge", "knowledge_tool"]
 
 KNOWLEDGE = """Search and read the documents this team's agents have read: design docs, manuals, specs, \
 web pages (pdf, docx, html, md, txt, http(s) URLs). Memories (`remember`) hold what was concluded; \
@@ -78,65 +78,60 @@ def files_text(over_stdio: bool) -> str:
     )
 
 
-def knowledge_tool(
-    service: Callable[[], MemoryService], caller: Callable[[Context[Any, Any]], Caller], over_stdio: bool
-) -> Tool:
-    """The ``knowledge`` tool of one MCP server."""
+def knowledge(
+    ctx: Context[Any, Any],
+    command: Annotated[
+        Literal["search", "read", "match", "store", "delete", "sources"],
+        Field(description="What to do (see above)."),
+    ],
+    query: Annotated[QueryText | None, Field(description="search: what to look for.")] = None,
+    source: Annotated[
+        Annotated[StrictStr, Field(min_length=1, max_length=4096)] | None,
+        Field(description="A file path, an http(s) URL, or key:NAME."),
+    ] = None,
+    pattern: Annotated[
+        Annotated[StrictStr, Field(min_length=1, max_length=500)] | None,
+        Field(description="match: a regular expression."),
+    ] = None,
+    ignore_case: Annotated[StrictBool | None, Field(description="match: case-insensitive.")] = None,
+    key: Annotated[
+        Annotated[StrictStr, Field(min_length=1, max_length=200)] | None, Field(description="store: the key.")
+    ] = None,
+    text: Annotated[
+        Annotated[StrictStr, Field(min_length=1, max_length=MAX_STORED_TEXT)] | None,
+        Field(description="store: the text."),
+    ] = None,
+    title: Annotated[Annotated[StrictStr, Field(max_length=200)] | None, Field(description="store: a title.")] = None,
+    offset: Annotated[
+        StrictInt | None, Field(ge=0, description="read: first character; sources: first document.")
+    ] = None,
+    limit: Annotated[
+        StrictInt | None, Field(ge=1, description="search/match: results; read: characters; sources: documents.")
+    ] = None,
+    scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
+) -> dict[str, Any]:
+    values = {
+        "query": query,
+        "source": source,
+        "pattern": pattern,
+        "ignore_case": ignore_case,
+        "key": key,
+        "text": text,
+        "title": title,
+        "offset": offset,
+        "limit": limit,
+        "scope": scope,
+    }
+    _check(command, {name for name, value in values.items() if value is not None})
+    host = host_of(ctx)
+    access = FileAccess() if host.over_stdio else FileAccess.over_http(host.service().settings)
+    return _answer(command, host.service().knowledge, host.caller(ctx), access, values)
 
-    def access() -> FileAccess:
-        return FileAccess() if over_stdio else FileAccess.over_http(service().settings)
 
-    def knowledge(
-        ctx: Context[Any, Any],
-        command: Annotated[
-            Literal["search", "read", "match", "store", "delete", "sources"],
-            Field(description="What to do (see above)."),
-        ],
-        query: Annotated[QueryText | None, Field(description="search: what to look for.")] = None,
-        source: Annotated[
-            Annotated[StrictStr, Field(min_length=1, max_length=4096)] | None,
-            Field(description="A file path, an http(s) URL, or key:NAME."),
-        ] = None,
-        pattern: Annotated[
-            Annotated[StrictStr, Field(min_length=1, max_length=500)] | None,
-            Field(description="match: a regular expression."),
-        ] = None,
-        ignore_case: Annotated[StrictBool | None, Field(description="match: case-insensitive.")] = None,
-        key: Annotated[
-            Annotated[StrictStr, Field(min_length=1, max_length=200)] | None, Field(description="store: the key.")
-        ] = None,
-        text: Annotated[
-            Annotated[StrictStr, Field(min_length=1, max_length=MAX_STORED_TEXT)] | None,
-            Field(description="store: the text."),
-        ] = None,
-        title: Annotated[
-            Annotated[StrictStr, Field(max_length=200)] | None, Field(description="store: a title.")
-        ] = None,
-        offset: Annotated[
-            StrictInt | None, Field(ge=0, description="read: first character; sources: first document.")
-        ] = None,
-        limit: Annotated[
-            StrictInt | None, Field(ge=1, description="search/match: results; read: characters; sources: documents.")
-        ] = None,
-        scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
-    ) -> dict[str, Any]:
-        values = {
-            "query": query,
-            "source": source,
-            "pattern": pattern,
-            "ignore_case": ignore_case,
-            "key": key,
-            "text": text,
-            "title": title,
-            "offset": offset,
-            "limit": limit,
-            "scope": scope,
-        }
-        _check(command, {name for name, value in values.items() if value is not None})
-        return _answer(command, service().knowledge, caller(ctx), access(), values)
-
+def knowledge_tool(over_stdio: bool) -> Tool:
+    """The ``knowledge`` tool, new for one server: over stdio it reads local files by path."""
     return Tool.from_function(
-        knowledge,
+        reporting(knowledge),
         description=KNOWLEDGE.format(files=files_text(over_stdio), page=SOURCES_PAGE),
         annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=True),
     )

@@ -38,26 +38,11 @@ import hivemem
 from api.errors import tool_error
 from api.http.denials import denial_recorder
 from api.mcp.compact import compact_answer, compact_schema
+from api.mcp.host import HostingServer, ToolCalls, ToolHost
 from api.mcp.instructions import INSTRUCTIONS, session_instructions
 from api.mcp.knowledge import knowledge_tool
 from api.mcp.session_thread import SessionThreads
-from api.mcp.tools import (
-    ADMIN,
-    FORGET,
-    HANDOFF,
-    JOB,
-    MEMORIZE,
-    MEMORY,
-    MEMORY_STATUS,
-    REMEMBER,
-    ToolCalls,
-    handoff_tool,
-    memorize_tool,
-    memory_tool,
-    reading_tools,
-    removing_tools,
-    reporting_errors,
-)
+from api.mcp.tools import ADMIN, FORGET, HANDOFF, JOB, MEMORIZE, MEMORY, MEMORY_STATUS, REMEMBER, memory_tools
 from api.process.shutdown import sigterm_as_sigint
 from api.services.caller import Caller
 from api.services.memories import MemoryService
@@ -260,7 +245,6 @@ def build_mcp(
     ``session`` fixes every call's scope (stdio, and in-memory clients); None reads it from each
     HTTP request (:func:`http_session`). Schemas carry the input limits in force.
     """
-    threads = SessionThreads()
 
     def caller(ctx: Context[Any, Any]) -> Caller:
         base = http_session(ctx.headers, session).caller()
@@ -272,26 +256,15 @@ def build_mcp(
         refusals = denial_recorder(service().store, "MCP tools/call")
         return Caller.of(access, scope=base.default_scope, locked=base.locked, on_denied=refusals)
 
-    tools = [
-        memorize_tool(service, caller, threads, on_tool_call),
-        *reading_tools(service, caller, on_tool_call),
-        handoff_tool(service, caller, on_tool_call),
-        memory_tool(service, caller, on_tool_call),
-        *removing_tools(service, caller, on_tool_call),
-    ]
-    # In the order clients have always listed them.
-    order = ["memorize", "remember", "job", "forget", "handoff", "memory", "admin", "memory_status"]
-    tools.sort(key=lambda tool: order.index(tool.name))
-    knowledge = knowledge_tool(service, caller, over_stdio=session is not None)
-    knowledge.fn = reporting_errors(knowledge.fn, "knowledge", on_tool_call)
-    tools.append(knowledge)
-    tools = [_refusing_unknown_arguments(tool) for tool in tools]
+    host = ToolHost(service, caller, SessionThreads(), over_stdio=session is not None, on_tool_call=on_tool_call)
+    tools = [*memory_tools(), knowledge_tool(over_stdio=host.over_stdio)]
     # The SDK logs every session-manager start at INFO; the server logs what matters itself.
-    server = MCPServer(
+    server = HostingServer(
+        host,
         name="hivemem",
         version=hivemem.__version__,
         instructions=INSTRUCTIONS,
-        tools=tools,
+        tools=[_refusing_unknown_arguments(tool) for tool in tools],
         log_level="WARNING",
         middleware=[_SessionScopes(session, service)],
     )

@@ -1,6 +1,9 @@
 """The MCP tools but ``knowledge`` (:mod:`api.mcp.knowledge`): their descriptions, which are product
 text (the agent reads them to decide when and how to call, and pays for every word), their
 functions, and what every tool shares: errors an agent can act on, and per-action argument checks.
+
+Each tool is a module function; what it calls (the service, the caller of a call, the session's
+thread) is its server's, reached from the call's context (:func:`api.mcp.host.host_of`).
 """
 
 # No `from __future__ import annotations` here: the tool signatures carry the configured limits
@@ -17,9 +20,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from api.errors import tool_error
-from api.mcp.session_thread import SessionThreads
-from api.services.caller import Caller
-from api.services.memories import MemoryService
+from api.mcp.host import host_of
 from hivemem.audit_schemas import AuditRequest
 from hivemem.errors import ValidationError
 from hivemem.forget_schemas import BulkForgetRequest
@@ -56,14 +57,17 @@ __all__ = [
     "MEMORY",
     "MEMORY_STATUS",
     "REMEMBER",
-    "ToolCalls",
     "action_arguments",
-    "handoff_tool",
-    "memorize_tool",
-    "memory_tool",
-    "reading_tools",
-    "removing_tools",
-    "reporting_errors",
+    "admin",
+    "forget",
+    "handoff",
+    "job",
+    "memorize",
+    "memory",
+    "memory_status",
+    "memory_tools",
+    "remember",
+    "reporting",
 ]
 
 MEMORIZE = """Save one durable memory: a decision and why, a bug fix and its root cause, a failure, a user \
@@ -135,18 +139,14 @@ def action_arguments(
         raise ValidationError(f"`{action}` needs {article} `{needs}`", field=needs)
 
 
-# Told of every tool call: the tool's name, its seconds, and whether it failed (a server's metrics).
-ToolCalls = Callable[[str, float, bool], None]
-
-
-def reporting_errors(
-    tool: Callable[..., dict[str, Any]], name: str, on_call: ToolCalls | None = None
-) -> Callable[..., dict[str, Any]]:
-    """The tool, with every failure turned into an MCP tool error an agent can act on (and each
-    call reported to ``on_call``)."""
+def reporting(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """The tool, with every failure turned into an MCP tool error an agent can act on, and each
+    call told to its server's metrics (:class:`api.mcp.host.ToolHost`)."""
 
     @functools.wraps(tool)
     def reporting(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        ctx = kwargs.get("ctx")
+        on_call = host_of(ctx).on_tool_call if isinstance(ctx, Context) else None
         began = time.perf_counter()
         failed = True
         try:
@@ -157,7 +157,7 @@ def reporting_errors(
             raise tool_error(exc) from exc
         finally:
             if on_call is not None:
-                on_call(name, time.perf_counter() - began, failed)
+                on_call(tool.__name__, time.perf_counter() - began, failed)
 
     return reporting
 
@@ -171,79 +171,64 @@ MAX_TOOL_EXPORT_CHARS = 100_000
 clients show of a tool's answer by default); a longer one is for the CLI or REST."""
 
 
-def memorize_tool(
-    service: Callable[[], MemoryService],
-    caller: Callable[[Context[Any, Any]], Caller],
-    threads: SessionThreads,
-    on_tool_call: ToolCalls | None,
-) -> Tool:
-    """The ``memorize`` tool, its list arguments bounded as a memory's are."""
-
-    def memorize(
-        ctx: Context[Any, Any],
-        title: Annotated[Title, Field(description='Short title naming the subject, e.g. "Billing service owner".')],
-        content: Annotated[Content, Field(description="Self-contained content.")],
-        memory_type: Annotated[MemoryType, Field(description="Kind of memory.")] = MemoryType.FACT,
-        importance: Annotated[StrictFloat, Field(ge=0, le=1, description="0-1, see the guide above.")] = 0.5,
-        source: Annotated[Source, Field(description="Who vouches for it.")] = Source.AGENT_INFERRED,
-        tags: Annotated[TagList | None, Field(description="Keywords for filtering.")] = None,
-        related_files: Annotated[FileList | None, Field(description="Paths this memory is about.")] = None,
-        details: Annotated[
-            dict[str, Any] | None,
-            Field(description="Structured fields, e.g. a failure's error, component, severity, root_cause, fix."),
-        ] = None,
-        related_to: Annotated[
-            list[LinkCreate] | None,
-            Field(
-                max_length=MAX_LINKS,
-                description="Edges to existing memories: {target_id, relationship_type, strength?, description?}; "
-                "`achieves` a goal, `closes` a goal (consolidates its findings), `supersedes` an old fact.",
-            ),
-        ] = None,
-        scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
-        global_: Annotated[StrictBool, Field(alias="global", description="Store for every project.")] = False,
-        thread: Annotated[
-            ThreadName | None,
-            Field(
-                description="The conversation or task this is one step of (your id for it): recall reads "
-                "each memory with its neighbours in the thread, and lifts the other memories of the thread it "
-                "finds best. Default: this session (what one session memorizes is one thread)."
-            ),
-        ] = None,
-    ) -> dict[str, Any]:
-        if global_ and scope is not None:
-            raise ValidationError("pass either `scope` or `global: true`, not both", field="global")
-        request = MemoryCreate(
-            title=title,
-            content=content,
-            memory_type=memory_type,
-            importance=importance,
-            source=source,
-            tags=tags or [],
-            related_files=related_files or [],
-            details=details or {},
-            related_to=related_to or [],
-            scope=GLOBAL_SCOPE if global_ else scope,
-            thread=thread,
-        )
-        who = caller(ctx)
-        if thread is None:
-            request.thread = threads.of(
-                headers=ctx.headers,
-                connection_state=ctx.request_context.lifespan_context,
-                meta=ctx.request_context.meta,
-                principal=who.principal or "",
-                scope=request.scope if request.scope is not None else (who.default_scope or ""),
-            )
-        return service().memorize(request, who).model_dump(mode="json")
-
-    memorize_tool = Tool.from_function(
-        memorize,
-        description=MEMORIZE,
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True),
+def memorize(
+    ctx: Context[Any, Any],
+    title: Annotated[Title, Field(description='Short title naming the subject, e.g. "Billing service owner".')],
+    content: Annotated[Content, Field(description="Self-contained content.")],
+    memory_type: Annotated[MemoryType, Field(description="Kind of memory.")] = MemoryType.FACT,
+    importance: Annotated[StrictFloat, Field(ge=0, le=1, description="0-1, see the guide above.")] = 0.5,
+    source: Annotated[Source, Field(description="Who vouches for it.")] = Source.AGENT_INFERRED,
+    tags: Annotated[TagList | None, Field(description="Keywords for filtering.")] = None,
+    related_files: Annotated[FileList | None, Field(description="Paths this memory is about.")] = None,
+    details: Annotated[
+        dict[str, Any] | None,
+        Field(description="Structured fields, e.g. a failure's error, component, severity, root_cause, fix."),
+    ] = None,
+    related_to: Annotated[
+        list[LinkCreate] | None,
+        Field(
+            max_length=MAX_LINKS,
+            description="Edges to existing memories: {target_id, relationship_type, strength?, description?}; "
+            "`achieves` a goal, `closes` a goal (consolidates its findings), `supersedes` an old fact.",
+        ),
+    ] = None,
+    scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
+    global_: Annotated[StrictBool, Field(alias="global", description="Store for every project.")] = False,
+    thread: Annotated[
+        ThreadName | None,
+        Field(
+            description="The conversation or task this is one step of (your id for it): recall reads "
+            "each memory with its neighbours in the thread, and lifts the other memories of the thread it "
+            "finds best. Default: this session (what one session memorizes is one thread)."
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    host = host_of(ctx)
+    if global_ and scope is not None:
+        raise ValidationError("pass either `scope` or `global: true`, not both", field="global")
+    request = MemoryCreate(
+        title=title,
+        content=content,
+        memory_type=memory_type,
+        importance=importance,
+        source=source,
+        tags=tags or [],
+        related_files=related_files or [],
+        details=details or {},
+        related_to=related_to or [],
+        scope=GLOBAL_SCOPE if global_ else scope,
+        thread=thread,
     )
-    memorize_tool.fn = reporting_errors(_by_wire_names(memorize), "memorize", on_tool_call)
-    return memorize_tool
+    who = host.caller(ctx)
+    if thread is None:
+        request.thread = host.threads.of(
+            headers=ctx.headers,
+            connection_state=ctx.request_context.lifespan_context,
+            meta=ctx.request_context.meta,
+            principal=who.principal or "",
+            scope=request.scope if request.scope is not None else (who.default_scope or ""),
+        )
+    return host.service().memorize(request, who).model_dump(mode="json")
 
 
 def _by_wire_names(memorize: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
@@ -259,264 +244,212 @@ def _by_wire_names(memorize: Callable[..., dict[str, Any]]) -> Callable[..., dic
     return memorize_by_wire_names
 
 
-def reading_tools(
-    service: Callable[[], MemoryService],
-    caller: Callable[[Context[Any, Any]], Caller],
-    on_tool_call: ToolCalls | None,
-) -> list[Tool]:
-    """``remember``, ``job`` and ``memory_status``: the tools that read; a tag filter is bounded as
-    a memory's tags are."""
+def remember(
+    ctx: Context[Any, Any],
+    query: Annotated[Queries, Field(description=f"A query, or 1-{MAX_QUERIES} queries to fuse.")],
+    limit: Annotated[RecallLimit, Field(description="How many results (1-100).")] = 10,
+    memory_types: Annotated[list[MemoryType] | None, Field(description="Only these kinds.")] = None,
+    tags: Annotated[TagList | None, Field(description="Only memories with one of these tags.")] = None,
+    created_after: Annotated[Timestamp | None, Field(description="Created at or after.")] = None,
+    created_before: Annotated[Timestamp | None, Field(description="Created before.")] = None,
+    states: Annotated[
+        list[MemoryState] | None,
+        Field(min_length=1, max_length=3, description="Default working and consolidated; `archived`: faded ones."),
+    ] = None,
+    scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
+) -> dict[str, Any]:
+    host = host_of(ctx)
+    request = RecallRequest(
+        query=query,
+        limit=limit,
+        memory_types=memory_types,
+        states=states,
+        tags=tags,
+        created_after=created_after,
+        created_before=created_before,
+        scope=scope,
+    )
+    return host.service().remember(request, host.caller(ctx)).model_dump(mode="json", exclude_none=True)
 
-    def remember(
-        ctx: Context[Any, Any],
-        query: Annotated[Queries, Field(description=f"A query, or 1-{MAX_QUERIES} queries to fuse.")],
-        limit: Annotated[RecallLimit, Field(description="How many results (1-100).")] = 10,
-        memory_types: Annotated[list[MemoryType] | None, Field(description="Only these kinds.")] = None,
-        tags: Annotated[TagList | None, Field(description="Only memories with one of these tags.")] = None,
-        created_after: Annotated[Timestamp | None, Field(description="Created at or after.")] = None,
-        created_before: Annotated[Timestamp | None, Field(description="Created before.")] = None,
-        states: Annotated[
-            list[MemoryState] | None,
-            Field(min_length=1, max_length=3, description="Default working and consolidated; `archived`: faded ones."),
-        ] = None,
-        scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
-    ) -> dict[str, Any]:
-        request = RecallRequest(
-            query=query,
-            limit=limit,
-            memory_types=memory_types,
-            states=states,
-            tags=tags,
-            created_after=created_after,
-            created_before=created_before,
-            scope=scope,
-        )
-        return service().remember(request, caller(ctx)).model_dump(mode="json", exclude_none=True)
 
-    def job(
-        ctx: Context[Any, Any],
-        job_id: Annotated[StrictStr, Field(min_length=1, max_length=200, description="The job_id a memorize gave.")],
-    ) -> dict[str, Any]:
-        return service().job(job_id, caller(ctx)).model_dump(mode="json")
+def job(
+    ctx: Context[Any, Any],
+    job_id: Annotated[StrictStr, Field(min_length=1, max_length=200, description="The job_id a memorize gave.")],
+) -> dict[str, Any]:
+    host = host_of(ctx)
+    return host.service().job(job_id, host.caller(ctx)).model_dump(mode="json")
 
-    def memory_status(
-        ctx: Context[Any, Any],
-        scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
-    ) -> dict[str, Any]:
-        return service().status(caller(ctx), scope=scope).model_dump(mode="json")
 
-    return [
-        Tool.from_function(
-            reporting_errors(remember, "remember", on_tool_call),
-            description=REMEMBER,
-            annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
-        ),
-        Tool.from_function(
-            reporting_errors(job, "job", on_tool_call),
-            description=JOB,
-            annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
-        ),
-        Tool.from_function(
-            reporting_errors(memory_status, "memory_status", on_tool_call),
-            description=MEMORY_STATUS,
-            annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
-        ),
+def memory_status(
+    ctx: Context[Any, Any],
+    scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
+) -> dict[str, Any]:
+    host = host_of(ctx)
+    return host.service().status(host.caller(ctx), scope=scope).model_dump(mode="json")
+
+
+def forget(
+    ctx: Context[Any, Any],
+    id: Annotated[
+        StrictStr | None,
+        Field(min_length=1, max_length=200, description="The memory id, from remember (leave out for bulk)."),
+    ] = None,
+    confirm: Annotated[StrictBool, Field(description="Must be true to delete.")] = False,
+    scope: Annotated[ScopeName | None, Field(description="The memory's project scope.")] = None,
+    # In bulk (no id), as `remember` takes them. Plain here, checked whole by BulkForgetRequest:
+    # every session's context pays for a schema, and these would repeat remember's enums and patterns.
+    query: StrictStr | None = None,
+    memory_types: list[StrictStr] | None = None,
+    tags: list[StrictStr] | None = None,
+    states: list[StrictStr] | None = None,
+    author: StrictStr | None = None,
+    created_after: StrictStr | None = None,
+    created_before: StrictStr | None = None,
+    limit: StrictInt | None = None,
+    preview_token: StrictStr | None = None,
+) -> dict[str, Any]:
+    host = host_of(ctx)
+    bulk: dict[str, Any] = {"query": query, "memory_types": memory_types, "tags": tags, "states": states}
+    bulk |= {"author": author, "created_after": created_after, "created_before": created_before}
+    bulk |= {"limit": limit, "preview_token": preview_token}
+    asked = {k: v for k, v in bulk.items() if v is not None}
+    if id is None:
+        request = BulkForgetRequest.model_validate(asked | {"scope": scope, "confirm": confirm})
+        return host.service().forget_matching(request, host.caller(ctx)).model_dump(mode="json")
+    if asked:
+        raise ValidationError(f"{sorted(asked)[0]}: forgets in bulk, without an `id`", field=sorted(asked)[0])
+    removed = host.service().forget(id, confirm=confirm, caller=host.caller(ctx), scope=scope)
+    return {"forgotten": removed.id, "title": removed.title, "scope": removed.scope}
+
+
+def admin(
+    ctx: Context[Any, Any],
+    action: Annotated[
+        Literal["tokens", "create_token", "revoke_token"], Field(description="list, create or revoke tokens.")
+    ],
+    name: Annotated[PrincipalName | None, Field(description="create_token: who it is for.")] = None,
+    grants: Annotated[
+        list[GrantText] | None,
+        Field(max_length=MAX_GRANTS, description="create_token: PATTERN:ROLE, e.g. github.com/acme/*:write."),
+    ] = None,
+    expires_in_days: Annotated[
+        StrictFloat | None, Field(gt=0, le=3650, description="create_token: days until it stops working.")
+    ] = None,
+    token_id: Annotated[
+        StrictStr | None, Field(pattern=r"^[0-9a-f]{12}$", description="revoke_token: the token's id.")
+    ] = None,
+) -> dict[str, Any]:
+    host = host_of(ctx)
+    given = {"name": name, "grants": grants, "expires_in_days": expires_in_days, "token_id": token_id}
+    tokens = host.service().tokens
+    if action == "tokens":
+        action_arguments(action, given, takes=())
+        return {"tokens": [t.model_dump(mode="json") for t in tokens.list(host.caller(ctx))]}
+    if action == "create_token":
+        action_arguments(action, given, takes=("name", "grants", "expires_in_days"), needs="name")
+        assert name is not None  # checked just above
+        request = TokenCreate(name=name, grants=grants or [], expires_in_days=expires_in_days)
+        return tokens.create(request, host.caller(ctx)).model_dump(mode="json")
+    action_arguments(action, given, takes=("token_id",), needs="token_id")
+    assert token_id is not None  # checked just above
+    return tokens.revoke(token_id, host.caller(ctx)).model_dump(mode="json")
+
+
+def handoff(
+    ctx: Context[Any, Any],
+    action: Annotated[Literal["save", "load"], Field(description="save a handoff, or load the latest.")],
+    summary: Annotated[HandoffSummary | None, Field(description="save: where the work stands.")] = None,
+    completed: Annotated[HandoffItems | None, Field(description="save: what was finished.")] = None,
+    in_progress: Annotated[HandoffItems | None, Field(description="save: what is under way.")] = None,
+    blocked: Annotated[HandoffItems | None, Field(description="save: what waits, and on what.")] = None,
+    next_steps: Annotated[HandoffItems | None, Field(description="save: what to do next.")] = None,
+    scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
+) -> dict[str, Any]:
+    host = host_of(ctx)
+    lists = {"completed": completed, "in_progress": in_progress, "blocked": blocked, "next_steps": next_steps}
+    given = {"summary": summary, **lists}
+    if action == "load":
+        action_arguments("load", given, takes=())
+        latest = host.service().load_handoff(host.caller(ctx), scope=scope)
+        return {"handoff": None if latest is None else latest.model_dump(mode="json")}
+    action_arguments("save", given, takes=tuple(given), needs="summary")
+    assert summary is not None  # checked just above
+    request = HandoffSave(summary=summary, scope=scope, **{k: v for k, v in lists.items() if v is not None})
+    return host.service().save_handoff(request, host.caller(ctx)).model_dump(mode="json")
+
+
+def memory(
+    ctx: Context[Any, Any],
+    action: Annotated[
+        Literal["get", "history", "verify", "undo", "export"],
+        Field(description="get a memory, read its history, verify it still holds, undo a change, or export."),
+    ],
+    id: Annotated[
+        StrictStr | None, Field(min_length=1, max_length=64, description="get, history, verify: the memory id.")
+    ] = None,
+    audit_id: Annotated[
+        StrictStr | None, Field(min_length=1, max_length=64, description="undo: the record's id, from history.")
+    ] = None,
+    scope: Annotated[
+        ScopeName | None,
+        Field(description="get, history, verify: the memory's project scope; export: the scope."),
+    ] = None,
+) -> dict[str, Any]:
+    host = host_of(ctx)
+    given = {"id": id, "audit_id": audit_id, "scope": scope}
+    if action == "export":
+        action_arguments(action, given, takes=("scope",))
+        who = host.caller(ctx)
+        # A session locked to a project exports that project; otherwise `scope`, or all it may read.
+        named = scope if scope is not None else (who.default_scope if who.locked else None)
+        lines: list[str] = []
+        size = 0
+        for line in host.service().transfer.export(who, None if named is None else [named]):
+            size += len(line) + 1
+            if size > MAX_TOOL_EXPORT_CHARS:
+                # A tool's answer lands in the agent's context: the rest is read no further.
+                raise ValidationError(
+                    f"the export is longer than {MAX_TOOL_EXPORT_CHARS:,} characters, too long for a tool's "
+                    "answer: name one `scope`, or use `hivemem export` or GET /v1/export",
+                    field="action",
+                )
+            lines.append(line)
+        return {"lines": len(lines), "export": "\n".join(lines) + "\n"}
+    if action == "undo":
+        action_arguments(action, given, takes=("audit_id",), needs="audit_id")
+        assert audit_id is not None  # checked just above
+        return host.service().undo(audit_id, host.caller(ctx)).model_dump(mode="json")
+    action_arguments(action, given, takes=("id", "scope"), needs="id")
+    assert id is not None  # checked just above
+    if action == "get":
+        return host.service().get(id, host.caller(ctx), scope=scope).model_dump(mode="json")
+    if action == "verify":
+        return host.service().operators.verify(id, host.caller(ctx), scope=scope).model_dump(mode="json")
+    records = host.service().audit(AuditRequest(memory_id=id, scope=scope), host.caller(ctx))
+    return {"records": [record.model_dump(mode="json") for record in records]}
+
+
+_WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False)
+_DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False)
+_READS = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+# Each tool but `knowledge` (api.mcp.knowledge), with the text an agent reads and what it does.
+_TOOLS: tuple[tuple[Callable[..., dict[str, Any]], str, ToolAnnotations], ...] = (
+    (memorize, MEMORIZE, ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True)),
+    (remember, REMEMBER, _READS),
+    (job, JOB, _READS),
+    (forget, FORGET, _DELETES),
+    (handoff, HANDOFF, _WRITES),
+    (memory, MEMORY, _WRITES),
+    (admin, ADMIN, _DELETES),
+    (memory_status, MEMORY_STATUS, _READS),
+)
+
+
+def memory_tools() -> list[Tool]:
+    """The tools but ``knowledge``, new for one server, in the order clients have always listed them."""
+    tools = [
+        Tool.from_function(reporting(function), description=text, annotations=notes) for function, text, notes in _TOOLS
     ]
-
-
-def _forget_tool(
-    service: Callable[[], MemoryService],
-    caller: Callable[[Context[Any, Any]], Caller],
-    on_tool_call: ToolCalls | None,
-) -> Tool:
-    """``forget``: one memory for good, or in bulk after a preview."""
-
-    def forget(
-        ctx: Context[Any, Any],
-        id: Annotated[
-            StrictStr | None,
-            Field(min_length=1, max_length=200, description="The memory id, from remember (leave out for bulk)."),
-        ] = None,
-        confirm: Annotated[StrictBool, Field(description="Must be true to delete.")] = False,
-        scope: Annotated[ScopeName | None, Field(description="The memory's project scope.")] = None,
-        # In bulk (no id), as `remember` takes them. Plain here, checked whole by BulkForgetRequest:
-        # every session's context pays for a schema, and these would repeat remember's enums and patterns.
-        query: StrictStr | None = None,
-        memory_types: list[StrictStr] | None = None,
-        tags: list[StrictStr] | None = None,
-        states: list[StrictStr] | None = None,
-        author: StrictStr | None = None,
-        created_after: StrictStr | None = None,
-        created_before: StrictStr | None = None,
-        limit: StrictInt | None = None,
-        preview_token: StrictStr | None = None,
-    ) -> dict[str, Any]:
-        bulk: dict[str, Any] = {"query": query, "memory_types": memory_types, "tags": tags, "states": states}
-        bulk |= {"author": author, "created_after": created_after, "created_before": created_before}
-        bulk |= {"limit": limit, "preview_token": preview_token}
-        asked = {k: v for k, v in bulk.items() if v is not None}
-        if id is None:
-            request = BulkForgetRequest.model_validate(asked | {"scope": scope, "confirm": confirm})
-            return service().forget_matching(request, caller(ctx)).model_dump(mode="json")
-        if asked:
-            raise ValidationError(f"{sorted(asked)[0]}: forgets in bulk, without an `id`", field=sorted(asked)[0])
-        removed = service().forget(id, confirm=confirm, caller=caller(ctx), scope=scope)
-        return {"forgotten": removed.id, "title": removed.title, "scope": removed.scope}
-
-    return Tool.from_function(
-        reporting_errors(forget, "forget", on_tool_call),
-        description=FORGET,
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
-    )
-
-
-def _admin_tool(
-    service: Callable[[], MemoryService],
-    caller: Callable[[Context[Any, Any]], Caller],
-    on_tool_call: ToolCalls | None,
-) -> Tool:
-    """``admin``: the operator's tool (tokens)."""
-
-    def admin(
-        ctx: Context[Any, Any],
-        action: Annotated[
-            Literal["tokens", "create_token", "revoke_token"], Field(description="list, create or revoke tokens.")
-        ],
-        name: Annotated[PrincipalName | None, Field(description="create_token: who it is for.")] = None,
-        grants: Annotated[
-            list[GrantText] | None,
-            Field(max_length=MAX_GRANTS, description="create_token: PATTERN:ROLE, e.g. github.com/acme/*:write."),
-        ] = None,
-        expires_in_days: Annotated[
-            StrictFloat | None, Field(gt=0, le=3650, description="create_token: days until it stops working.")
-        ] = None,
-        token_id: Annotated[
-            StrictStr | None, Field(pattern=r"^[0-9a-f]{12}$", description="revoke_token: the token's id.")
-        ] = None,
-    ) -> dict[str, Any]:
-        given = {"name": name, "grants": grants, "expires_in_days": expires_in_days, "token_id": token_id}
-        tokens = service().tokens
-        if action == "tokens":
-            action_arguments(action, given, takes=())
-            return {"tokens": [t.model_dump(mode="json") for t in tokens.list(caller(ctx))]}
-        if action == "create_token":
-            action_arguments(action, given, takes=("name", "grants", "expires_in_days"), needs="name")
-            assert name is not None  # checked just above
-            request = TokenCreate(name=name, grants=grants or [], expires_in_days=expires_in_days)
-            return tokens.create(request, caller(ctx)).model_dump(mode="json")
-        action_arguments(action, given, takes=("token_id",), needs="token_id")
-        assert token_id is not None  # checked just above
-        return tokens.revoke(token_id, caller(ctx)).model_dump(mode="json")
-
-    return Tool.from_function(
-        reporting_errors(admin, "admin", on_tool_call),
-        description=ADMIN,
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False),
-    )
-
-
-def removing_tools(
-    service: Callable[[], MemoryService],
-    caller: Callable[[Context[Any, Any]], Caller],
-    on_tool_call: ToolCalls | None,
-) -> list[Tool]:
-    """``forget`` (one memory for good, or in bulk after a preview) and ``admin`` (the operator's tool: tokens)."""
-    return [_forget_tool(service, caller, on_tool_call), _admin_tool(service, caller, on_tool_call)]
-
-
-def handoff_tool(
-    service: Callable[[], MemoryService],
-    caller: Callable[[Context[Any, Any]], Caller],
-    on_tool_call: ToolCalls | None,
-) -> Tool:
-    """``handoff``: a session's handoff, saved or loaded."""
-
-    def handoff(
-        ctx: Context[Any, Any],
-        action: Annotated[Literal["save", "load"], Field(description="save a handoff, or load the latest.")],
-        summary: Annotated[HandoffSummary | None, Field(description="save: where the work stands.")] = None,
-        completed: Annotated[HandoffItems | None, Field(description="save: what was finished.")] = None,
-        in_progress: Annotated[HandoffItems | None, Field(description="save: what is under way.")] = None,
-        blocked: Annotated[HandoffItems | None, Field(description="save: what waits, and on what.")] = None,
-        next_steps: Annotated[HandoffItems | None, Field(description="save: what to do next.")] = None,
-        scope: Annotated[ScopeName | None, Field(description="Another project's scope.")] = None,
-    ) -> dict[str, Any]:
-        lists = {"completed": completed, "in_progress": in_progress, "blocked": blocked, "next_steps": next_steps}
-        given = {"summary": summary, **lists}
-        if action == "load":
-            action_arguments("load", given, takes=())
-            latest = service().load_handoff(caller(ctx), scope=scope)
-            return {"handoff": None if latest is None else latest.model_dump(mode="json")}
-        action_arguments("save", given, takes=tuple(given), needs="summary")
-        assert summary is not None  # checked just above
-        request = HandoffSave(summary=summary, scope=scope, **{k: v for k, v in lists.items() if v is not None})
-        return service().save_handoff(request, caller(ctx)).model_dump(mode="json")
-
-    return Tool.from_function(
-        reporting_errors(handoff, "handoff", on_tool_call),
-        description=HANDOFF,
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False),
-    )
-
-
-def memory_tool(
-    service: Callable[[], MemoryService],
-    caller: Callable[[Context[Any, Any]], Caller],
-    on_tool_call: ToolCalls | None,
-) -> Tool:
-    """``memory``: one memory up close (get, history, verify, undo, export)."""
-
-    def memory(
-        ctx: Context[Any, Any],
-        action: Annotated[
-            Literal["get", "history", "verify", "undo", "export"],
-            Field(description="get a memory, read its history, verify it still holds, undo a change, or export."),
-        ],
-        id: Annotated[
-            StrictStr | None, Field(min_length=1, max_length=64, description="get, history, verify: the memory id.")
-        ] = None,
-        audit_id: Annotated[
-            StrictStr | None, Field(min_length=1, max_length=64, description="undo: the record's id, from history.")
-        ] = None,
-        scope: Annotated[
-            ScopeName | None,
-            Field(description="get, history, verify: the memory's project scope; export: the scope."),
-        ] = None,
-    ) -> dict[str, Any]:
-        given = {"id": id, "audit_id": audit_id, "scope": scope}
-        if action == "export":
-            action_arguments(action, given, takes=("scope",))
-            who = caller(ctx)
-            # A session locked to a project exports that project; otherwise `scope`, or all it may read.
-            named = scope if scope is not None else (who.default_scope if who.locked else None)
-            lines: list[str] = []
-            size = 0
-            for line in service().transfer.export(who, None if named is None else [named]):
-                size += len(line) + 1
-                if size > MAX_TOOL_EXPORT_CHARS:
-                    # A tool's answer lands in the agent's context: the rest is read no further.
-                    raise ValidationError(
-                        f"the export is longer than {MAX_TOOL_EXPORT_CHARS:,} characters, too long for a tool's "
-                        "answer: name one `scope`, or use `hivemem export` or GET /v1/export",
-                        field="action",
-                    )
-                lines.append(line)
-            return {"lines": len(lines), "export": "\n".join(lines) + "\n"}
-        if action == "undo":
-            action_arguments(action, given, takes=("audit_id",), needs="audit_id")
-            assert audit_id is not None  # checked just above
-            return service().undo(audit_id, caller(ctx)).model_dump(mode="json")
-        action_arguments(action, given, takes=("id", "scope"), needs="id")
-        assert id is not None  # checked just above
-        if action == "get":
-            return service().get(id, caller(ctx), scope=scope).model_dump(mode="json")
-        if action == "verify":
-            return service().operators.verify(id, caller(ctx), scope=scope).model_dump(mode="json")
-        records = service().audit(AuditRequest(memory_id=id, scope=scope), caller(ctx))
-        return {"records": [record.model_dump(mode="json") for record in records]}
-
-    return Tool.from_function(
-        reporting_errors(memory, "memory", on_tool_call),
-        description=MEMORY,
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False),
-    )
+    # memorize's schema names `global`, a Python keyword: called by the schema's names.
+    tools[0].fn = reporting(_by_wire_names(memorize))
+    return tools
