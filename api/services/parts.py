@@ -74,9 +74,10 @@ class Parts:
         """Re-embed every memory and chunk with ``target`` in the background (:mod:`workers.reembed`),
         or, while one runs, its job. Raises ``ConfigError`` for a store that cannot re-embed in
         place or an embedder that cannot be switched."""
-        running = self.reembedding
-        if running is not None and not self.runner.board.get(running.job.id).state.final:
-            return running.job
+        if self.reembedding is not None:
+            current = self.runner.board.get(self.reembedding.job.id)
+            if not current.state.final:
+                return current
         if not isinstance(self.embedder, QueuedEmbedder) or not isinstance(self.store, ReEmbeds):
             raise ConfigError("this store cannot be re-embedded in place (export it and import it into a new one)")
         self.reembedding = Reembedding(
