@@ -59,8 +59,9 @@ class SQLiteStore(DelegatesKnowledge, SQLiteRecords):
         integrity_check: bool = True,
         tuning: SQLiteTuning | None = None,
     ) -> None:
+        tuning = tuning or SQLiteTuning()
         # Before the file is opened: opening commits the schema, and a commit consults the index.
-        self._index = MemoryIndex(dimension, tuning or SQLiteTuning())  # loaded by the first search, or by warm()
+        self._index = MemoryIndex(dimension, tuning)  # loaded by the first search, or by warm()
         super().__init__(
             path, embedding_model=embedding_model, dimension=dimension, integrity_check=integrity_check, tuning=tuning
         )
