@@ -69,7 +69,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
         if opened is None:
             # Opened here, closed here; load the model now so /readyz means ready.
             opened = await anyio.to_thread.run_sync(MemoryService.from_settings, settings)
-            await anyio.to_thread.run_sync(opened.warm_up)
+            await anyio.to_thread.run_sync(opened.parts.warm_up)
             opened.start_background()
         holder["service"] = opened
         if metrics is not None:
@@ -249,7 +249,7 @@ def serve(
     service = MemoryService.from_settings(settings)
     try:
         said(f"store open, model {service.embedder.model_id} loaded; loading the store's index")
-        service.warm_up()
+        service.parts.warm_up()
         said("index loaded")
         service.start_background()
         if settings.team:

@@ -171,7 +171,7 @@ def run_hivemem(work: Path, items: list[tuple[str, str]], queries: list[str], cl
     service = MemoryService.from_settings(settings)
     caller = Caller("bench", "bench/side-by-side")
     try:
-        service.warm_up()
+        service.parts.warm_up()
         requests = [MemoryCreate(title=title, content=sentence) for title, sentence in items]
         half = len(requests) // 2
         # One client for the first half, `clients` for the second: the store grows to the same size.

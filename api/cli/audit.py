@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     )
     service = MemoryService.from_settings(settings, lazy_model=True)
     try:
-        for record in service.audit(request, Caller(principal="cli")):
+        for record in service.audit_trail.search(request, Caller(principal="cli")):
             print(json.dumps(record.model_dump(mode="json"), sort_keys=True))
     finally:
         service.close()

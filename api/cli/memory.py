@@ -369,7 +369,7 @@ def _forget(service: MemoryService, args: argparse.Namespace, caller: Caller, re
 def _audit(service: MemoryService, args: argparse.Namespace, caller: Caller, _: object) -> None:
     from hivemem.audit_schemas import AuditRequest
 
-    trail = service.audit(AuditRequest(memory_id=args.id, scope=args.scope), caller)
+    trail = service.audit_trail.search(AuditRequest(memory_id=args.id, scope=args.scope), caller)
     print_json([e.model_dump(mode="json") for e in trail])
 
 
@@ -380,16 +380,16 @@ def _promote(service: MemoryService, args: argparse.Namespace, caller: Caller, _
 
 
 def _consolidate(service: MemoryService, args: argparse.Namespace, caller: Caller, _: object) -> None:
-    plan = service.consolidate_goal(args.goal_id, caller, scope=args.scope)
+    plan = service.lifecycle.consolidate_goal(args.goal_id, caller, scope=args.scope)
     print_json(None if plan is None else plan.model_dump(mode="json"))
 
 
 def _sleep(service: MemoryService, args: argparse.Namespace, caller: Caller, request: Any) -> None:
-    print_json(service.sleep(request, caller).model_dump(mode="json"))
+    print_json(service.lifecycle.sleep(request, caller).model_dump(mode="json"))
 
 
 def _undo(service: MemoryService, args: argparse.Namespace, caller: Caller, _: object) -> None:
-    done = service.undo(args.audit_id, caller)
+    done = service.audit_trail.undo(args.audit_id, caller)
     print(f"undid {done.action} {done.audit_id}: restored {', '.join(done.restored)}")
 
 

@@ -191,7 +191,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         settings.data_dir.expanduser().mkdir(parents=True, exist_ok=True)
         service = MemoryService.from_settings(settings)
         try:
-            service.warm_up()
+            service.parts.warm_up()
         finally:
             service.close()
         print(f"data folder {settings.data_dir}, model {service.embedder.model_id}: ready", file=sys.stderr)

@@ -276,7 +276,7 @@ _WARM_UP_JOIN_S = 20.0  # how long a stopping session waits for the warm-up (a m
 
 def _warm_up(service: MemoryService) -> None:
     try:
-        service.warm_up()
+        service.parts.warm_up()
     except Exception:  # the first tool call reports the same error to the agent
         log.warning("loading the embedding model failed", exc_info=True)
 

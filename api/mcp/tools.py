@@ -418,14 +418,14 @@ def memory(
     if action == "undo":
         action_arguments(action, given, takes=("audit_id",), needs="audit_id")
         assert audit_id is not None  # checked just above
-        return host.service().undo(audit_id, host.caller(ctx)).model_dump(mode="json")
+        return host.service().audit_trail.undo(audit_id, host.caller(ctx)).model_dump(mode="json")
     action_arguments(action, given, takes=("id", "scope"), needs="id")
     assert id is not None  # checked just above
     if action == "get":
         return host.service().get(id, host.caller(ctx), scope=scope).model_dump(mode="json")
     if action == "verify":
         return host.service().operators.verify(id, host.caller(ctx), scope=scope).model_dump(mode="json")
-    records = host.service().audit(AuditRequest(memory_id=id, scope=scope), host.caller(ctx))
+    records = host.service().audit_trail.search(AuditRequest(memory_id=id, scope=scope), host.caller(ctx))
     return {"records": [record.model_dump(mode="json") for record in records]}
 
 

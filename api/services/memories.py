@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -30,10 +29,8 @@ from api.services.secrets import HANDOFF_FIELDS, SecretScreen, noted, screened
 from api.services.status import memory_status
 from api.services.written import in_order, written_results
 from hivemem.answers import (
-    AuditPublic,
     Briefing,
     BulkMemorizeResult,
-    ConsolidationPublic,
     DeadLetterPublic,
     HandoffPublic,
     JobPublic,
@@ -44,10 +41,7 @@ from hivemem.answers import (
     RecallResponse,
     RecallResult,
     RelatedResult,
-    SleepResult,
-    UndoResult,
 )
-from hivemem.audit_schemas import AuditRequest
 from hivemem.config import Settings
 from hivemem.embedding import Embedder
 from hivemem.errors import (
@@ -69,7 +63,7 @@ from hivemem.model import (
     new_memory_id,
     utcnow,
 )
-from hivemem.schemas import HandoffSave, MemoryCreate, PromoteRequest, RecallRequest, SleepRequest
+from hivemem.schemas import HandoffSave, MemoryCreate, PromoteRequest, RecallRequest
 from hivemem.staleness import StalenessTuning, stale_days
 from search import SearchFilter, Store
 from search.base import DEFAULT_STATES
@@ -103,7 +97,10 @@ _NOT_A_USE = frozenset({RelationType.SUPERSEDES, RelationType.CLOSES, RelationTy
 
 
 class MemoryService:
-    """memorize / remember / get / forget over one store, one embedder and one job runner."""
+    """memorize / remember / get / forget over one store, one embedder and one job runner, and the
+    way to the other services over the same parts: :attr:`lifecycle` (sleep, consolidation),
+    :attr:`audit_trail` (the log, undo), :attr:`knowledge`, :attr:`tokens`, :attr:`operators`,
+    :attr:`transfer`; :attr:`parts` warms, checks and closes what they share."""
 
     def __init__(
         self,
@@ -457,24 +454,6 @@ class MemoryService:
         with self.model_gate.reading():
             return forget_matching(self.store, self.recaller, request, caller)
 
-    def audit(self, request: AuditRequest, caller: Caller = Caller()) -> list[AuditPublic]:
-        """See :meth:`api.services.audit_trail.AuditTrail.search`."""
-        return self.audit_trail.search(request, caller)
-
-    def undo(self, audit_id: str, caller: Caller = Caller()) -> UndoResult:
-        """See :meth:`api.services.audit_trail.AuditTrail.undo`."""
-        return self.audit_trail.undo(audit_id, caller)
-
-    def consolidate_goal(
-        self, goal_id: str, caller: Caller = Caller(), *, scope: str | None = None
-    ) -> ConsolidationPublic | None:
-        """See :meth:`api.services.lifecycle.Lifecycle.consolidate_goal`."""
-        return self.lifecycle.consolidate_goal(goal_id, caller, scope=scope)
-
-    def sleep(self, request: SleepRequest, caller: Caller = Caller()) -> SleepResult:
-        """See :meth:`api.services.lifecycle.Lifecycle.sleep`."""
-        return self.lifecycle.sleep(request, caller)
-
     def save_handoff(self, request: HandoffSave, caller: Caller = Caller()) -> MemorizeResult | MemorizeAccepted:
         """Store a session handoff as a ``handoff`` memory of the scope; the latest is what ``load_handoff``
         returns. A credential in it is refused or redacted, named by the handoff's own field."""
@@ -500,14 +479,6 @@ class MemoryService:
             rerank_fallbacks=dict(getattr(self.recaller.reranker, "fallbacks", {})),
         )
 
-    def sleep_lock(self, *, wait: bool) -> AbstractContextManager[bool]:
-        """See :meth:`api.services.lifecycle.Lifecycle.sleep_lock`."""
-        return self.lifecycle.sleep_lock(wait=wait)
-
-    def start_second_leg(self) -> None:
-        """See :meth:`Parts.start_second_leg`."""
-        self.parts.start_second_leg()
-
     def start_background(self) -> None:
         """Start what a server runs beside its requests: the sleep timer and the second model's
         filler. Every server that opens a service calls it; a one-off command does not."""
@@ -517,14 +488,6 @@ class MemoryService:
     def warnings(self) -> list[str]:
         """What an operator should know at start: setups that work but can lose data."""
         return self.runner.warnings()
-
-    def warm_up(self) -> None:
-        """See :meth:`Parts.warm_up`."""
-        self.parts.warm_up()
-
-    def ready(self) -> dict[str, bool]:
-        """See :meth:`Parts.ready`."""
-        return self.parts.ready()
 
     def close(self) -> None:
         """Finish background jobs, stop the embedder's thread and close the store (:meth:`Parts.close`)."""

@@ -98,7 +98,7 @@ def _second_leg_filled(service: MemoryService, progress: Callable[[str], None]) 
     leg = service.second_leg
     if leg is None:
         return
-    service.start_second_leg()
+    service.parts.start_second_leg()
     while not leg.wait_caught_up(30.0):
         if leg.last_failure:
             raise RuntimeError(f"the second model's vectors could not be made: {leg.last_failure}")

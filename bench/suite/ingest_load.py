@@ -44,7 +44,7 @@ def run_ingest_load(
         tempfile.TemporaryDirectory(prefix="hivemem-bench-ingest-") as folder,
         shape_service(settings, "celery", workers, Path(folder), nice=nice) as service,
     ):
-        service.warm_up()
+        service.parts.warm_up()
         caller = Caller(principal="bench", default_scope=SCOPE)
         seeds = [
             MemoryCreate(

@@ -154,7 +154,7 @@ def run_knowledge(
         tempfile.TemporaryDirectory(prefix="hivemem-bench-knowledge-") as folder,
         _service(settings, shape, workers, Path(folder)) as service,
     ):
-        service.warm_up()
+        service.parts.warm_up()
         caller = Caller(principal="bench", default_scope=SCOPE)
         print(f"ingesting {corpus} ({shape})", file=sys.stderr)
         ingested = (_ingest_in_process if shape == "embedded" else _ingest_on_workers)(service, caller, corpus)

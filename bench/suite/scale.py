@@ -245,7 +245,7 @@ def _measure(
     tune_allocator()  # as `hivemem serve` does at start
     began = time.perf_counter()
     service = MemoryService.from_settings(run)
-    service.warm_up()
+    service.parts.warm_up()
     scope0 = _scope(0, scopes)
     service.store.vector_search(query_vectors[0].tolist(), SearchFilter(scopes=[scope0]), 1)  # loads the index
     open_s = time.perf_counter() - began

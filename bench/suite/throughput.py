@@ -174,7 +174,7 @@ def run_throughput(
     try:
         with shape_service(settings, shape, workers, folder) as service:
             progress(f"throughput: {shape}, {workers if shape == 'celery' else 0} worker(s), warming up")
-            service.warm_up()
+            service.parts.warm_up()
             for request in warm:  # loads the model in every worker process that embeds
                 service.memorize(request, caller)
 

@@ -20,11 +20,11 @@ def test_a_gateways_pass_waits_for_the_workers_pass_not_for_the_data_folder(redi
     try:
         with redis_sleep_lock(client, wait=False) as workers:  # what the scheduled task takes
             assert workers is True
-            with service.sleep_lock(wait=False) as gateway:
+            with service.lifecycle.sleep_lock(wait=False) as gateway:
                 assert gateway is False
             with sleep_lock(data_dir, wait=False) as folder:  # the embedded shape's lock is not the one
                 assert folder is True
-        with service.sleep_lock(wait=False) as gateway:
+        with service.lifecycle.sleep_lock(wait=False) as gateway:
             assert gateway is True
             with redis_sleep_lock(client, wait=False) as workers:
                 assert workers is False  # the scheduled pass leaves the store to the gateway's

@@ -389,7 +389,7 @@ def test_a_service_on_opensearch_without_a_broker_sleeps_under_the_clusters_leas
     here = MemoryService(Settings(data_dir=tmp_path / "here", embed_model="hash:64"), store, embedder)
     there = MemoryService(Settings(data_dir=tmp_path / "there", embed_model="hash:64"), other, embedder)
     try:
-        with here.sleep_lock(wait=False) as held, there.sleep_lock(wait=False) as also:
+        with here.lifecycle.sleep_lock(wait=False) as held, there.lifecycle.sleep_lock(wait=False) as also:
             assert held and not also
     finally:
         there.close()

@@ -67,7 +67,7 @@ def test_a_server_fills_the_vectors_and_recall_fuses_the_leg(
     service = open_service(second_settings)
     try:
         assert service.second_leg is not None
-        service.start_second_leg()
+        service.parts.start_second_leg()
         retry = service.memorize(MemoryCreate(title="Retry policy", content="retry with exponential backoff"), CALLER)
         service.memorize_many(
             [MemoryCreate(title=f"Note {n}", content=f"the office plant number {n} is watered") for n in range(5)],
@@ -89,7 +89,7 @@ def test_a_server_fills_the_vectors_and_recall_fuses_the_leg(
 def test_writes_of_another_process_are_filled_too(second_settings: Settings, open_service: OpenService) -> None:
     service = open_service(second_settings)
     try:
-        service.start_second_leg()
+        service.parts.start_second_leg()
         assert service.second_leg is not None and service.second_leg.wait_caught_up(30)
         # Another writer on the same store (a worker, a CLI): no nudge reaches the filler.
         other = open_service(second_settings.model_copy(update={"second_embed_model": ""}))
@@ -162,7 +162,7 @@ def test_recall_answers_without_the_leg_when_its_model_fails(settings: Settings)
 def test_bm25_mode_has_no_second_leg(second_settings: Settings) -> None:
     service = MemoryService.from_settings(second_settings)
     try:
-        service.start_second_leg()
+        service.parts.start_second_leg()
         service.memorize(MemoryCreate(title="Retry policy", content="retry with exponential backoff"), CALLER)
         assert service.second_leg is not None and service.second_leg.wait_caught_up(30)
         service.with_mode(RetrievalMode.BM25)

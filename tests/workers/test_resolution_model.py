@@ -215,7 +215,7 @@ def test_by_default_a_template_set_stays_apart_and_a_rewording_folds_undoably(tm
         assert again.outcome in (WriteOutcome.REINFORCED, WriteOutcome.MERGED) and again.id == first.id
         assert again.said and first.id in again.said and "undoable" in again.said
         (record,) = [e for e in defaults.store.audit_log(first.id) if e.action in ("reinforce", "merge")]
-        undone = defaults.undo(record.id, CALLER)
+        undone = defaults.audit_trail.undo(record.id, CALLER)
         assert first.id in undone.restored and len(undone.restored) == 2
         separate = next(i for i in undone.restored if i != first.id)
         assert defaults.store.get(separate).content == "Our logs go to Loki."

@@ -35,7 +35,7 @@ def test_e5_scores_a_note_in_another_language_first(tmp_path: Path) -> None:
     service = MemoryService.from_settings(settings)
     try:
         assert service.second_leg is not None and service.second_leg.model == E5_MODEL_ID
-        service.start_second_leg()
+        service.parts.start_second_leg()
         ids = {key: service.memorize(MemoryCreate(title=key, content=text), CALLER).id for key, text in NOTES.items()}
         assert service.second_leg.wait_caught_up(120)
         response = service.remember(RecallRequest(query="How often is the database backed up?", explain=True), CALLER)

@@ -31,7 +31,7 @@ def readyz(service: ServiceDep) -> JSONResponse:
     200 `ready` when all answer; 200 `degraded` when only the workers are missing (memorize then
     queues and answers 202); 503 `unavailable` with the failing checks otherwise.
     """
-    checks = service.ready()
+    checks = service.parts.ready()
     failing = {name for name, ok in checks.items() if not ok}
     if not failing:
         status, code = "ready", 200

@@ -145,7 +145,7 @@ def audit(
             "limit": limit,
         }
     )
-    return service.audit(request, caller)
+    return service.audit_trail.search(request, caller)
 
 
 @router.post("/audit/{audit_id}/undo", response_model=UndoResult)
@@ -154,7 +154,7 @@ def undo(
 ) -> UndoResult:
     """Undo a merge, a supersede or a consolidation: the memories as they were come back, and the undo is audited.
     404 for an unknown record; 409 for another action or a record already undone."""
-    return service.undo(audit_id, caller)
+    return service.audit_trail.undo(audit_id, caller)
 
 
 @router.post("/memories/{memory_id:uuid}/consolidate", response_model=ConsolidationPublic | None)
@@ -165,7 +165,7 @@ def consolidate(
     with a `closes` edge to it), or the goal itself: sources muted (`consolidated`, importance
     x 0.2) with `derived_from` edges from the parent; undoable by the audit record. `null` when
     no finding is left. 404 for an unknown goal; 422 for a memory that is not a goal."""
-    return service.consolidate_goal(str(memory_id), caller, scope=scope)
+    return service.lifecycle.consolidate_goal(str(memory_id), caller, scope=scope)
 
 
 @router.post("/memories/{memory_id:uuid}/promote", status_code=201, response_model=MemorizeResult | MemorizeAccepted)
@@ -224,7 +224,7 @@ def sleep(body: SleepRequest, service: ServiceDep, caller: CallerDep) -> SleepRe
     """Sleep-consolidate the scope now: clusters of near-identical working memories of the last
     days become one insight each, the sources muted under it (undoable). `dry_run` reports the
     clusters and writes nothing."""
-    return service.sleep(body, caller)
+    return service.lifecycle.sleep(body, caller)
 
 
 @router.post("/memories/forget", response_model=BulkForgetAnswer)
