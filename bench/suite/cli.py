@@ -6,6 +6,8 @@ the repository; the names, flags and JSON reports are those the benchmarks have 
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +54,8 @@ def add_parser(sub: Any) -> None:
     _add_store_and_client(bench_sub)
     _add_load(bench_sub)
     _add_models_and_requests(bench_sub)
+    for each in bench_sub.choices.values():
+        each.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
 
 
 def _add_quality(bench_sub: Any) -> None:
@@ -69,7 +73,6 @@ def _add_quality(bench_sub: Any) -> None:
             b.add_argument(
                 "--as-facts", action="store_true", help="memorize the turns as facts an agent noted, not conversation"
             )
-        b.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
         b.add_argument(
             "--mode",
             choices=[m.value for m in RetrievalMode],
@@ -93,40 +96,40 @@ def _add_store_and_client(bench_sub: Any) -> None:
     """The CLI, the dashboard, the store at scale, resolution, knowledge."""
     cl = bench_sub.add_parser("cli", help="CLI calls end to end (process start included), through a server and alone")
     cl.add_argument("--runs", type=positive_int, default=20, help="hivemem remember calls through the server")
-    cl.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     hk = bench_sub.add_parser("hooks", help="each client hook end to end (process start included) on a full store")
     hk.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl, queries.jsonl)")
     hk.add_argument("--size", type=positive_int, default=10_000, help="memories in the store (default 10000)")
     hk.add_argument("--runs", type=positive_int, default=100, help="calls of each hook (default 100)")
-    hk.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     ui = bench_sub.add_parser("ui", help="dashboard pages in Chromium on a large store: first paint, data shown")
     ui.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl: the texts)")
     ui.add_argument("--size", type=positive_int, default=100_000, help="memories in the store (default 100000)")
     ui.add_argument("--scopes", type=positive_int, default=100, help="scopes they are spread over (default 100)")
     ui.add_argument("--runs", type=positive_int, default=10, help="loads of each page (default 10)")
-    ui.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     sc = bench_sub.add_parser("scale", help="recall cost against store size: 10k to 1M memories, 1 and 100 scopes")
     sc.add_argument("--data", type=Path, required=True, help="folder holding scifact/ (corpus.jsonl, queries.jsonl)")
     sc.add_argument("--sizes", type=_int_list, default=[10_000, 100_000, 1_000_000], help="comma list of sizes")
     sc.add_argument("--layouts", type=_int_list, default=[1, 100], help="comma list of scope counts")
     sc.add_argument("--real", type=positive_int, default=20_000, help="texts embedded by the model")
     sc.add_argument("--queries", type=positive_int, default=200, help="recall queries per measurement")
-    sc.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     se = bench_sub.add_parser("secrets", help="the write-time secret detector: precision, recall, scan time")
     se.add_argument("--data", type=Path, default=Path("bench/secrets/cases.jsonl"), help="the cases (JSON lines)")
     se.add_argument("--prose", type=Path, default=None, help="a real text to time the scan on (e.g. a manual)")
-    se.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     rs = bench_sub.add_parser(
         "resolution", help="write-time resolution on labelled pairs of facts and on facts of one template"
     )
     rs.add_argument("--data", type=Path, default=Path("bench/resolution"), help="folder: pairs.jsonl, templates.json")
-    rs.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     kn = bench_sub.add_parser("knowledge", help="ingest a folder of real documents, then ask questions of it")
     kn.add_argument("--corpus", type=Path, required=True, help="folder of documents")
-    kn.add_argument("--questions", type=Path, required=True, help="JSONL: question, evidence [strings], format")
+    kn.add_argument(
+        "--questions",
+        dest="questions_file",
+        metavar="QUESTIONS",
+        type=Path,
+        required=True,
+        help="JSONL: question, evidence [strings], format",
+    )
     kn.add_argument("--shape", choices=["embedded", "celery"], default="embedded", help="where the ingest runs")
     kn.add_argument("--workers", type=positive_int, default=2, help="Celery workers (celery shape)")
-    kn.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
 
 
 def _add_load(bench_sub: Any) -> None:
@@ -143,13 +146,11 @@ def _add_load(bench_sub: Any) -> None:
     hl.add_argument("--calls", type=positive_int, default=2000, help="calls of the mixed load")
     hl.add_argument("--upload-clients", type=positive_int, default=8, help="recall clients around the upload")
     hl.add_argument("--max-chunks", type=positive_int, default=None, help="HIVEMEM_KNOWLEDGE_MAX_CHUNKS")
-    hl.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     il = bench_sub.add_parser("ingest-load", help="recall latency while Celery workers ingest a folder")
     il.add_argument("--corpus", type=Path, required=True, help="folder of documents")
     il.add_argument("--workers", type=positive_int, default=2, help="Celery ingest workers")
     il.add_argument("--clients", type=positive_int, default=8, help="concurrent recall clients")
     il.add_argument("--nice", type=int, choices=range(0, 20), default=0, metavar="0-19", help="the workers' niceness")
-    il.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
 
 
 def _add_models_and_requests(bench_sub: Any) -> None:
@@ -165,7 +166,6 @@ def _add_models_and_requests(bench_sub: Any) -> None:
     em.add_argument(
         "--warmup", type=positive_int, default=32, help="texts of each set embedded before timing (default 32)"
     )
-    em.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     rp = bench_sub.add_parser(
         "rerank-pool", help="the rerank pool's round trip (gateway -> worker -> gateway) against scoring in process"
     )
@@ -187,7 +187,6 @@ def _add_models_and_requests(bench_sub: Any) -> None:
     rp.add_argument(
         "--warmup", type=positive_int, default=5, help="requests before measuring (default 5; a GPU wants ~50)"
     )
-    rp.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     osr = bench_sub.add_parser(
         "opensearch-requests",
         help="requests and refresh waits of the OpenSearch store's batch paths (import, export, …)",
@@ -196,7 +195,6 @@ def _add_models_and_requests(bench_sub: Any) -> None:
         "--url", default=None, help="store URL of a cluster, opensearch+http(s)://… (default: a private osmem-server)"
     )
     osr.add_argument("--memories", type=_at_least_101, default=3000, help="memories written (default 3000)")
-    osr.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
     t = bench_sub.add_parser("throughput", help="memorize/s and recall latency, embedded and Celery + Redis")
     t.add_argument("--shape", choices=["embedded", "celery"], action="append", help="default: both")
     t.add_argument("--workers", type=positive_int, action="append", help="Celery workers (repeatable; default 1 and 2)")
@@ -204,17 +202,33 @@ def _add_models_and_requests(bench_sub: Any) -> None:
     t.add_argument("--bulk", type=positive_int, default=1000, help="memories in the bulk memorize")
     t.add_argument("--queries", type=positive_int, default=300, help="recall calls")
     t.add_argument("--clients", type=positive_int, default=8, help="concurrent callers")
-    t.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the report here")
 
 
 class _Refused(Exception):
     """A benchmark's input is not what it needs: said on one line, exit status 2."""
 
 
-def _must_exist(*paths: Path, flag: str = "") -> None:
-    for path in paths:
-        if not path.exists():
-            raise _Refused(f"{flag}{path} does not exist")
+Bench = Callable[[argparse.Namespace, Settings], dict[str, Any]]
+
+
+def _flags_by_name(runner: str, *, existing: tuple[str, ...] = ()) -> Bench:
+    """The bench ``runner`` (``module:function``, imported when it runs) called with the flags its
+    parameters name, and ``settings`` where it takes them; refused first when a flag in ``existing``
+    names a path that does not exist."""
+    module, _, function = runner.partition(":")
+
+    def bench(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+        given = vars(args) | {"settings": settings}
+        for flag in existing:
+            if not given[flag].exists():
+                raise _Refused(f"{given[flag]} does not exist")
+        run = getattr(importlib.import_module(module), function)
+        report: dict[str, Any] = run(
+            **{name: given[name] for name in inspect.signature(run).parameters if name in given}
+        )
+        return report
+
+    return bench
 
 
 def _throughput(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
@@ -236,112 +250,23 @@ def _throughput(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     return {"bench": "throughput", "runs": runs}
 
 
-def _cli(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.cli_latency import run_cli_latency
-
-    return run_cli_latency(settings, runs=args.runs)
-
-
-def _hooks(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.hooks import run_hooks_bench
-
-    return run_hooks_bench(settings, data=args.data, size=args.size, runs=args.runs)
-
-
-def _ui(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.dashboard import run_dashboard_bench
-
-    return run_dashboard_bench(data=args.data, size=args.size, scopes=args.scopes, runs=args.runs)
-
-
-def _scale(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.scale import run_scale
-
-    return run_scale(
-        settings, data=args.data, sizes=args.sizes, layouts=args.layouts, real=args.real, queries=args.queries
-    )
-
-
-def _http_load(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.http_load import run_http_load
-
-    return run_http_load(
-        document=args.document,
-        memories=args.memories,
-        clients=args.clients,
-        calls=args.calls,
-        upload_clients=args.upload_clients,
-        max_chunks=args.max_chunks,
-        rounds=args.rounds,
-    )
-
-
 def _ingest_load(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.ingest_load import run_ingest_load
-
     if not args.corpus.is_dir():
         raise _Refused(f"{args.corpus} is not a folder")
-    return run_ingest_load(settings, corpus=args.corpus, workers=args.workers, clients=args.clients, nice=args.nice)
+    return _flags_by_name("bench.suite.ingest_load:run_ingest_load")(args, settings)
 
 
 def _opensearch_requests(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.opensearch_requests import run_opensearch_requests
-
     try:
-        return run_opensearch_requests(settings, url=args.url, memories=args.memories)
+        return _flags_by_name("bench.suite.opensearch_requests:run_opensearch_requests")(args, settings)
     except RuntimeError as exc:
         raise _Refused(str(exc)) from exc
 
 
 def _embed(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.embed import run_embed
-
-    return run_embed(
-        settings,
-        data=args.data,
-        devices=args.devices or ["cpu"],
-        batch_sizes=args.batch_sizes,
-        texts=args.texts,
-        queries=args.queries,
-        warmup=args.warmup,
-    )
-
-
-def _rerank_pool(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.rerank_pool import run_rerank_pool
-
-    return run_rerank_pool(
-        settings,
-        data=args.data,
-        model=args.model,
-        shape=args.shape,
-        device=args.device,
-        top_n=args.top_n,
-        requests=args.requests,
-        warmup=args.warmup,
-    )
-
-
-def _secrets(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.secrets import run_secrets_bench
-
-    _must_exist(args.data, flag="--data")
-    return run_secrets_bench(args.data, prose=args.prose)
-
-
-def _resolution(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.resolution import run_resolution
-
-    return run_resolution(args.data, settings)
-
-
-def _knowledge(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    from bench.suite.knowledge import run_knowledge
-
-    _must_exist(args.corpus, args.questions)
-    return run_knowledge(
-        settings, corpus=args.corpus, questions_file=args.questions, shape=args.shape, workers=args.workers
-    )
+    # --device appends to a list; its default (cpu) is said here, or a given device would add to it.
+    args.devices = args.devices or ["cpu"]
+    return _flags_by_name("bench.suite.embed:run_embed")(args, settings)
 
 
 def _quality(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
@@ -352,7 +277,8 @@ def _quality(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     from bench.suite.variants import parse_variant
     from search.recall_params import RecallParams
 
-    _must_exist(args.data, flag="--data ")
+    if not args.data.exists():
+        raise _Refused(f"--data {args.data} does not exist")
     common: dict[str, Any] = {
         "mode": RetrievalMode(args.mode),
         "fusion": FusionMethod(args.fusion) if args.fusion else RecallParams().fusion,
@@ -366,20 +292,20 @@ def _quality(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     return run_scifact(args.data, settings, qrels=args.qrels, **common)
 
 
-_BENCHES: dict[str, Callable[[argparse.Namespace, Settings], dict[str, Any]]] = {
+_BENCHES: dict[str, Bench] = {
     "throughput": _throughput,
-    "cli": _cli,
-    "hooks": _hooks,
-    "ui": _ui,
-    "scale": _scale,
-    "http-load": _http_load,
+    "cli": _flags_by_name("bench.suite.cli_latency:run_cli_latency"),
+    "hooks": _flags_by_name("bench.suite.hooks:run_hooks_bench"),
+    "ui": _flags_by_name("bench.suite.dashboard:run_dashboard_bench"),
+    "scale": _flags_by_name("bench.suite.scale:run_scale"),
+    "http-load": _flags_by_name("bench.suite.http_load:run_http_load"),
     "ingest-load": _ingest_load,
     "opensearch-requests": _opensearch_requests,
     "embed": _embed,
-    "rerank-pool": _rerank_pool,
-    "resolution": _resolution,
-    "secrets": _secrets,
-    "knowledge": _knowledge,
+    "rerank-pool": _flags_by_name("bench.suite.rerank_pool:run_rerank_pool"),
+    "resolution": _flags_by_name("bench.suite.resolution:run_resolution"),
+    "secrets": _flags_by_name("bench.suite.secrets:run_secrets_bench", existing=("data",)),
+    "knowledge": _flags_by_name("bench.suite.knowledge:run_knowledge", existing=("corpus", "questions_file")),
     "locomo": _quality,
     "smallstore": _quality,
     "scifact": _quality,
