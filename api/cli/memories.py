@@ -1,5 +1,5 @@
-"""``hivemem memory list|show|update`` (``memories`` is the same group): an operator's view of the
-stored memories."""
+"""``hivemem memory list|update|verify`` (``memories`` is the same group): an operator's view of the
+stored memories. The group's ``show`` is ``hivemem get`` under another name (:mod:`api.cli.memory`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from hivemem.scope import derive_scope
 
 __all__ = ["SUBCOMMANDS", "add_subcommands", "run"]
 
-SUBCOMMANDS = ("list", "show", "update", "verify")
+# `show` is listed here and answered as `hivemem get` (api/cli/memory.py).
+SUBCOMMANDS = ("list", "update", "verify")
 
 _SCOPE_HELP = "the scope (default: derived from the working directory; '' is global)"
 
@@ -34,7 +35,7 @@ def add_subcommands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     listing.add_argument("--before", default=None, type=moment, metavar="WHEN", help="created before")
     listing.add_argument("--limit", type=int, default=50, help="memories per page")
     listing.add_argument("--cursor", default=None, help="the next_cursor a previous page printed")
-    show = commands.add_parser("show", help="one memory with its relations")
+    show = commands.add_parser("show", help="one memory with its relations (the same as hivemem get)")
     show.add_argument("id", help="the memory's id")
     show.add_argument("--scope", default=None, help=_SCOPE_HELP)
     verify = commands.add_parser("verify", help="say a memory still holds (clears its stale label)")
@@ -80,8 +81,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 cursor=args.cursor,
             )
             result = page.model_dump(mode="json")
-        elif args.memory_command == "show":
-            result = service.get(args.id, caller, scope=args.scope).model_dump(mode="json")
         elif args.memory_command == "verify":
             result = service.operators.verify(args.id, caller, scope=args.scope).model_dump(mode="json")
         else:

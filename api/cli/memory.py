@@ -1,6 +1,6 @@
 """``hivemem memorize``, ``remember``, ``get``, ``forget``, ``sleep``, and the ``memory`` group
 (also named ``memories``): ``list``, ``show``, ``update``, ``audit``, ``promote``, ``undo``,
-``consolidate``, ``sleep-consolidate``. ``memorize``, ``remember``, ``get`` and ``forget`` go
+``consolidate``, ``sleep-consolidate``. ``memorize``, ``remember``, ``get`` (``memory show``) and ``forget`` go
 through a running server when there is one (:mod:`api.cli.client`); the rest, and those without a
 server, open the store in this process."""
 
@@ -302,6 +302,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
     if args.command in ("memory", "memories") and args.memory_command in memories.SUBCOMMANDS:
         return memories.run(args, settings)
+    if args.command in ("memory", "memories") and args.memory_command == "show":
+        args.command = "get"  # one command under two names
     home = derive_scope(Path.cwd())
     if args.command in CLIENT_COMMANDS and (url := server_for(settings)) is not None:
         return _through(Remote(url, token=settings.token, scope=home), args)
