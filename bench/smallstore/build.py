@@ -89,11 +89,14 @@ def records(repo: Path, prefix: str) -> list[dict[str, str]]:
 
 def main(out: Path, sources: list[str]) -> None:
     lines = []
+    # One numbering per scope: a project whose records are in two folders has two sources.
+    numbered: dict[str, int] = {}
     for source in sources:
         repo, _, where = source.partition("=")
         scope, _, prefix = where.partition(":")
-        for i, record in enumerate(records(Path(repo), prefix)):
-            memory_id = f"{scope}#{i}"
+        for record in records(Path(repo), prefix):
+            memory_id = f"{scope}#{numbered.setdefault(scope, 0)}"
+            numbered[scope] += 1
             lines.append(
                 {
                     "kind": "memory",

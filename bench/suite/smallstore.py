@@ -101,8 +101,7 @@ def run_smallstore(
             "smallstore", corpus, run_settings, mode=mode, fusion=fusion, fresh=fresh and rebuild
         )
         # The memories that hold the records of each name: a record's own, or the one write-time
-        # resolution merged it into (as LoCoMo's evidence is read). Three names of the set stand
-        # for two records each (log4brains' two folders both start at #0); either answers them.
+        # resolution merged it into (as LoCoMo's evidence is read).
         memories_of: dict[str, set[str]] = {}
         for i, (scope, _) in enumerate(corpus):
             memories_of.setdefault(names[i], set()).add(ids[(scope, i)])
