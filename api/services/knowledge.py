@@ -20,15 +20,13 @@ from pathlib import Path
 from api.process.memory import release_free_memory
 from api.services.caller import Caller
 from api.services.knowledge_paths import Expansion, checked_source, expand_paths, file_gone, prune_folder
+from api.services.parts import Parts
 from api.services.pattern_budget import compile_pattern
 from api.services.secrets import SecretScreen
 from hivemem.access import Role
-from hivemem.admission import FairGate, search_gate_for
 from hivemem.answers import JobPublic
-from hivemem.config import Settings
-from hivemem.embedding import Embedder, release_work_memory
+from hivemem.embedding import release_work_memory
 from hivemem.errors import (
-    ConfigError,
     DocumentError,
     SourceNotFoundError,
     ValidationError,
@@ -60,8 +58,7 @@ from hivemem.knowledge_schemas import (
     SourcePublic,
 )
 from hivemem.model import utcnow
-from hivemem.read_write_lock import ReadWriteLock
-from search.base import ChunkFilter, Store
+from search.base import ChunkFilter
 from search.knowledge_recall import KnowledgeSearcher
 from search.recall import RecallParams
 from workers.documents import format_of, parse_document
@@ -69,7 +66,6 @@ from workers.documents.knowledge_tuning import KnowledgeTuning
 from workers.documents.sources import STORED_PREFIXES, FileAccess, is_url, key_uri, read_source
 from workers.ingest_jobs import document_item, outcome_record
 from workers.knowledge_jobs import IndexOutcome, PhaseTimes, guard_limits, index_documents, text_document
-from workers.runner import Runner
 
 __all__ = ["STORED", "FileAccess", "KnowledgeService"]
 
@@ -91,25 +87,14 @@ INDEX_IN_REQUEST_MAX_BYTES = 64 * 1024
 class KnowledgeService:
     """search / read / match / store / delete / ingest / sources over one store and one embedder."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        embedder: Embedder,
-        runner: Runner | None = None,
-        *,
-        model_gate: ReadWriteLock | None = None,
-        search_gate: FairGate | None = None,
-        tuning: KnowledgeTuning | None = None,
-    ) -> None:
-        self.settings = settings
+    def __init__(self, parts: Parts, *, tuning: KnowledgeTuning | None = None) -> None:
+        """The service over ``parts``' store, embedder and runner; its searches pass the gates its
+        recalls pass (:class:`api.services.parts.Parts`)."""
+        self.settings, self.store, self.embedder = parts.settings, parts.store, parts.embedder
+        self.runner = parts.runner
         self.tuning = tuning or KnowledgeTuning()
-        self.store = store
-        self.embedder = embedder
-        self.runner = runner
-        gate = search_gate or search_gate_for(settings)
-        self.searcher = KnowledgeSearcher(store, embedder, RecallParams(), gate=gate)
-        self.model_gate = model_gate or ReadWriteLock()
+        self.searcher = KnowledgeSearcher(self.store, self.embedder, RecallParams(), gate=parts.search_gate)
+        self.model_gate = parts.model_gate
         # Large uploads and stored texts, one at a time in the background (see INDEX_IN_REQUEST_MAX_BYTES).
         self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-upload")
 
@@ -322,7 +307,7 @@ class KnowledgeService:
     def _index(
         self, scope: str, document: Document, caller: Caller, *, now: bool = False
     ) -> KnowledgeStored | KnowledgeAccepted:
-        if now or len(document.data) <= INDEX_IN_REQUEST_MAX_BYTES or self.runner is None:
+        if now or len(document.data) <= INDEX_IN_REQUEST_MAX_BYTES:
             return self._index_one(scope, document)
         board = self.runner.board
         job = Job(id=new_job_id(), kind=JobKind.INGEST, total=1, owner=caller.principal, scopes=(scope,))
@@ -333,7 +318,6 @@ class KnowledgeService:
 
     def _index_as_job(self, job_id: str, scope: str, document: Document) -> None:
         """Index ``document`` for job ``job_id``, recording its outcome as an ingest's."""
-        assert self.runner is not None  # only jobs of a service with a runner are queued
         board = self.runner.board
         times = PhaseTimes()
         try:
@@ -443,8 +427,6 @@ class KnowledgeService:
         """Start an ingest job: one item per document, run in the background (embedded: a bounded pool
         of this process; distributed: one task per document on the workers' ``ingest`` queue).
         Its progress and, when done, each document's outcome are at ``GET /v1/jobs/{id}``."""
-        if self.runner is None:
-            raise ConfigError("this knowledge service has no job runner")
         scope = caller.scope_for(request.scope, write=True)
         expansion = expand_paths(request.paths, request.glob, access)
         checked = [checked_source(source, access) for source in expansion.sources]

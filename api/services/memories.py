@@ -65,12 +65,11 @@ from hivemem.model import (
 )
 from hivemem.schemas import HandoffSave, MemoryCreate, PromoteRequest, RecallRequest
 from hivemem.staleness import StalenessTuning, stale_days
-from search import SearchFilter, Store
+from search import SearchFilter
 from search.base import DEFAULT_STATES
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.job_tuning import JobTuning
-from workers.runner import Runner
 
 if TYPE_CHECKING:
     from api.services.knowledge import KnowledgeService
@@ -102,35 +101,24 @@ class MemoryService:
     :attr:`audit_trail` (the log, undo), :attr:`knowledge`, :attr:`tokens`, :attr:`operators`,
     :attr:`transfer`; :attr:`parts` warms, checks and closes what they share."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        embedder: Embedder,
-        runner: Runner | None = None,
-        *,
-        one_off: bool = False,
-        recall: RecallParams | None = None,
-    ) -> None:
-        """The service over parts made of ``store``, ``embedder`` and ``runner`` (:class:`Parts`,
-        which owns them). ``one_off``: a CLI call's, whose second model (if any) loads only when it
-        embeds. ``recall``: how it recalls (None: as configured)."""
-        self.parts = parts = Parts(settings, store, embedder, runner, one_off=one_off)
-        self.settings = settings
-        self.secrets = SecretScreen(settings.secret_policy)
+    def __init__(self, parts: Parts, *, recall: RecallParams | None = None) -> None:
+        """The service over ``parts`` (:class:`Parts` opens, owns and closes them); ``recall``: how
+        it recalls (None: as configured)."""
+        self.parts, self.settings = parts, parts.settings
+        self.secrets = SecretScreen(self.settings.secret_policy)
         self.store, self.embedder, self.runner = parts.store, parts.embedder, parts.runner
         self.search_gate, self.model_gate, self.second_leg = parts.search_gate, parts.model_gate, parts.second_leg
         self._jobs = JobTuning()
         self.recaller = Recaller(
-            store,
-            embedder,
+            self.store,
+            self.embedder,
             recall or RecallParams(),
-            make_reranker(settings),
+            make_reranker(self.settings),
             gate=self.search_gate,
             second=None if self.second_leg is None else self.second_leg.embedder,
         )
-        self.audit_trail = AuditTrail(store, self.embedder)
-        self.lifecycle = Lifecycle(settings, store, self.embedder, self._visible)
+        self.audit_trail = AuditTrail(self.store, self.embedder)
+        self.lifecycle = Lifecycle(self.settings, self.store, self.embedder, self._visible)
         parts.on_close(self.lifecycle.close)
 
     @classmethod
@@ -147,8 +135,8 @@ class MemoryService:
         background, except by a ``lazy_model`` one (the CLI), which uses it as it is."""
         store, embedder, reembed_to = open_configured(settings, embedder, lazy_model=lazy_model)
         if reembed_to is None:
-            return cls(settings, store, embedder, one_off=lazy_model, recall=recall)
-        service = cls(settings, store, embedder, recall=recall)
+            return cls(Parts(settings, store, embedder, one_off=lazy_model), recall=recall)
+        service = cls(Parts(settings, store, embedder), recall=recall)
         job = service.start_reembed(reembed_to, Caller(principal="server"))
         log.warning(
             "the store holds %s vectors and %s is configured: re-embedding in the background (job %s); "
@@ -184,14 +172,7 @@ class MemoryService:
         """The knowledge service over the same store and embedder (documents: :mod:`api.services.knowledge`)."""
         from api.services.knowledge import KnowledgeService
 
-        knowledge = KnowledgeService(
-            self.settings,
-            self.store,
-            self.embedder,
-            self.runner,
-            model_gate=self.model_gate,
-            search_gate=self.search_gate,
-        )
+        knowledge = KnowledgeService(self.parts)
         self.parts.on_close(knowledge.close)
         return knowledge
 

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from api.services.caller import Caller
 from api.services.memories import MemoryService
+from api.services.parts import Parts
 from bench.suite.local_cluster import start_osmem
 from bench.suite.tuned import tuned
 from hivemem.config import Settings
@@ -96,7 +97,7 @@ def _service(url: str, prefix: str, log: _Log, settings: Settings) -> MemoryServ
         settings=settings,
         connection_class=reporting_connection(log.seen),
     )
-    return MemoryService(settings, store, embedder)
+    return MemoryService(Parts(settings, store, embedder))
 
 
 def _note(i: int) -> MemoryCreate:

@@ -20,6 +20,7 @@ from api.cli import main as cli_main
 from api.main import create_app
 from api.services.caller import Caller
 from api.services.memories import MemoryService
+from api.services.parts import Parts
 from bench.suite.local_cluster import hivemem_command
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
@@ -52,7 +53,7 @@ def opensearch_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
     backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
     embedder = HashEmbedder(64)
     store = backend.open(embedder, Settings(), request.getfixturevalue("spec_validator"), exact_knn=True)
-    service = MemoryService(Settings(data_dir=tmp_path / "os", embed_model="hash:64"), store, embedder)
+    service = MemoryService(Parts(Settings(data_dir=tmp_path / "os", embed_model="hash:64"), store, embedder))
     try:
         yield service
     finally:

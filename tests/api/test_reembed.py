@@ -15,6 +15,7 @@ from api.cli import main as cli_main
 from api.main import create_app
 from api.services.caller import Caller
 from api.services.memories import MemoryService
+from api.services.parts import Parts
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.embedding_queue import QueuedEmbedder
@@ -94,7 +95,7 @@ def open_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ope
     def on_opensearch() -> MemoryService:
         embedder = HashEmbedder(32)
         store = backend.open(embedder, Settings(), validator, prefix, exact_knn=True)
-        service = MemoryService(_settings(tmp_path, "hash:32"), store, QueuedEmbedder(embedder, max_batch=64))
+        service = MemoryService(Parts(_settings(tmp_path, "hash:32"), store, QueuedEmbedder(embedder, max_batch=64)))
         return service
 
     yield on_opensearch

@@ -30,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from api.main import create_app, server_config
 from api.services.caller import Caller
 from api.services.memories import MemoryService
+from api.services.parts import Parts
 from bench.suite.local_cluster import free_port
 from hivemem.access import Grant, Role
 from hivemem.config import Settings
@@ -127,7 +128,7 @@ def team_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mem
         embedder = HashEmbedder(64)
         validator = request.getfixturevalue("spec_validator")
         store = backend.open(embedder, Settings(), validator, exact_knn=True)
-        service = MemoryService(settings, store, embedder)
+        service = MemoryService(Parts(settings, store, embedder))
     try:
         yield service
     finally:

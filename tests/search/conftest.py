@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from api.services.memories import MemoryService
+from api.services.parts import Parts
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.embedding_queue import QueuedEmbedder
@@ -33,7 +34,7 @@ def open_service(request: pytest.FixtureRequest) -> Iterator[OpenService]:
 
     def on_opensearch(settings: Settings) -> MemoryService:
         store = backend.open(FIRST, Settings(), validator, prefix, exact_knn=True)
-        return MemoryService(settings, store, QueuedEmbedder(FIRST, max_batch=64))
+        return MemoryService(Parts(settings, store, QueuedEmbedder(FIRST, max_batch=64)))
 
     yield on_opensearch
     backend.open(FIRST, Settings(), None, prefix).drop()

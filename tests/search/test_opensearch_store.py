@@ -383,11 +383,12 @@ def test_a_service_on_opensearch_without_a_broker_sleeps_under_the_clusters_leas
     store: Any, embedder: HashEmbedder, tmp_path: Path
 ) -> None:
     from api.services.memories import MemoryService
+    from api.services.parts import Parts
 
     other = open_store(same_prefix_url(store), embedding_model=embedder.model_id, dimension=embedder.dimension)
     # Each machine has a data folder of its own: a lock file there would let both sleep.
-    here = MemoryService(Settings(data_dir=tmp_path / "here", embed_model="hash:64"), store, embedder)
-    there = MemoryService(Settings(data_dir=tmp_path / "there", embed_model="hash:64"), other, embedder)
+    here = MemoryService(Parts(Settings(data_dir=tmp_path / "here", embed_model="hash:64"), store, embedder))
+    there = MemoryService(Parts(Settings(data_dir=tmp_path / "there", embed_model="hash:64"), other, embedder))
     try:
         with here.lifecycle.sleep_lock(wait=False) as held, there.lifecycle.sleep_lock(wait=False) as also:
             assert held and not also

@@ -9,6 +9,7 @@ import pytest
 
 from api.services.caller import Caller
 from api.services.knowledge import KnowledgeService
+from api.services.parts import Parts
 from hivemem.config import Settings
 from hivemem.knowledge_schemas import IngestRequest, KnowledgeSearchRequest
 from search import open_store
@@ -33,11 +34,13 @@ def knowledge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeSer
     store = open_store(
         f"sqlite:///{folder / 'hive.db'}", embedding_model=embedder.model_id, dimension=embedder.dimension
     )
-    service = KnowledgeService(Settings(), store, embedder)
+    parts = Parts(Settings(data_dir=folder), store, embedder)
+    service = KnowledgeService(parts)
     report = service.ingest(IngestRequest(paths=[str(folder)], scope=SCOPE), Caller(default_scope=SCOPE), FileAccess())
     assert report.indexed == len(GOOD_DOCUMENTS) and report.failed == 0
     yield service
-    store.close()
+    service.close()
+    parts.close()
 
 
 @pytest.mark.parametrize("name", sorted(GOOD_DOCUMENTS))

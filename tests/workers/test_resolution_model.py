@@ -10,6 +10,7 @@ import pytest
 
 from api.services.caller import Caller
 from api.services.memories import MemoryService
+from api.services.parts import Parts
 from hivemem.answers import MemorizeResult
 from hivemem.config import Settings
 from hivemem.embedding_queue import QueuedEmbedder
@@ -52,7 +53,7 @@ def service(
         embedder = QueuedEmbedder(load_embedder(settings), max_batch=EmbedTuning().embed_batch_size)
         validator = request.getfixturevalue("spec_validator")
         store = backend.open(embedder, settings, validator, exact_knn=True)  # type: ignore[arg-type]
-        memory_service = MemoryService(settings, store, embedder)
+        memory_service = MemoryService(Parts(settings, store, embedder))
     yield memory_service
     if request.param == "opensearch":
         memory_service.store.drop()
