@@ -89,7 +89,7 @@ class KnowledgeService:
 
     def __init__(self, parts: Parts, *, tuning: KnowledgeTuning | None = None) -> None:
         """The service over ``parts``' store, embedder and runner; its searches pass the gates its
-        recalls pass (:class:`api.services.parts.Parts`)."""
+        recalls pass, and it closes with them (:class:`api.services.parts.Parts`)."""
         self.settings, self.store, self.embedder = parts.settings, parts.store, parts.embedder
         self.runner = parts.runner
         self.tuning = tuning or KnowledgeTuning()
@@ -97,6 +97,7 @@ class KnowledgeService:
         self.model_gate = parts.model_gate
         # Large uploads and stored texts, one at a time in the background (see INDEX_IN_REQUEST_MAX_BYTES).
         self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-upload")
+        parts.on_close(self.close)
 
     def close(self) -> None:
         """Finish the documents being indexed in the background."""

@@ -172,9 +172,7 @@ class MemoryService:
         """The knowledge service over the same store and embedder (documents: :mod:`api.services.knowledge`)."""
         from api.services.knowledge import KnowledgeService
 
-        knowledge = KnowledgeService(self.parts)
-        self.parts.on_close(knowledge.close)
-        return knowledge
+        return KnowledgeService(self.parts)
 
     @functools.cached_property
     def tokens(self) -> TokenService:

@@ -39,7 +39,6 @@ def knowledge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeSer
     report = service.ingest(IngestRequest(paths=[str(folder)], scope=SCOPE), Caller(default_scope=SCOPE), FileAccess())
     assert report.indexed == len(GOOD_DOCUMENTS) and report.failed == 0
     yield service
-    service.close()
     parts.close()
 
 
