@@ -4,7 +4,7 @@ Each command takes its own arguments; an argument another command takes is refus
 message that says which ones this command uses, so an agent learns the interface from one error.
 """
 
-# No `from __future__ import annotations`: the SDK evaluates the tool's annotations (see api.mcp.server).
+from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 

@@ -16,8 +16,7 @@ Tool schemas carry every limit the server enforces, and an argument a tool does 
 refused, not ignored.
 """
 
-# No `from __future__ import annotations` here: the tool signatures carry the configured limits
-# in their annotations, which the SDK evaluates, so they must be evaluated where they are written.
+from __future__ import annotations
 
 import logging
 import threading

@@ -6,8 +6,7 @@ Each tool is a module function; what it calls (the service, the caller of a call
 thread) is its server's, reached from the call's context (:func:`api.mcp.host.host_of`).
 """
 
-# No `from __future__ import annotations` here: the tool signatures carry the configured limits
-# in their annotations, which the SDK evaluates, so they must be evaluated where they are written.
+from __future__ import annotations
 
 import functools
 import time
