@@ -30,12 +30,49 @@ from api.cli.memory import print_json
 from hivemem.config import Settings, redact_url
 from hivemem.errors import HivememError
 
-__all__ = ["main"]
+__all__ = ["HELP_SECTIONS", "main"]
+
+
+# What `hivemem --help` lists, by what each command is for; every command stands in one section.
+HELP_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("run hivemem", ("serve", "mcp", "worker", "beat")),
+    ("memories", ("memorize", "remember", "get", "forget", "memory", "sleep", "audit", "jobs")),
+    ("documents", ("knowledge",)),
+    ("move and share", ("export", "import", "token")),
+    ("connect an agent", ("setup", "hook")),
+    ("operate", ("doctor", "config", "opensearch", "reembed", "bench")),
+)
+
+
+class _SectionedParser(argparse.ArgumentParser):
+    """The top-level parser, whose help lists the commands in :data:`HELP_SECTIONS` rather than as
+    one list of two dozen."""
+
+    def format_help(self) -> str:
+        formatter = self._get_formatter()
+        formatter.add_usage(self.usage, self._actions, self._mutually_exclusive_groups)
+        formatter.add_text(self.description)
+        commands = next(a for a in self._actions if isinstance(a, argparse._SubParsersAction))
+        by_name = {choice.dest: choice for choice in commands._choices_actions}
+        for title, names in HELP_SECTIONS:
+            formatter.start_section(title)
+            formatter.add_arguments([by_name[name] for name in names])
+            formatter.end_section()
+        formatter.start_section(self._optionals.title)
+        formatter.add_arguments(self._optionals._group_actions)
+        formatter.end_section()
+        formatter.add_text(self.epilog)
+        return formatter.format_help()
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hivemem", description="Team-shared long-term memory for AI agents.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = _SectionedParser(
+        prog="hivemem",
+        description="Team-shared long-term memory for AI agents.",
+        epilog="`hivemem COMMAND --help` gives a command's options; docs/cli.md has them all.",
+    )
+    # The commands' own parsers list their options as argparse does (they would take this class).
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser)
     for group in _GROUPS:
         group.add_parser(sub)
     sub.add_parser("config", help="print the effective settings")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from api.cli.app import _parser
+from api.cli.app import HELP_SECTIONS, _parser
 
 
 def _undocumented(parser: argparse.ArgumentParser, path: str) -> list[str]:
@@ -30,3 +30,21 @@ def _undocumented(parser: argparse.ArgumentParser, path: str) -> list[str]:
 
 def test_every_command_and_flag_has_help() -> None:
     assert _undocumented(_parser(), "hivemem") == []
+
+
+def test_top_level_help_lists_every_command_once_under_its_section() -> None:
+    parser = _parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    listed = [name for _, names in HELP_SECTIONS for name in names]
+    assert sorted(listed) == sorted(choice.dest for choice in commands._choices_actions)
+    shown = parser.format_help()
+    lines = shown.splitlines()
+    for title, names in HELP_SECTIONS:
+        start = lines.index(f"{title}:")
+        section = lines[start + 1 : lines.index("", start)]
+        assert [line.split()[0] for line in section if line.startswith("  ") and not line.startswith("   ")] == list(
+            names
+        )
+    assert "-h, --help" in shown
+    # A command's own help lists its subcommands and options as argparse does.
+    assert "positional arguments:" in commands.choices["memory"].format_help()
