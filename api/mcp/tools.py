@@ -449,6 +449,7 @@ def memory_tools() -> list[Tool]:
     tools = [
         Tool.from_function(reporting(function), description=text, annotations=notes) for function, text, notes in _TOOLS
     ]
-    # memorize's schema names `global`, a Python keyword: called by the schema's names.
-    tools[0].fn = reporting(_by_wire_names(memorize))
+    # memorize's schema names `global`, a Python keyword: its tool calls it by the schema's names.
+    by_name = {tool.name: tool for tool in tools}
+    by_name["memorize"].fn = reporting(_by_wire_names(memorize))
     return tools
