@@ -47,8 +47,9 @@ def tuning_group_of(name: str) -> type[Tuning] | None:
 def refuse_unknown_tuning() -> None:
     """Raise ``ConfigError`` naming each key of the config file's ``[tuning]`` table that is no tuning
     parameter. Each group takes only its own keys from the table, so a misspelt one would be
-    ignored without a word; the processes that serve (``serve``, ``mcp``, ``worker``, ``beat``)
-    and ``hivemem config`` refuse it, as a misplaced operator key is refused."""
+    ignored without a word; the processes that serve (``serve``, ``mcp``, ``worker``, ``beat``),
+    ``hivemem config`` and every command that opens the store (:mod:`api.cli.opened`) refuse it,
+    as a misplaced operator key is refused."""
     unknown = sorted(key for key in config_table(TUNING_TABLE) if tuning_group_of(key) is None)
     if unknown:
         raise ConfigError(

@@ -11,6 +11,7 @@ import json
 from typing import get_args
 
 from api.cli.moments import MOMENT_HELP, moment
+from api.cli.opened import opened_service
 from hivemem.audit import MAX_AUDIT_LIMIT, AuditAction
 from hivemem.config import Settings
 
@@ -41,7 +42,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from api.services.caller import Caller
-    from api.services.memories import MemoryService
     from hivemem.audit_schemas import AuditRequest
 
     request = AuditRequest.model_validate(
@@ -55,10 +55,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             "limit": args.limit,
         }
     )
-    service = MemoryService.from_settings(settings, lazy_model=True)
-    try:
+    with opened_service(settings) as service:
         for record in service.audit_trail.search(request, Caller(principal="cli")):
             print(json.dumps(record.model_dump(mode="json"), sort_keys=True))
-    finally:
-        service.close()
     return 0

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from api.cli.opened import opened_service
 from api.cli.text import indented
 from hivemem.config import Settings
 from hivemem.scope import derive_scope
@@ -152,19 +153,15 @@ class _Progress:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run one ``knowledge`` subcommand; the exit code."""
     from api.services.caller import Caller
-    from api.services.memories import MemoryService
     from workers.documents.sources import FileAccess
 
     caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
     access = FileAccess()
-    service = MemoryService.from_settings(settings, lazy_model=True)
-    try:
+    with opened_service(settings) as service:
         handler = _HANDLERS.get(args.knowledge)
         if handler is None:
             return _ingest(args, service.knowledge, caller, access)
         handler(args, service.knowledge, caller, access)
-    finally:
-        service.close()
     return 0
 
 

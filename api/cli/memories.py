@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from api.cli.moments import MOMENT_HELP, moment
+from api.cli.opened import opened_service
 from hivemem.config import Settings
 from hivemem.model import MemoryState, MemoryType
 from hivemem.scope import derive_scope
@@ -52,7 +53,6 @@ def add_subcommands(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from api.services.caller import Caller
-    from api.services.memories import MemoryService
     from hivemem.listing_schemas import CreatedWindow, MemoryUpdate
 
     caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
@@ -65,8 +65,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     window = CreatedWindow.model_validate(
         {"created_after": getattr(args, "after", None), "created_before": getattr(args, "before", None)}
     )
-    service = MemoryService.from_settings(settings, lazy_model=True)
-    try:
+    with opened_service(settings) as service:
         if args.memory_command == "list":
             page = service.operators.page(
                 caller,
@@ -90,6 +89,4 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"redacted: a credential ({r.kind}) in {r.field}", file=sys.stderr)
             result = edited.model_dump(mode="json")
         print(json.dumps(result, indent=2))
-    finally:
-        service.close()
     return 0

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from api.cli import memories
 from api.cli.client import CLIENT_COMMANDS, Remote, server_for
 from api.cli.moments import MOMENT_HELP, moment
+from api.cli.opened import opened_service
 from api.cli.text import indented
 from hivemem.config import Settings
 from hivemem.errors import ConfirmationRequired
@@ -308,16 +309,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command in CLIENT_COMMANDS and (url := server_for(settings)) is not None:
         return _through(Remote(url, token=settings.token, scope=home), args)
     from api.services.caller import Caller
-    from api.services.memories import MemoryService
 
     request = _request(args)  # validated before the store opens: a bad one changes nothing
     caller = Caller(principal="cli", default_scope=home)
-    service = MemoryService.from_settings(settings, lazy_model=True)
-    try:
+    with opened_service(settings) as service:
         command = f"memory {args.memory_command}" if args.command in ("memory", "memories") else args.command
         _HANDLERS[command](service, args, caller, request)
-    finally:
-        service.close()
     return 0
 
 

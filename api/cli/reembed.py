@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from api.cli.opened import opened_service
 from hivemem.config import Settings
 from hivemem.errors import JobNotFoundError
 
@@ -22,10 +23,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(_: argparse.Namespace, settings: Settings) -> int:
-    from api.services.memories import MemoryService
-
-    service = MemoryService.from_settings(settings)
-    try:
+    with opened_service(settings, load_model=True) as service:
         try:
             job = service.reembed_job()
         except JobNotFoundError:
@@ -38,6 +36,4 @@ def run(_: argparse.Namespace, settings: Settings) -> int:
             print(f"re-embedding failed: {job.error}")
             return 1
         print(f"re-embedded with {service.store.embedding_model}: {job.result}")
-    finally:
-        service.close()
     return 0

@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from api.cli.opened import opened_service
 from api.cli.project_files import (
     install_claude_hooks,
     read_config,
@@ -186,13 +187,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"registered hivemem in {path}{where}" if changed else f"{path}: hivemem is registered already{where}")
         _project_files(args, settings, scope, path.parent if args.client == "claude-code" else None)
     if args.url is None and not args.no_warm:
-        from api.services.memories import MemoryService
-
         settings.data_dir.expanduser().mkdir(parents=True, exist_ok=True)
-        service = MemoryService.from_settings(settings)
-        try:
+        with opened_service(settings, load_model=True) as service:
             service.parts.warm_up()
-        finally:
-            service.close()
         print(f"data folder {settings.data_dir}, model {service.embedder.model_id}: ready", file=sys.stderr)
     return 0

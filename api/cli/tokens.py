@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from api.cli.opened import opened_service
 from hivemem.config import Settings, redact_url
 
 __all__ = ["COMMANDS", "add_parser", "run"]
@@ -55,15 +56,13 @@ def _notes(settings: Settings, *, first: bool, granted: bool, personal: str) -> 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from api.services.caller import Caller
-    from api.services.memories import MemoryService
     from hivemem.token_schemas import TokenCreate
 
-    service = MemoryService.from_settings(settings, lazy_model=True)
     caller = Caller(principal="cli")
-    # Tokens live in the store: one command against another data folder than the server's makes a
-    # token that server never sees. Say which store this is.
-    print(f"store: {redact_url(settings.resolved_store_url())}", file=sys.stderr)
-    try:
+    with opened_service(settings) as service:
+        # Tokens live in the store: one command against another data folder than the server's makes
+        # a token that server never sees. Say which store this is.
+        print(f"store: {redact_url(settings.resolved_store_url())}", file=sys.stderr)
         if args.token_command == "create":
             request = TokenCreate(name=args.name, grants=args.grants, expires_in_days=args.expires)
             first = not service.tokens.list(caller)  # the server asks for tokens once any exists
@@ -76,6 +75,4 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             print(json.dumps([t.model_dump(mode="json") for t in service.tokens.list(caller)], indent=2))
         else:
             print(json.dumps(service.tokens.revoke(args.id, caller).model_dump(mode="json"), indent=2))
-    finally:
-        service.close()
     return 0

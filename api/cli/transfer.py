@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from api.cli.opened import opened_service
 from hivemem.config import Settings
 from hivemem.errors import ValidationError
 
@@ -98,14 +99,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
     from api.services.caller import Caller
-    from api.services.memories import MemoryService
 
     caller = Caller(principal="cli")
     with tempfile.TemporaryDirectory(prefix="hivemem-import-") as spool:
         source = _export_file(args.file, Path(spool) / "stdin.jsonl") if args.command == "import" else None
         output = _output(args.output) if args.command == "export" and args.output is not None else None
-        service = MemoryService.from_settings(settings, lazy_model=True)
-        try:
+        with opened_service(settings) as service:
             if source is None:
                 exported = service.transfer.export(caller, args.scopes)
                 if output is None:
@@ -116,6 +115,4 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 result = service.transfer.import_lines(_reader(source, args.file), caller)
                 print(json.dumps(result.model_dump(), indent=2))
-        finally:
-            service.close()
     return 0

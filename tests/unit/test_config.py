@@ -168,7 +168,7 @@ def test_the_device_is_cpu_or_a_cuda_device() -> None:
             Settings(embed_device=wrong)
 
 
-def test_a_key_of_the_tuning_table_that_no_group_owns_is_refused_where_processes_start(
+def test_a_key_of_the_tuning_table_that_no_group_owns_is_refused_where_processes_start_or_the_store_opens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Each group takes only its own keys from [tuning]: a misspelt one would be ignored silently.
@@ -181,7 +181,9 @@ def test_a_key_of_the_tuning_table_that_no_group_owns_is_refused_where_processes
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
     with pytest.raises(ConfigError, match=r"\[tuning\] bm25_wieght is not a tuning parameter"):
         refuse_unknown_tuning()
-    for command in (["config"], ["serve"], ["mcp"], ["worker"]):
+    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")  # the commands below open the store themselves
+    stored = ["memorize", "--title", "WAL mode", "--content", "The store runs in WAL mode."]
+    for command in (["config"], ["serve"], ["mcp"], ["worker"], stored, ["memory", "list"], ["token", "list"]):
         assert cli_main(command) == 2, command
         assert "bm25_wieght is not a tuning parameter" in capsys.readouterr().err
     assert not (tmp_path / "data").exists()  # refused before anything was opened or made
