@@ -169,14 +169,8 @@ class DeadLetterPublic(BaseModel):
 
     @classmethod
     def of(cls, letter: DeadLetter) -> DeadLetterPublic:
-        """The public view of a dead letter."""
-        return cls(
-            task=letter.task,
-            job_ids=list(letter.job_ids),
-            error=letter.error,
-            attempts=letter.attempts,
-            failed_at=letter.failed_at,
-        )
+        """The public view of a dead letter (its fields are the letter's own)."""
+        return cls.model_validate(letter, from_attributes=True)
 
 
 class AuditPublic(BaseModel):
