@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from api.cli import (
     audit,
+    config,
     doctor,
     hook,
     jobs,
@@ -26,8 +27,7 @@ from api.cli import (
     tokens,
     transfer,
 )
-from api.cli.memory import print_json
-from hivemem.config import Settings, redact_url
+from hivemem.config import Settings
 from hivemem.errors import HivememError
 
 __all__ = ["HELP_SECTIONS", "main"]
@@ -75,20 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser)
     for group in _GROUPS:
         group.add_parser(sub)
-    sub.add_parser("config", help="print the effective settings")
     _add_bench_parser(sub)
     return parser
-
-
-def _config(_: argparse.Namespace, settings: Settings) -> int:
-    from api.settings_catalogue import TUNING_GROUPS, refuse_unknown_tuning
-
-    refuse_unknown_tuning()
-    # `store_url` is empty by default: say which store that resolves to (the data folder's file).
-    # Then every tuning parameter in force, under the names the settings page gives them.
-    tuning = {name: value for group in TUNING_GROUPS for name, value in group().model_dump(mode="json").items()}
-    print_json({"effective_store_url": redact_url(settings.resolved_store_url()), **settings.public_dict(), **tuning})
-    return 0
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -147,7 +135,7 @@ class _Group(Protocol):
     def run(self) -> Callable[[argparse.Namespace, Settings], int]: ...
 
 
-# In the order `hivemem --help` lists them: the processes, the memory commands, then the rest.
+# Every command group of the CLI; `hivemem --help` lists their commands by HELP_SECTIONS.
 _GROUPS: tuple[_Group, ...] = (
     serving,
     memory,
@@ -161,10 +149,10 @@ _GROUPS: tuple[_Group, ...] = (
     doctor,
     opensearch,
     reembed,
+    config,
 )
 _HANDLERS: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
     **{command: group.run for group in _GROUPS for command in group.COMMANDS},
-    "config": _config,
     "bench": _bench,
 }
 

@@ -90,8 +90,9 @@ FORGET_NEEDS_CONFIRM = (
 )
 
 
-# Edges that name a memory without building on it: no reinforcement for their targets.
+# With stale memories left out after ranking, recall asks for this many times the limit.
 _STALE_OVERFETCH = 3
+# Edges that name a memory without building on it: no reinforcement for their targets.
 _NOT_A_USE = frozenset({RelationType.SUPERSEDES, RelationType.CLOSES, RelationType.CONFLICTS})
 
 
