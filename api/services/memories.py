@@ -59,7 +59,6 @@ from hivemem.model import (
     Memory,
     MemoryState,
     RelationType,
-    RetrievalMode,
     new_memory_id,
     utcnow,
 )
@@ -196,10 +195,6 @@ class MemoryService:
         from api.services.transfer import Transfer
 
         return Transfer(self.store, self.embedder, self.secrets)
-
-    def with_mode(self, mode: RetrievalMode) -> None:
-        """Switch which recall legs run (benchmarks and diagnostics)."""
-        self.recaller.params = self.recaller.params.model_copy(update={"retrieval_mode": mode})
 
     def _new_memory(self, request: MemoryCreate, caller: Caller) -> Memory:
         scope = caller.scope_for(request.scope, write=True)

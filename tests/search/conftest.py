@@ -13,12 +13,18 @@ from api.services.parts import Parts
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.embedding_queue import QueuedEmbedder
+from hivemem.model import RetrievalMode
 from tests.opensearch_backend import OpenSearchBackend, opensearch_backend, spec_validator
 
-__all__ = ["OpenService", "open_service", "opensearch_backend", "spec_validator"]  # fixtures, re-exported
+__all__ = ["OpenService", "open_service", "opensearch_backend", "spec_validator", "with_mode"]  # fixtures, re-exported
 
 OpenService = Callable[[Settings], MemoryService]
 FIRST = HashEmbedder(64)
+
+
+def with_mode(service: MemoryService, mode: RetrievalMode) -> None:
+    """Switch which recall legs ``service`` runs, as the benchmarks' harness does."""
+    service.recaller.params = service.recaller.params.model_copy(update={"retrieval_mode": mode})
 
 
 @pytest.fixture(params=["sqlite", pytest.param("opensearch", marks=pytest.mark.opensearch)])

@@ -28,6 +28,7 @@ from hivemem.model import (
 )
 from hivemem.schemas import LinkCreate, MemoryCreate, RecallRequest
 from search.recall_params import RecallParams
+from tests.search.conftest import with_mode
 
 SCOPE = "github.com/acme/api"
 CALLER = Caller(default_scope=SCOPE)
@@ -54,7 +55,7 @@ def test_hybrid_finds_by_keyword_and_modes_switch_legs(service: MemoryService) -
     add(service, "Logging format", "Logs are JSON lines shipped to the collector.")
     assert remember(service, "exponential backoff retries")[0] == "Retry policy"
     for mode in RetrievalMode:
-        service.with_mode(mode)
+        with_mode(service, mode)
         assert remember(service, "exponential backoff retries")[0] == "Retry policy", mode
 
 
@@ -253,7 +254,7 @@ def test_a_date_the_question_names_lifts_what_is_dated_then(settings: Settings) 
 
 def test_query_expansion_moves_the_vector_leg_toward_the_best_hits(settings: Settings) -> None:
     def knn_scores(service: MemoryService) -> dict[str, float]:
-        service.with_mode(RetrievalMode.DENSE)
+        with_mode(service, RetrievalMode.DENSE)
         found = service.remember(RecallRequest(query="cache policy", explain=True), CALLER).results
         return {r.id: float((r.explain or {})["knn_score"] or 0.0) for r in found}
 
@@ -296,7 +297,7 @@ def test_the_context_leg_finds_the_reply_to_the_turn_that_matches(settings: Sett
         ids = [r.id for r in svc.memorize_many(requests, CALLER)]
         add(svc, "Plumbing", "The plumber fixed the kitchen sink on Tuesday.")
         # The keyword legs alone, so the hash embedder's noise cannot decide the order.
-        svc.with_mode(RetrievalMode.BM25)
+        with_mode(svc, RetrievalMode.BM25)
         found = svc.remember(RecallRequest(query=query, explain=True), CALLER).results
         # The reply shares none of the question's words: found through its thread, right after the visit.
         assert [r.id for r in found] == ids  # the lake is two steps away: found too, last
@@ -309,7 +310,7 @@ def test_the_context_leg_finds_the_reply_to_the_turn_that_matches(settings: Sett
         svc.close()
     without = MemoryService.from_settings(settings, recall=RecallParams(context_window=0))
     try:
-        without.with_mode(RetrievalMode.BM25)
+        with_mode(without, RetrievalMode.BM25)
         assert [i for i, _ in _ranked(without, query)] == [ids[0]]
     finally:
         without.close()
@@ -332,7 +333,7 @@ def test_memories_in_no_thread_are_recalled_as_without_the_context_leg(settings:
 
 def _scores(service: MemoryService, query: str) -> dict[str, tuple[float, float | int | str | None]]:
     """id -> (score, explain's thread_best), the keyword legs alone (the hash embedder adds noise)."""
-    service.with_mode(RetrievalMode.BM25)
+    with_mode(service, RetrievalMode.BM25)
     found = service.remember(RecallRequest(query=query, explain=True), CALLER).results
     return {r.id: (r.score, (r.explain or {})["thread_best"]) for r in found}
 

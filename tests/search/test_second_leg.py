@@ -20,7 +20,7 @@ from hivemem.schemas import MemoryCreate, RecallRequest
 from search.base import SearchFilter
 from search.recall import Recaller, RecallParams, leg_weights
 from search.sqlite.store import SQLiteStore
-from tests.search.conftest import OpenService
+from tests.search.conftest import OpenService, with_mode
 from workers.second_model import SecondLeg
 
 FIRST, SECOND = HashEmbedder(64), HashEmbedder(32)
@@ -165,7 +165,7 @@ def test_bm25_mode_has_no_second_leg(second_settings: Settings) -> None:
         service.parts.start_second_leg()
         service.memorize(MemoryCreate(title="Retry policy", content="retry with exponential backoff"), CALLER)
         assert service.second_leg is not None and service.second_leg.wait_caught_up(30)
-        service.with_mode(RetrievalMode.BM25)
+        with_mode(service, RetrievalMode.BM25)
         response = service.remember(RecallRequest(query="exponential backoff", explain=True), CALLER)
         assert response.results[0].explain is not None and response.results[0].explain["knn2_rank"] is None
     finally:
