@@ -16,7 +16,7 @@ from hivemem.scope import derive_scope
 
 __all__ = ["SUBCOMMANDS", "add_subcommands", "run"]
 
-# `show` is listed here and answered as `hivemem get` (api/cli/memory.py).
+# What run() answers; the group's `show` is parsed here too, and answered as `hivemem get` (api/cli/memory.py).
 SUBCOMMANDS = ("list", "update", "verify")
 
 _SCOPE_HELP = "the scope (default: derived from the working directory; '' is global)"
