@@ -72,5 +72,7 @@ class Tuning(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # The [tuning] table holds every group's keys; each group takes its own fields from it.
-        return (init_settings, env_settings, InitSettingsSource(settings_cls, config_table(TUNING_TABLE)))
+        # The [tuning] table holds every group's keys; each group takes its own fields from it (a
+        # key no group owns is refused where processes start: api.settings_catalogue).
+        own = {key: value for key, value in config_table(TUNING_TABLE).items() if key in settings_cls.model_fields}
+        return (init_settings, env_settings, InitSettingsSource(settings_cls, own))

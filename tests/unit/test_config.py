@@ -189,3 +189,21 @@ def test_a_key_of_the_tuning_table_that_no_group_owns_is_refused_where_processes
     assert not (tmp_path / "data").exists()  # refused before anything was opened or made
     config.write_text("[tuning]\ncontext_weight = 0.3\n")
     refuse_unknown_tuning()
+
+
+def test_a_key_of_the_tuning_table_sets_its_parameter_and_every_other_group_reads_past_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from api.settings_catalogue import TUNING_GROUPS
+    from hivemem.limits import Limits
+    from search.recall_params import RecallParams
+
+    config = tmp_path / "hivemem.toml"
+    config.write_text("[tuning]\ncontext_weight = 0.3\nmax_tags = 30\n")
+    monkeypatch.setenv("HIVEMEM_CONFIG", str(config))
+    assert RecallParams().context_weight == 0.3
+    assert Limits().max_tags == 30
+    for group in TUNING_GROUPS:  # each takes its own keys and none of the others'
+        group()
+    monkeypatch.setenv("HIVEMEM_CONTEXT_WEIGHT", "0.25")  # the environment wins over the file
+    assert RecallParams().context_weight == 0.25
