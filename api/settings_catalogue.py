@@ -20,7 +20,7 @@ from workers.documents.knowledge_tuning import KnowledgeTuning
 from workers.job_tuning import JobTuning
 from workers.lifecycle_tuning import LifecycleTuning
 from workers.models.embed_tuning import EmbedTuning
-from workers.rerank_pool import RerankPoolTuning
+from workers.rerank_pool_tuning import RerankPoolTuning
 
 __all__ = ["TUNING_GROUPS", "refuse_unknown_tuning", "tuning_group_of"]
 

@@ -16,43 +16,22 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from typing import ClassVar
 
 from celery import Celery
 from celery.exceptions import TaskRevokedError
 from celery.exceptions import TimeoutError as CeleryTimeout
-from pydantic import Field
 
 from hivemem.config import Settings
 from hivemem.errors import RerankLateError, RerankUnavailableError
-from hivemem.tuning import Tuning
 from workers.celery_app import build_celery
 from workers.queues import TASK_QUEUE, Task
+from workers.rerank_pool_tuning import RerankPoolTuning
 
-__all__ = ["PoolReranker", "RerankPoolTuning"]
+__all__ = ["PoolReranker"]
 
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.005  # one GET on the result backend: cheap next to the scoring it waits for
-
-
-class RerankPoolTuning(Tuning):
-    """How long recall waits for the rerank pool, and how long it skips a pool that failed."""
-
-    group_title: ClassVar[str] = "Rerank pool"
-
-    rerank_deadline_ms: int = Field(
-        default=1500,
-        ge=1,
-        le=60_000,
-        description="How long recall waits for the rerank pool; later, it answers in first-stage order.",
-    )
-    rerank_pool_cooldown_s: float = Field(
-        default=30.0,
-        ge=0.0,
-        le=3600.0,
-        description="After the pool failed or was late, how long recall skips it (first-stage order at once).",
-    )
 
 
 class PoolReranker:

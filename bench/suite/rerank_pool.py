@@ -170,7 +170,8 @@ def run_rerank_pool(
     ``model`` names the reranker (``HIVEMEM_RERANK_MODEL``'s forms); without it, ``shape`` (layers,
     hidden size) makes an untrained cross-encoder of that size, and without both the MiniLM-shaped one."""
     from workers.models.rerankers import load_reranker
-    from workers.rerank_pool import PoolReranker, RerankPoolTuning
+    from workers.rerank_pool import PoolReranker
+    from workers.rerank_pool_tuning import RerankPoolTuning
 
     # The data first: a file of another shape is refused before a model or a server is made.
     sets = rerank_requests(data, top_n, requests + warmup)

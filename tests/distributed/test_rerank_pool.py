@@ -19,7 +19,8 @@ from hivemem.errors import RerankLateError, RerankUnavailableError
 from tests.e2e.helpers import HivememServer
 from tests.services import CeleryWorker, RedisServer
 from workers.models.rerankers import CrossEncoderReranker
-from workers.rerank_pool import PoolReranker, RerankPoolTuning
+from workers.rerank_pool import PoolReranker
+from workers.rerank_pool_tuning import RerankPoolTuning
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
 
