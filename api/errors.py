@@ -1,6 +1,6 @@
 """The one place where errors become HTTP answers and MCP tool errors.
 
-Every error answer has one shape, :class:`hivemem.schemas.ErrorBody` (``{error, message, …}``):
+Every error answer has one shape, :class:`hivemem.answers.ErrorBody` (``{error, message, …}``):
 hivemem's own errors, invalid input, and what the framework itself refuses (unknown routes,
 wrong methods, bodies that are not JSON).
 """

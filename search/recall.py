@@ -2,7 +2,7 @@
 
 For every query (1–5): BM25 top-N and vector top-N over the scope set, filters inside the
 store query, and with a second model (``HIVEMEM_SECOND_EMBED_MODEL``, a store that
-:class:`~search.base.KeepsSecondVectors`) that model's cosine over the candidates those legs brought;
+:class:`~search.capabilities.KeepsSecondVectors`) that model's cosine over the candidates those legs brought;
 the legs are fused by :mod:`hivemem.fusion`; several queries are fused again.
 An optional rerank stage reorders the head of the fused list (:mod:`hivemem.rerank`; a cross-encoder
 or a second model, in this process or on the rerank pool), against the first query; when it fails

@@ -95,7 +95,7 @@ def write_all(
 ) -> list[Resolution]:
     """The resolve-and-write step, in order, as one store unit (see ``Store.write_resolved_many``).
 
-    With ``policy.neighbours``, on a store that can (:class:`search.base.ResolvesByMeaning`), each
+    With ``policy.neighbours``, on a store that can (:class:`search.capabilities.ResolvesByMeaning`), each
     memory is resolved against its nearest memories too: reinforce, merge or supersede.
     """
     with step("store.write", memories=len(memories), store=type(store).__name__):

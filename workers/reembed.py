@@ -1,7 +1,7 @@
 """Re-embedding: when the configured embedding model changes, every memory and chunk gets a vector of
 the new model in the background, while recall keeps serving from the old vectors.
 
-The job stages new vectors batch by batch (:class:`search.base.ReEmbeds`), then swaps them in and
+The job stages new vectors batch by batch (:class:`search.capabilities.ReEmbeds`), then swaps them in and
 switches the server's embedder to the new model in one step, taken while no recall is between
 embedding its query and searching (the ``gate``). Memories written meanwhile are embedded with the
 old model and become pending for the new one, so the job goes round until nothing is left and the

@@ -1,12 +1,13 @@
 """The second dense leg's vectors: a second model's vector of every memory, filled in the background.
 
 With ``HIVEMEM_SECOND_EMBED_MODEL`` set, recall fuses that model's cosine as one more leg
-(:mod:`search.recall`). Its vectors are derived data kept by the store (:class:`search.base.KeepsSecondVectors`):
-this filler embeds whatever memory has none for its content, on a thread of its own, batch after
-batch, and looks again when told of a write (:meth:`SecondLeg.nudge`) or every ``poll_s`` for
-writes of other processes (Celery workers, other servers on one store). Writes never wait for it:
-the second model costs more work on every memory (e5-small about twice MiniLM's, bench/RESULTS.md),
-and a memory recalled before its vector is made is still found by the other legs.
+(:mod:`search.recall`). Its vectors are derived data kept by the store
+(:class:`search.capabilities.KeepsSecondVectors`): this filler embeds whatever memory has none for
+its content, on a thread of its own, batch after batch, and looks again when told of a write
+(:meth:`SecondLeg.nudge`) or every ``poll_s`` for writes of other processes (Celery workers, other
+servers on one store). Writes never wait for it: the second model costs more work on every memory
+(e5-small about twice MiniLM's, bench/RESULTS.md), and a memory recalled before its vector is made
+is still found by the other legs.
 
 A failed batch (the model, the store) is logged and tried again from a full look after
 ``retry_s``; what was stored stays stored. On start, the vectors of any other second model (one

@@ -12,7 +12,7 @@ threads of one process exclude each other too: each opens the file on its own.
 With a broker, the workers' scheduled pass and a pass asked of a gateway share a Redis lock
 instead (:func:`redis_sleep_lock`); it expires after an hour, so a worker that died holding it
 holds it no longer than that. Without one, an OpenSearch store, which processes on several
-machines may serve, holds the lock itself (``search.base.LeasesSleep``, a lease document in the
+machines may serve, holds the lock itself (``search.capabilities.LeasesSleep``, a lease document in the
 cluster): a file lock covers the processes of one machine only.
 """
 

@@ -393,7 +393,7 @@ class KnowledgeService:
         expansion: Expansion | None = None,
     ) -> IngestReport:
         """Index every document the paths name into the caller's scope; one outcome per document.
-        ``expansion``: the request's paths as :meth:`expand` gave them already (the CLI needs their
+        ``expansion``: the request's paths as :func:`expand_paths` gave them already (the CLI needs their
         count for its progress line first), so the folders are not walked twice."""
         scope = caller.scope_for(request.scope, write=True)
         began = time.monotonic()

@@ -219,7 +219,7 @@ class MemoryService:
         )
 
     def _new_batch(self, requests: list[MemoryCreate], caller: Caller) -> list[Memory]:
-        """The memories of a bulk request, in its order (see :func:`_in_order`)."""
+        """The memories of a bulk request, in its order (see :func:`in_order`)."""
         return in_order([self._new_memory(r, caller) for r in requests])
 
     def memorize(self, request: MemoryCreate, caller: Caller = Caller()) -> MemorizeResult | MemorizeAccepted:

@@ -87,7 +87,7 @@ class MemorySearch:
         return answers
 
     def search_legs(self, queries: Sequence[LegQuery], where: SearchFilter, limit: int) -> list[Legs]:
-        """Both legs of every query in one ``_msearch`` round trip; see :class:`search.base.LegQuery`."""
+        """Both legs of every query in one ``_msearch`` round trip; see :class:`search.capabilities.LegQuery`."""
         plan: list[tuple[int, str]] = []
         searches: list[Json] = []
         for i, query in enumerate(queries):

@@ -1,6 +1,6 @@
 """Planned writes on OpenSearch: resolution by meaning, decided and applied under the scope leases.
 
-:meth:`PlannedWriter.write_planned` is the :class:`search.base.ResolvesByMeaning` clause of the
+:meth:`PlannedWriter.write_planned` is the :class:`search.capabilities.ResolvesByMeaning` clause of the
 OpenSearch store. Every decision of the unit is taken first, against the exact holder (realtime
 GET through the content claim) and the k-NN neighbours of the scope, with the unit's own earlier
 writes standing in for what the index cannot see yet (:func:`search.neighbours.nearest`). Only then
@@ -98,7 +98,7 @@ class PlannedWriter:
         self._vector_search = vector_search
 
     def write_planned(self, incoming: Sequence[Memory], decide: PlanDecision, *, neighbours: int) -> list[Resolution]:
-        """See :meth:`search.base.ResolvesByMeaning.write_planned`."""
+        """See :meth:`search.capabilities.ResolvesByMeaning.write_planned`."""
         for memory in incoming:
             memory_doc(memory, self._dimension)  # a bad vector fails here, before the lease is taken
         resolutions: list[Resolution] = []

@@ -1,0 +1,210 @@
+"""Names that docstrings, comments and docs pages point at still exist.
+
+A docstring that sends the reader to :class:`search.base.ReEmbeds` after the class moved to
+``search.capabilities`` says something that is no longer true, and nothing runs it to notice. This
+test reads every reference to one of the house's own names: Sphinx roles in the code
+(``:class:`X```, ``:func:`X```, ``:meth:`X```, ...), and dotted names in backticks in the code, the
+README and docs/. Each must resolve to a module, a module-level name, or a member of a class
+(methods, fields, class attributes, attributes its methods set on ``self``). An unqualified name
+resolves in the module that names it, or as a member of one of its classes.
+
+The index is read from the source with ``ast``; nothing is imported or run.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("hivemem", "api", "workers", "search", "bench", "tests")
+ROLE = re.compile(r":(?:mod|func|class|meth|attr|data|exc|obj):`~?([A-Za-z_][\w.]*)`")
+DOTTED = re.compile(r"`{1,2}((?:" + "|".join(PACKAGES) + r")\.[A-Za-z_][\w.]*?)(?:\(\))?`")
+
+
+# Bases from outside the house that give a subclass no member a docstring would point at.
+_MEMBERLESS_BASES = frozenset({"Protocol", "Generic", "ABC", "object", "NamedTuple", "TypedDict", "Enum", "StrEnum"})
+
+
+@dataclass
+class Namespace:
+    """What one module or class defines: its names, and for the classes among them their members."""
+
+    names: dict[str, str | None] = field(default_factory=dict)  # name -> what an import points at, else None
+    classes: dict[str, Namespace] = field(default_factory=dict)
+    bases: list[str] = field(default_factory=list)  # a class's bases, as written
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _targets(node: ast.stmt) -> list[str]:
+    """The names a module- or class-level assignment binds (``a, b = ...`` binds two)."""
+    if not isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+        return []
+    written = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return [name.id for target in written for name in ast.walk(target) if isinstance(name, ast.Name)]
+
+
+def _on_self(attribute: ast.Attribute) -> bool:
+    return isinstance(attribute.value, ast.Name) and attribute.value.id == "self"
+
+
+def _fill(space: Namespace, body: list[ast.stmt], in_class: bool) -> None:
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            space.names[node.name] = None
+            if in_class:  # attributes a method sets on self are the instance's
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Store) and _on_self(inner):
+                        space.names[inner.attr] = None
+        elif isinstance(node, ast.ClassDef):
+            inner_space = Namespace(bases=[ast.unparse(base) for base in node.bases])
+            _fill(inner_space, node.body, in_class=True)
+            space.names[node.name] = None
+            space.classes[node.name] = inner_space
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                space.names[(alias.asname or alias.name).split(".")[0]] = alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                space.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.If | ast.Try):  # TYPE_CHECKING blocks, optional imports
+            for block in (node.body, node.orelse, *(h.body for h in getattr(node, "handlers", []))):
+                _fill(space, block, in_class)
+        else:
+            for name in _targets(node):
+                space.names[name] = None
+
+
+@cache
+def _index() -> dict[str, Namespace]:
+    modules: dict[str, Namespace] = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            space = Namespace()
+            _fill(space, ast.parse(path.read_text(encoding="utf-8")).body, in_class=False)
+            modules[_module_name(path)] = space
+    return modules
+
+
+def _member(space: Namespace, module: str, name: str, seen: frozenset[str] = frozenset()) -> Namespace | bool:
+    """``name`` in ``space`` (a module's or a class's): its class namespace, True, or False where absent.
+
+    A member a class does not define may be inherited: found in a base of the house, or assumed in a
+    base from elsewhere (pydantic's, the standard library's), which this index does not read.
+    """
+    if name in space.classes:
+        return space.classes[name]
+    if name in space.names or "__getattr__" in space.names:  # a module's __getattr__ answers any name
+        target = space.names.get(name)
+        return _resolve(target, seen) if target and target not in seen else True
+    for base in (written.split("[")[0] for written in space.bases):
+        if base.split(".")[-1] in _MEMBERLESS_BASES:
+            continue
+        resolved = _resolve(base if "." in base else f"{module}.{base}", seen)
+        if resolved is False:
+            return True  # a base from outside the house (pydantic's BaseModel): its members are not indexed
+        if isinstance(resolved, Namespace) and _member(resolved, module, name, seen) is not False:
+            return True
+    return False
+
+
+def _resolve(dotted: str, seen: frozenset[str] = frozenset()) -> Namespace | bool:
+    """What ``dotted`` names: a class's namespace, True for any other name of the house, False if it
+    names nothing (or lies outside the house)."""
+    modules = _index()
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        if module in modules:
+            found: Namespace | bool = modules[module]
+            for name in parts[cut:]:
+                if not isinstance(found, Namespace):
+                    return found  # a member of a name this index does not open (a function, a constant)
+                found = _member(found, module, name, seen | {dotted})
+                if found is False:
+                    return False
+            return found
+    return False
+
+
+def _resolves_in(module: str, reference: str) -> bool:
+    """``reference`` from inside ``module``: absolute, or relative to the module or one of its classes."""
+    if reference.split(".")[0] in PACKAGES:
+        return _resolve(reference) is not False
+    space = _index()[module]
+    candidates = [space, *space.classes.values()]
+    return any(_walk(candidate, module, reference.split(".")) for candidate in candidates)
+
+
+def _walk(space: Namespace, module: str, names: list[str]) -> bool:
+    found: Namespace | bool = space
+    for name in names:
+        if not isinstance(found, Namespace):
+            return bool(found)
+        found = _member(found, module, name)
+        if found is False:
+            return False
+    return True
+
+
+def _code_references() -> set[tuple[str, str, int, str]]:
+    found = set()
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            if path == Path(__file__):  # its docstring and cases name dangling references on purpose
+                continue
+            text = path.read_text(encoding="utf-8")
+            for pattern in (ROLE, DOTTED):
+                for match in pattern.finditer(text):
+                    line = text.count("\n", 0, match.start()) + 1
+                    found.add((_module_name(path), str(path.relative_to(REPO)), line, match.group(1)))
+    return found
+
+
+def test_every_reference_in_the_code_names_something_that_exists() -> None:
+    references = _code_references()
+    assert len(references) > 300  # the patterns still find the references the code is full of
+    dangling = sorted(
+        f"{where}:{line}: {name}" for module, where, line, name in references if not _resolves_in(module, name)
+    )
+    assert dangling == []
+
+
+def test_every_dotted_name_in_the_docs_exists() -> None:
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    dangling = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for match in DOTTED.finditer(text):
+            if _resolve(match.group(1)) is False:
+                dangling.append(
+                    f"{page.relative_to(REPO)}:{text.count(chr(10), 0, match.start()) + 1}: {match.group(1)}"
+                )
+    assert dangling == []
+
+
+@pytest.mark.parametrize(
+    ("reference", "exists"),
+    [
+        ("search.capabilities.ReEmbeds", True),
+        ("search.base.ReEmbeds", False),  # where it stood before it moved
+        ("api.services.memories.MemoryService.lifecycle", True),  # set on self in __init__
+        ("api.services.memories.MemoryService.no_such_member", False),
+        ("hivemem.config.Settings.data_dir", True),  # a pydantic field
+        ("search.base.MemoryStore.put_many", True),
+        ("search.base.MemoryStore.no_such_method", False),  # a Protocol gives it no members
+        ("hivemem.answers.ErrorBody", True),
+        ("hivemem.schemas.ErrorBody", False),
+    ],
+)
+def test_the_resolver_tells_a_name_from_a_dangling_one(reference: str, exists: bool) -> None:
+    assert (_resolve(reference) is not False) is exists
