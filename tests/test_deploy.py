@@ -37,7 +37,7 @@ WORKFLOW = REPO / ".github" / "workflows" / "ci.yml"
 SPEC_COMMIT = "fbe9edebac41d098c67e2d379667184368c4ab6c"
 
 # Services that run the hivemem image, and those among them that serve no HTTP.
-HIVEMEM_SERVICES = ("opensearch-setup", "hivemem", "worker", "worker-gpu", "beat", "flower")
+IMAGE_SERVICES = ("opensearch-setup", "hivemem", "worker", "worker-gpu", "beat", "flower")
 NO_HTTP = ("opensearch-setup", "worker", "worker-gpu", "beat", "flower")
 # Everything that reads or writes memories waits for the index to exist.
 STORE_USERS = ("hivemem", "worker", "worker-gpu", "beat")
@@ -111,7 +111,7 @@ def pyproject_requirement(extra: str, package: str) -> str:
 
 
 def test_compose_runs_every_part_of_the_distributed_shape() -> None:
-    assert set(services()) == {"opensearch", "redis", *HIVEMEM_SERVICES}
+    assert set(services()) == {"opensearch", "redis", *IMAGE_SERVICES}
 
 
 @pytest.mark.parametrize(
@@ -128,7 +128,7 @@ def test_one_command_services(name: str, command: list[str]) -> None:
 
 def test_hivemem_services_share_one_environment() -> None:
     every = services()
-    environments = [every[name]["environment"] for name in HIVEMEM_SERVICES]
+    environments = [every[name]["environment"] for name in IMAGE_SERVICES]
     assert all(env == environments[0] for env in environments)
     env = environments[0]
     assert env["HIVEMEM_STORE_URL"] == "opensearch+http://opensearch:9200"
@@ -139,7 +139,7 @@ def test_hivemem_services_share_one_environment() -> None:
     assert env["HIVEMEM_ALLOW_UNAUTHENTICATED_NETWORK"] == "true"
     # ...and names the hosts requests may carry: the service's own name, no wildcard.
     assert env["HIVEMEM_ALLOWED_HOSTS"] == "hivemem"
-    cpu_image = {every[name]["image"] for name in HIVEMEM_SERVICES if name != "worker-gpu"}
+    cpu_image = {every[name]["image"] for name in IMAGE_SERVICES if name != "worker-gpu"}
     assert len(cpu_image) == 1
 
 

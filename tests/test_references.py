@@ -7,9 +7,11 @@ test reads every reference to one of the house's own names: Sphinx roles in the 
 READMEs and docs/. Each must resolve to a module, a module-level name, or a member of a class
 (methods, fields, class attributes, attributes its methods set on ``self``). An unqualified name
 resolves in the module that names it, or as a member of one of its classes. A file path in
-backticks on those pages must exist.
+backticks on those pages must exist, and every ``HIVEMEM_*`` variable named anywhere is one that
+hivemem reads.
 
-The index is read from the source with ``ast``; nothing is imported or run.
+The index of names is read from the source with ``ast``; only the variables' check imports
+something: the settings classes, for the names their fields answer to.
 """
 
 from __future__ import annotations
@@ -230,3 +232,43 @@ def test_every_path_in_the_docs_exists() -> None:
                 )
     assert found > 10
     assert dangling == []
+
+
+VARIABLE = re.compile(r"HIVEMEM_[A-Z0-9_]*[A-Z0-9](_\*)?")
+
+
+def _variables_read() -> set[str]:
+    """Every ``HIVEMEM_*`` name a setting or tuning parameter answers to, and every one the code
+    spells out whole as a string (``os.environ.get("HIVEMEM_CONFIG")``, an alias, a test's switch)."""
+    from api.settings_catalogue import TUNING_GROUPS
+    from hivemem.config import Settings
+
+    names = {f"HIVEMEM_{field.upper()}" for group in (Settings, *TUNING_GROUPS) for field in group.model_fields}
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and re.fullmatch(r"HIVEMEM_[A-Z0-9_]+", str(node.value)):
+                    names.add(node.value)
+    return names
+
+
+def test_every_hivemem_variable_named_is_one_hivemem_reads() -> None:
+    """A renamed or removed setting leaves its old variable in prose that tells an operator to set
+    it. ``HIVEMEM_OPENSEARCH_*`` stands for a family: at least one of them must exist."""
+    known = _variables_read()
+    places = [*_pages(), REPO / "docker-compose.yml", REPO / ".ci" / "run"]
+    places += [path for package in PACKAGES for path in sorted((REPO / package).rglob("*.py"))]
+    places += sorted(path for folder in ("deploy", ".github") for path in (REPO / folder).rglob("*") if path.is_file())
+    found, unknown = 0, []
+    for place in places:
+        text = place.read_text(encoding="utf-8", errors="replace")
+        for match in VARIABLE.finditer(text):
+            found += 1
+            name = match.group(0)
+            family = name.removesuffix("_*")
+            if name.endswith("_*") and any(known_name.startswith(family + "_") for known_name in known):
+                continue
+            if name not in known:
+                unknown.append(f"{place.relative_to(REPO)}:{text.count(chr(10), 0, match.start()) + 1}: {name}")
+    assert found > 200
+    assert unknown == []
