@@ -7,11 +7,12 @@ test reads every reference to one of the house's own names: Sphinx roles in the 
 READMEs and docs/. Each must resolve to a module, a module-level name, or a member of a class
 (methods, fields, class attributes, attributes its methods set on ``self``). An unqualified name
 resolves in the module that names it, or as a member of one of its classes. A file path in
-backticks on those pages must exist, and every ``HIVEMEM_*`` variable named anywhere is one that
-hivemem reads.
+backticks on those pages must exist, every ``HIVEMEM_*`` variable named anywhere is one that
+hivemem reads, and every ``hivemem`` command line is one the CLI takes (command, subcommand,
+options).
 
-The index of names is read from the source with ``ast``; only the variables' check imports
-something: the settings classes, for the names their fields answer to.
+The index of names is read from the source with ``ast``; the checks of variables and
+commands import the settings classes and the CLI's parser.
 """
 
 from __future__ import annotations
@@ -270,5 +271,47 @@ def test_every_hivemem_variable_named_is_one_hivemem_reads() -> None:
                 continue
             if name not in known:
                 unknown.append(f"{place.relative_to(REPO)}:{text.count(chr(10), 0, match.start()) + 1}: {name}")
+    assert found > 200
+    assert unknown == []
+
+
+# A command in backticks (`hivemem memory undo ID`), or a shell line of a code block ($ hivemem …).
+COMMAND_LINE = re.compile(r"`{1,2}hivemem ([^`]+)`|^\$ hivemem (.+)$", re.MULTILINE)
+
+
+def _unknown_in(words: list[str], commands: dict[str, list[str]]) -> str | None:
+    """What in ``words`` (after ``hivemem``) the CLI does not have: a command, a subcommand, an
+    option; None when all of it exists. Placeholders (``COMMAND``, ``ID``) and arguments pass."""
+    path: list[str] = []
+    for word in words:
+        if " ".join([*path, word]) not in commands:
+            break
+        path.append(word)
+    if not path:
+        return None if not words or not re.fullmatch(r"[a-z][a-z-]+", words[0]) else f"command {words[0]}"
+    command, rest = " ".join(path), words[len(path) :]
+    has_subcommands = any(name.startswith(command + " ") for name in commands)
+    if has_subcommands and rest and re.fullmatch(r"[a-z][a-z-]+", rest[0]):
+        return f"subcommand {command} {rest[0]}"
+    for word in rest:
+        option = word.split("=")[0].rstrip(",.;:)")
+        if option.startswith("--") and option not in (*commands[command], "--help"):
+            return f"option {option} of {command}"
+    return None
+
+
+def test_every_command_named_is_one_the_cli_has() -> None:
+    from tests.public_surface import cli_commands
+
+    commands = cli_commands()
+    places = [*_pages(), *(path for package in PACKAGES for path in sorted((REPO / package).rglob("*.py")))]
+    found, unknown = 0, []
+    for place in places:
+        text = place.read_text(encoding="utf-8")
+        for match in COMMAND_LINE.finditer(text):
+            found += 1
+            problem = _unknown_in((match.group(1) or match.group(2)).split(), commands)
+            if problem:
+                unknown.append(f"{place.relative_to(REPO)}:{text.count(chr(10), 0, match.start()) + 1}: {problem}")
     assert found > 200
     assert unknown == []
