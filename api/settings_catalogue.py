@@ -7,6 +7,11 @@ knows them all, on the floor that may import every other.
 
 from __future__ import annotations
 
+import os
+
+import pydantic
+import pydantic_core
+
 from hivemem.admission import AdmissionTuning
 from hivemem.config_file import config_file_path
 from hivemem.errors import ConfigError
@@ -22,7 +27,7 @@ from workers.lifecycle_tuning import LifecycleTuning
 from workers.models.embed_tuning import EmbedTuning
 from workers.rerank_pool_tuning import RerankPoolTuning
 
-__all__ = ["TUNING_GROUPS", "refuse_unknown_tuning", "tuning_group_of"]
+__all__ = ["TUNING_GROUPS", "refuse_invalid_tuning", "tuning_group_of"]
 
 TUNING_GROUPS: tuple[type[Tuning], ...] = (
     RecallParams,
@@ -44,12 +49,16 @@ def tuning_group_of(name: str) -> type[Tuning] | None:
     return next((group for group in TUNING_GROUPS if name in group.model_fields), None)
 
 
-def refuse_unknown_tuning() -> None:
-    """Raise ``ConfigError`` naming each key of the config file's ``[tuning]`` table that is no tuning
-    parameter. Each group takes only its own keys from the table, so a misspelt one would be
-    ignored without a word; the processes that serve (``serve``, ``mcp``, ``worker``, ``beat``),
-    ``hivemem config`` and every command that opens the store (:mod:`api.cli.opened`) refuse it,
-    as a misplaced operator key is refused."""
+def refuse_invalid_tuning() -> None:
+    """Raise ``ConfigError`` for a key of the config file's ``[tuning]`` table that is no tuning
+    parameter, or for a tuning value, from the environment or that table, that its parameter does
+    not take; the error names the variable or the key.
+
+    Each group takes only its own keys from the table, so a misspelt one would be ignored without a
+    word; and a group is built where it is used, often after the store is open, so a value out of
+    bounds would fail a process that had already made an empty database. The processes that serve
+    (``serve``, ``mcp``, ``worker``, ``beat``), ``hivemem config`` and every command that opens the
+    store (:mod:`api.cli.opened`) call this first, as a misplaced operator key is refused."""
     unknown = sorted(key for key in config_table(TUNING_TABLE) if tuning_group_of(key) is None)
     if unknown:
         raise ConfigError(
@@ -57,3 +66,20 @@ def refuse_unknown_tuning() -> None:
             f"{'is not a tuning parameter' if len(unknown) == 1 else 'are not tuning parameters'} "
             "(docs/settings.md lists them)"
         )
+    refused: list[str] = []
+    for group in TUNING_GROUPS:
+        try:
+            group()
+        except pydantic.ValidationError as exc:
+            refused.extend(_refusal(error) for error in exc.errors())
+    if refused:
+        raise ConfigError("; ".join(refused))
+
+
+def _refusal(error: pydantic_core.ErrorDetails) -> str:
+    """One refused tuning value, said with where it came from: the variable, which wins, or the key."""
+    name = str(error["loc"][0]) if error["loc"] else "?"
+    variable = f"HIVEMEM_{name.upper()}"
+    if any(key.upper() == variable for key in os.environ):
+        return f"{variable}: {error['msg']}"
+    return f"config file {config_file_path()}: [{TUNING_TABLE}] {name}: {error['msg']}"

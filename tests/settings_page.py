@@ -40,8 +40,9 @@ default `~/.config/hivemem/config.toml`): operator settings at its top level, tu
 its `[tuning]` table, each under its name in lower case without the prefix. The environment wins
 over the file. `hivemem config` prints the operator settings in force, the store they resolve to,
 and the tuning parameters. A top-level key that is no operator setting is refused by every command;
-a `[tuning]` key that is no tuning parameter (a misspelt one) by the processes (`serve`, `mcp`,
-`worker`, `beat`), by `config` and by every command that opens the store.
+a `[tuning]` key that is no tuning parameter (a misspelt one), or a tuning value its parameter does
+not take, by the processes (`serve`, `mcp`, `worker`, `beat`), by `config` and by every command
+that opens the store, before anything is opened or made.
 
 ```toml
 store_url = "sqlite:///srv/hivemem/hivemem.db"

@@ -1,12 +1,12 @@
 """``hivemem doctor``: check what hivemem needs, one line each, and say how to fix what fails.
 
 Doctor makes nothing: a data folder or SQLite file that is not there yet is reported as such (the
-first start makes it). The data folder (there and writable), the embedding model (loads, embeds), the store (opens with
-that model, answers), the second model when one is configured (loads, embeds, and how many memories
-still lack its vector), the broker when one is configured (answers a ping), and the token key's
-permissions, and the client hooks of the project folder (``--project``, default here): which are
-installed, and whether the server they call answers them. Exit status 0 when every check passes,
-1 otherwise.
+first start makes it). The tuning parameters (each known, each in its bounds), the data folder
+(there and writable), the embedding model (loads, embeds), the store (opens with that model,
+answers), the second model when one is configured (loads, embeds, and how many memories still lack
+its vector), the broker when one is configured (answers a ping), and the token key's permissions,
+and the client hooks of the project folder (``--project``, default here): which are installed, and
+whether the server they call answers them. Exit status 0 when every check passes, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -39,11 +39,24 @@ class Check:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``doctor`` to the ``hivemem`` subcommands."""
     doctor = sub.add_parser(
-        "doctor", help="check the data folder, model, store, broker, key and hooks; say how to fix what fails"
+        "doctor", help="check the tuning, data folder, model, store, broker, key and hooks; say how to fix what fails"
     )
     doctor.add_argument(
         "--project", type=Path, default=None, help="the project folder whose client hooks to check (default: here)"
     )
+
+
+def _tuning(_: Settings) -> Check:
+    """The tuning parameters, from the environment and the config file: each is one hivemem has, in
+    its bounds. Every process and store command refuses to start otherwise."""
+    from api.settings_catalogue import TUNING_GROUPS, refuse_invalid_tuning
+
+    try:
+        refuse_invalid_tuning()
+    except HivememError as exc:
+        return Check("tuning", False, f"{exc}; docs/settings.md gives each parameter's bounds")
+    count = sum(len(group.model_fields) for group in TUNING_GROUPS)
+    return Check("tuning", True, f"{count} parameters, each in its bounds")
 
 
 def _data_folder(settings: Settings) -> Check:
@@ -191,7 +204,7 @@ def _hooks(project: Path) -> Check:
 def checks(settings: Settings, project: Path | None = None) -> list[Check]:
     """Every check, in order; the model and store only once the data folder is usable."""
     folder = _data_folder(settings)
-    found = [folder]
+    found = [_tuning(settings), folder]
     if folder.ok:
         found += _model_and_store(settings)
     steps: list[Callable[[Settings], Check | None]] = [_broker, _token_key]

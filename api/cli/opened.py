@@ -21,14 +21,15 @@ def opened_service(settings: Settings, *, load_model: bool = False) -> Iterator[
     the block ends, however it ends.
 
     The model loads on the first text that needs one, or at once with ``load_model``. A key of the
-    config file's ``[tuning]`` table that is no tuning parameter is refused first, as the serving
-    processes refuse it. The service is imported here, not when the CLI starts: a command that goes
-    through a running server never imports it.
+    config file's ``[tuning]`` table that is no tuning parameter, or a tuning value out of bounds, is
+    refused first, before the store is opened or made, as the serving processes refuse it. The
+    service is imported here, not when the CLI starts: a command that goes through a running server
+    never imports it.
     """
     from api.services.memories import MemoryService
-    from api.settings_catalogue import refuse_unknown_tuning
+    from api.settings_catalogue import refuse_invalid_tuning
 
-    refuse_unknown_tuning()
+    refuse_invalid_tuning()
     service = MemoryService.from_settings(settings, lazy_model=not load_model)
     try:
         yield service

@@ -64,16 +64,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
         from api.main import serve
         from api.process.memory import tune_allocator
-        from api.settings_catalogue import refuse_unknown_tuning
+        from api.settings_catalogue import refuse_invalid_tuning
 
-        refuse_unknown_tuning()
+        refuse_invalid_tuning()
 
         tune_allocator()
         serve(settings, host=args.host, port=args.port, started=started)
         return 0
-    from api.settings_catalogue import refuse_unknown_tuning
+    from api.settings_catalogue import refuse_invalid_tuning
 
-    refuse_unknown_tuning()
+    refuse_invalid_tuning()
     if args.command == "mcp":
         from api.mcp.server import run_stdio
         from api.process.memory import tune_allocator

@@ -159,20 +159,23 @@ def test_doctor_passes_on_a_working_setup_and_says_how_to_fix_a_broken_one(
     assert cli_main(["doctor"]) == 0
     healthy = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in healthy] == [
+        "ok    tuning",
         "ok    data folder",
         "ok    model",
         "ok    store",
         "ok    hooks",
     ]
-    assert "hash-64 embeds (64 dimensions)" in healthy[1] and "holds 0 memories" in healthy[2]
+    assert "hash-64 embeds (64 dimensions)" in healthy[2] and "holds 0 memories" in healthy[3]
 
     (env / "token.key").write_text("0" * 64)
     (env / "token.key").chmod(0o644)
     monkeypatch.setenv("HIVEMEM_BROKER_URL", f"redis://127.0.0.1:{free_port()}/0")
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:32")  # the store was made with hash:64
     monkeypatch.setenv("HIVEMEM_REEMBED_ON_MODEL_CHANGE", "false")
+    monkeypatch.setenv("HIVEMEM_CONTEXT_WEIGHT", "5")  # serve would refuse to start
     assert cli_main(["doctor"]) == 1
     sick = {line.split(":")[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "HIVEMEM_CONTEXT_WEIGHT: Input should be less than or equal to 1" in sick["FAIL  tuning"]
     assert sick["ok    model"] and "hash-64" in sick["FAIL  store"]
     assert "start Redis or fix HIVEMEM_BROKER_URL" in sick["FAIL  broker"]
     assert "chmod 600" in sick["FAIL  token key"]

@@ -168,27 +168,64 @@ def test_the_device_is_cpu_or_a_cuda_device() -> None:
             Settings(embed_device=wrong)
 
 
+STORED = ["memorize", "--title", "WAL mode", "--content", "The store runs in WAL mode."]
+
+
+def _tuning_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str) -> Path:
+    """A config file whose ``[tuning]`` table is ``table``, in force, over a data folder not made yet;
+    the CLI opens the store itself (no server)."""
+    config = tmp_path / "hivemem.toml"
+    config.write_text(f"[tuning]\n{table}\n")
+    monkeypatch.setenv("HIVEMEM_CONFIG", str(config))
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
+    return config
+
+
+def _refused_by_every_command(refusal: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The processes, ``config`` and commands that open the store each exit 2 saying ``refusal``."""
+    from api.cli import main as cli_main
+
+    commands = (["config"], ["serve"], ["mcp"], ["worker"], ["beat"], STORED, ["memory", "list"], ["token", "list"])
+    for command in commands:
+        assert cli_main(command) == 2, command
+        assert refusal in capsys.readouterr().err, command
+
+
 def test_a_key_of_the_tuning_table_that_no_group_owns_is_refused_where_processes_start_or_the_store_opens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Each group takes only its own keys from [tuning]: a misspelt one would be ignored silently.
-    from api.cli import main as cli_main
-    from api.settings_catalogue import refuse_unknown_tuning
+    from api.settings_catalogue import refuse_invalid_tuning
 
-    config = tmp_path / "hivemem.toml"
-    config.write_text("[tuning]\nbm25_wieght = 0.4\ncontext_weight = 0.3\n")
-    monkeypatch.setenv("HIVEMEM_CONFIG", str(config))
-    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    config = _tuning_file(tmp_path, monkeypatch, "bm25_wieght = 0.4\ncontext_weight = 0.3")
     with pytest.raises(ConfigError, match=r"\[tuning\] bm25_wieght is not a tuning parameter"):
-        refuse_unknown_tuning()
-    monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")  # the commands below open the store themselves
-    stored = ["memorize", "--title", "WAL mode", "--content", "The store runs in WAL mode."]
-    for command in (["config"], ["serve"], ["mcp"], ["worker"], stored, ["memory", "list"], ["token", "list"]):
-        assert cli_main(command) == 2, command
-        assert "bm25_wieght is not a tuning parameter" in capsys.readouterr().err
+        refuse_invalid_tuning()
+    _refused_by_every_command("bm25_wieght is not a tuning parameter", capsys)
     assert not (tmp_path / "data").exists()  # refused before anything was opened or made
     config.write_text("[tuning]\ncontext_weight = 0.3\n")
-    refuse_unknown_tuning()
+    refuse_invalid_tuning()
+
+
+def test_a_tuning_value_out_of_bounds_is_refused_before_anything_is_opened_or_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Groups are built where they are used, after the store is open: checked only there, a bad value
+    # failed serve, mcp and the CLI after they had made an empty database.
+    from api.cli import main as cli_main
+
+    config = _tuning_file(tmp_path, monkeypatch, "context_weight = 5.0")
+    _refused_by_every_command(f"{config}: [tuning] context_weight: Input should be less than or equal to 1", capsys)
+    monkeypatch.setenv("HIVEMEM_JOB_RETRIES", "-1")  # the environment names its variable; all are said
+    assert cli_main(STORED) == 2
+    refusal = capsys.readouterr().err
+    assert "[tuning] context_weight: Input should be less than or equal to 1" in refusal
+    assert "HIVEMEM_JOB_RETRIES: Input should be greater than or equal to 0" in refusal
+    monkeypatch.setenv("HIVEMEM_CONTEXT_WEIGHT", "0.2")  # the environment wins over the file
+    monkeypatch.delenv("HIVEMEM_JOB_RETRIES")
+    assert cli_main(["config"]) == 0
+    assert '"context_weight": 0.2' in capsys.readouterr().out
+    assert not (tmp_path / "data").exists()
 
 
 def test_a_key_of_the_tuning_table_sets_its_parameter_and_every_other_group_reads_past_it(
