@@ -14,7 +14,7 @@ from hivemem.access import Access, Role
 from hivemem.errors import MemoryNotFoundError, PermissionDeniedError, ValidationError
 from hivemem.jobs import Job
 from hivemem.model import GLOBAL_SCOPE, Memory
-from hivemem.scope import recall_scopes
+from hivemem.scope import recall_scopes, validate_scope
 
 __all__ = ["Caller", "OnDenied"]
 
@@ -120,9 +120,13 @@ class Caller:
     def scope_for(self, requested: str | None, *, write: bool) -> str:
         """The scope a call works in: ``requested`` if given and allowed, else the default.
 
-        Raises ``ValidationError`` for another scope than a locked session's, and for a write with
-        no scope at all; ``PermissionDeniedError`` when the caller may not read (or write) there.
+        Raises ``ValidationError`` for a malformed scope (every transport's, the CLI's included, which
+        reaches the services without a request model), for another scope than a locked session's,
+        and for a write with no scope at all; ``PermissionDeniedError`` when the caller may not read
+        (or write) there.
         """
+        if requested is not None:
+            validate_scope(requested)
         if requested is not None and self.locked and requested not in (self.default_scope, GLOBAL_SCOPE):
             raise ValidationError(
                 f"this session is locked to scope {self.default_scope!r} (and global); it cannot work in {requested!r}",

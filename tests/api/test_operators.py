@@ -194,6 +194,13 @@ def test_the_cli_lists_shows_and_edits_memories(
     for limit in ("0", "-5", "201"):  # as REST refuses them (a negative one read every memory)
         assert cli_main(["memories", "list", "--scope", SCOPE, "--limit", limit]) == 2
         assert f"limit: a page holds 1 to 200 memories, not {limit}" in capsys.readouterr().err
+    # A malformed scope is refused as REST refuses it: the CLI reaches the services with no request
+    # model, and listed or exported such a scope as an empty one.
+    update = ["memories", "update", first, "--scope", "../x", "--importance", "0.5"]
+    for argv in (["memories", "list", "--scope", "a//b"], update, ["export", "--scope", "../../etc"]):
+        assert cli_main(argv) == 2, argv
+        said = capsys.readouterr()
+        assert "scope must be up to 200 characters of path segments" in said.err and said.out == "", argv
     recall = ["remember", "operator note", "--scope", SCOPE, "--json"]
     assert len(run(*recall, "--before", "2999-01-01T00:00:00Z", "--min-relevance", "0.01")["results"]) == 2
     assert run(*recall, "--after", "2999-01-01T00:00:00Z")["results"] == []
@@ -206,6 +213,6 @@ def test_the_cli_lists_shows_and_edits_memories(
     assert len(run("memories", "list", "--scope", SCOPE, "--after", "2000-01-01")["memories"]) == 2
     # Bytes that are not UTF-8 in an argument (Python holds them as lone surrogates): a clear error.
     not_utf8 = os.fsdecode(b"t/caf\xe9")
-    for argv in (["get", os.fsdecode(b"\xff")], ["memories", "list", "--scope", not_utf8]):
+    for argv in (["get", os.fsdecode(b"\xff")], ["memories", "list", "--scope", SCOPE, "--tag", not_utf8]):
         assert cli_main(argv) == 2
         assert "error: not valid UTF-8 text" in capsys.readouterr().err
