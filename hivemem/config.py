@@ -1,10 +1,11 @@
 """The operator settings: one object, read from ``HIVEMEM_*`` environment variables and a TOML file.
 
-Precedence, highest first: explicit arguments, environment, the top level of the TOML file named
-by ``HIVEMEM_CONFIG`` (default ``~/.config/hivemem/config.toml``; keys are the field names without
-the prefix), then the defaults below. Tuning parameters live with the modules that use them
-(:mod:`hivemem.tuning`). ``docs/settings.md`` is generated from both; ``tests/test_docs.py`` fails
-when it and the code disagree.
+Precedence, highest first: explicit arguments, environment, the top level of the TOML file named by
+``HIVEMEM_CONFIG`` (refused when not there; by default the optional
+``~/.config/hivemem/config.toml``; keys are the field names without the prefix), then the defaults
+below. Tuning parameters live with the modules that use them (:mod:`hivemem.tuning`).
+``docs/settings.md`` is generated from both; ``tests/test_docs.py`` fails when it and the code
+disagree.
 """
 
 from __future__ import annotations

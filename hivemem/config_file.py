@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["config_file_path"]
+__all__ = ["CONFIG_VARIABLE", "config_file_path"]
+
+CONFIG_VARIABLE = "HIVEMEM_CONFIG"
 
 
 def config_file_path() -> Path:
     """The TOML config file: ``HIVEMEM_CONFIG``, else ``~/.config/hivemem/config.toml``."""
-    explicit = os.environ.get("HIVEMEM_CONFIG")
+    explicit = os.environ.get(CONFIG_VARIABLE)
     if explicit:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")

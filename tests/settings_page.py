@@ -35,14 +35,15 @@ Two kinds of knobs.
   chunk lengths. Their defaults are measured (bench/RESULTS.md); change them for an experiment or
   a benchmark, not to get started. Each group lives in the module that uses it.
 
-Both are read from environment variables `HIVEMEM_*`, or from a TOML file (`HIVEMEM_CONFIG`,
-default `~/.config/hivemem/config.toml`): operator settings at its top level, tuning parameters in
-its `[tuning]` table, each under its name in lower case without the prefix. The environment wins
-over the file. `hivemem config` prints the operator settings in force, the store they resolve to,
-and the tuning parameters. A top-level key that is no operator setting is refused by every command;
-a `[tuning]` key that is no tuning parameter (a misspelt one), or a tuning value its parameter does
-not take, by the processes (`serve`, `mcp`, `worker`, `beat`), by `config` and by every command
-that opens the store, before anything is opened or made.
+Both are read from environment variables `HIVEMEM_*`, or from a TOML file (`HIVEMEM_CONFIG`, which
+must name a file that is there, else the optional `~/.config/hivemem/config.toml`): operator
+settings at its top level, tuning parameters in its `[tuning]` table, each under its name in lower
+case without the prefix. The environment wins over the file. `hivemem config` prints the operator
+settings in force, the store they resolve to, and the tuning parameters. A top-level key that is no
+operator setting is refused by every command; a `[tuning]` key that is no tuning parameter (a
+misspelt one), or a tuning value its parameter does not take, by the processes (`serve`, `mcp`,
+`worker`, `beat`), by `config` and by every command that opens the store, before anything is opened
+or made.
 
 ```toml
 store_url = "sqlite:///srv/hivemem/hivemem.db"

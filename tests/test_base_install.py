@@ -68,6 +68,7 @@ def _outside_the_base_install() -> list[str]:
 
 
 def _run(tmp_path: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "config.toml").touch()  # named by HIVEMEM_CONFIG below, so it must be there
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
     env |= {
         "HIVEMEM_DATA_DIR": str(tmp_path / "data"),

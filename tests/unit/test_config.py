@@ -93,6 +93,23 @@ def test_a_config_file_that_is_not_toml_is_refused(tmp_path: Path, monkeypatch: 
         Settings()
 
 
+def test_a_config_file_named_but_not_there_is_refused_and_the_default_one_may_be_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A mistyped HIVEMEM_CONFIG, or a volume not mounted, would otherwise run on the defaults.
+    monkeypatch.setenv("HIVEMEM_CONFIG", str(tmp_path / "hivemem.tmol"))
+    with pytest.raises(ConfigError, match=r"hivemem.tmol \(named by HIVEMEM_CONFIG\): no such file"):
+        Settings()
+    with pytest.raises(ConfigError, match="no such file"):
+        RecallParams()
+    monkeypatch.setenv("HIVEMEM_CONFIG", str(tmp_path))
+    with pytest.raises(ConfigError, match="a folder, not a file"):
+        Settings()
+    monkeypatch.delenv("HIVEMEM_CONFIG")  # the default file (~/.config/hivemem/config.toml) is optional
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config-here"))
+    assert Settings().port == 8765
+
+
 def test_non_loopback_bind_needs_an_explicit_opt_in_and_its_host_names() -> None:
     with pytest.raises(pydantic.ValidationError, match="without authentication"):
         Settings(host="0.0.0.0", allowed_hosts=["memory.example.com"])
