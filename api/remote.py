@@ -48,7 +48,15 @@ class Remote:
             with urllib.request.urlopen(request, timeout=self._timeout_s) as answer:
                 return json.loads(answer.read())
         except urllib.error.HTTPError as exc:
-            raise RemoteError(_refusal(exc)) from None
+            refusal = _refusal(exc)
+            if exc.code == 401:  # the server's words name its header; a CLI user sets a variable
+                sent = "Authorization" in self._headers
+                refusal += (
+                    " (the token this client sent was refused)"
+                    if sent
+                    else " (this client sends HIVEMEM_TOKEN, which is not set; `hivemem token create` makes one)"
+                )
+            raise RemoteError(refusal) from None
         except (OSError, ValueError) as exc:
             raise RemoteError(f"the server at {self._url} did not answer: {exc}") from exc
 

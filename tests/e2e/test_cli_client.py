@@ -20,6 +20,7 @@ from hivemem.config import Settings
 from hivemem.jobs import Job, JobKind, new_job_id
 from hivemem.lazy_embedder import LazyEmbedder
 from hivemem.schemas import MemoryCreate
+from hivemem.token_schemas import TokenCreate
 from tests.e2e.helpers import HivememServer, hivemem_command, hivemem_env, run_cli
 from workers.job_board import RedisJobBoard
 
@@ -88,6 +89,41 @@ def test_cli_commands_go_through_a_server_on_the_same_store(
     gone = cli("forget", memory_id, "--confirm", "--scope", SCOPE)
     assert gone.returncode == 0 and f"forgot {memory_id}" in gone.stdout
     assert served(server, "/v1/memories/{memory_id:uuid}", "DELETE") == 1
+
+
+def test_a_team_server_asks_the_cli_for_hivemem_token(data_dir: Path, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    team = HivememServer(data_dir, logs, HIVEMEM_TEAM="true")
+    team.start()
+    try:
+        memorize = [
+            "memorize",
+            "--title",
+            "Release trains",
+            "--content",
+            "Releases leave on Tuesdays.",
+            "--scope",
+            SCOPE,
+        ]
+
+        def cli(**env: str) -> subprocess.CompletedProcess[str]:
+            return run_cli(*memorize, data_dir=data_dir, cwd=tmp_path, HIVEMEM_SERVER_URL=team.url, **env)
+
+        anonymous = cli()
+        assert anonymous.returncode == 2
+        assert "this client sends HIVEMEM_TOKEN, which is not set" in anonymous.stderr, anonymous.stderr
+        refused = cli(HIVEMEM_TOKEN="hm_000000000000_not-a-live-token")
+        assert refused.returncode == 2 and "the token this client sent was refused" in refused.stderr
+        service = MemoryService.from_settings(Settings(data_dir=data_dir, embed_model="hash:64"))
+        try:
+            token = service.tokens.create(TokenCreate(name="ci", grants=[f"{SCOPE}:write"]), Caller(principal="t"))
+        finally:
+            service.close()
+        stored = cli(HIVEMEM_TOKEN=token.token)
+        assert stored.returncode == 0, stored.stderr
+    finally:
+        team.stop()
 
 
 def test_commands_that_embed_nothing_never_load_the_model(
