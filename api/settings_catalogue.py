@@ -71,14 +71,18 @@ def refuse_invalid_tuning() -> None:
         try:
             group()
         except pydantic.ValidationError as exc:
-            refused.extend(_refusal(error) for error in exc.errors())
+            refused.extend(_refusal(group, error) for error in exc.errors())
     if refused:
         raise ConfigError("; ".join(refused))
 
 
-def _refusal(error: pydantic_core.ErrorDetails) -> str:
-    """One refused tuning value, said with where it came from: the variable, which wins, or the key."""
-    name = str(error["loc"][0]) if error["loc"] else "?"
+def _refusal(group: type[Tuning], error: pydantic_core.ErrorDetails) -> str:
+    """One refused tuning value, said with where it came from: the variable, which wins, or the key.
+    A check across parameters (chunk overlap below chunk length) names them in its message, and
+    either source may have set them: it is said under its group's title."""
+    if not error["loc"]:
+        return f"{group.group_title} tuning: {error['msg']}"
+    name = str(error["loc"][0])
     variable = f"HIVEMEM_{name.upper()}"
     if any(key.upper() == variable for key in os.environ):
         return f"{variable}: {error['msg']}"

@@ -240,6 +240,13 @@ def test_a_tuning_value_out_of_bounds_is_refused_before_anything_is_opened_or_ma
     assert "HIVEMEM_JOB_RETRIES: Input should be greater than or equal to 0" in refusal
     monkeypatch.setenv("HIVEMEM_CONTEXT_WEIGHT", "0.2")  # the environment wins over the file
     monkeypatch.delenv("HIVEMEM_JOB_RETRIES")
+    monkeypatch.setenv("HIVEMEM_KNOWLEDGE_CHUNK_OVERLAP", "5000")  # a check across parameters
+    assert cli_main(["config"]) == 2
+    assert capsys.readouterr().err == (
+        "error: Knowledge tuning: Value error, knowledge_chunk_overlap (5000) must be below "
+        "knowledge_chunk_chars (1200)\n"
+    )
+    monkeypatch.delenv("HIVEMEM_KNOWLEDGE_CHUNK_OVERLAP")
     assert cli_main(["config"]) == 0
     assert '"context_weight": 0.2' in capsys.readouterr().out
     assert not (tmp_path / "data").exists()
