@@ -49,10 +49,10 @@ def tuning_group_of(name: str) -> type[Tuning] | None:
     return next((group for group in TUNING_GROUPS if name in group.model_fields), None)
 
 
-def refuse_invalid_tuning() -> None:
+def refuse_invalid_tuning() -> tuple[Tuning, ...]:
     """Raise ``ConfigError`` for a key of the config file's ``[tuning]`` table that is no tuning
     parameter, or for a tuning value, from the environment or that table, that its parameter does
-    not take; the error names the variable or the key.
+    not take; the error names the variable or the key. Else every group, as built to check it.
 
     Each group takes only its own keys from the table, so a misspelt one would be ignored without a
     word; and a group is built where it is used, often after the store is open, so a value out of
@@ -66,14 +66,16 @@ def refuse_invalid_tuning() -> None:
             f"{'is not a tuning parameter' if len(unknown) == 1 else 'are not tuning parameters'} "
             "(docs/settings.md lists them)"
         )
+    built: list[Tuning] = []
     refused: list[str] = []
     for group in TUNING_GROUPS:
         try:
-            group()
+            built.append(group())
         except pydantic.ValidationError as exc:
             refused.extend(_refusal(group, error) for error in exc.errors())
     if refused:
         raise ConfigError("; ".join(refused))
+    return tuple(built)
 
 
 def _refusal(group: type[Tuning], error: pydantic_core.ErrorDetails) -> str:

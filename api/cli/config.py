@@ -22,10 +22,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(_: argparse.Namespace, settings: Settings) -> int:
-    from api.settings_catalogue import TUNING_GROUPS, refuse_invalid_tuning
+    from api.settings_catalogue import refuse_invalid_tuning
 
-    refuse_invalid_tuning()
     # `store_url` is empty by default: say which store that resolves to (the data folder's file).
-    tuning = {name: value for group in TUNING_GROUPS for name, value in group().model_dump(mode="json").items()}
+    tuning = {name: value for group in refuse_invalid_tuning() for name, value in group.model_dump(mode="json").items()}
     print_json({"effective_store_url": redact_url(settings.resolved_store_url()), **settings.public_dict(), **tuning})
     return 0

@@ -46,16 +46,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
 
 
-def _tuning(_: Settings) -> Check:
+def _tuning() -> Check:
     """The tuning parameters, from the environment and the config file: each is one hivemem has, in
     its bounds. Every process and store command refuses to start otherwise."""
-    from api.settings_catalogue import TUNING_GROUPS, refuse_invalid_tuning
+    from api.settings_catalogue import refuse_invalid_tuning
 
     try:
-        refuse_invalid_tuning()
+        groups = refuse_invalid_tuning()
     except HivememError as exc:
         return Check("tuning", False, f"{exc}; docs/settings.md gives each parameter's bounds")
-    count = sum(len(group.model_fields) for group in TUNING_GROUPS)
+    count = sum(len(type(group).model_fields) for group in groups)
     return Check("tuning", True, f"{count} parameters, each in its bounds")
 
 
@@ -204,7 +204,7 @@ def _hooks(project: Path) -> Check:
 def checks(settings: Settings, project: Path | None = None) -> list[Check]:
     """Every check, in order; the model and store only once the data folder is usable."""
     folder = _data_folder(settings)
-    found = [_tuning(settings), folder]
+    found = [_tuning(), folder]
     if folder.ok:
         found += _model_and_store(settings)
     steps: list[Callable[[Settings], Check | None]] = [_broker, _token_key]
