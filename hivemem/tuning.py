@@ -12,7 +12,6 @@ the ``[tuning]`` table of the config file. ``docs/settings.md`` lists every grou
 
 from __future__ import annotations
 
-import os
 import tomllib
 from typing import Any, ClassVar
 
@@ -23,7 +22,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from hivemem.config_file import CONFIG_VARIABLE, config_file_path
+from hivemem.config_file import existing_config_file
 from hivemem.errors import ConfigError
 
 __all__ = ["TUNING_TABLE", "Tuning", "config_table"]
@@ -35,14 +34,11 @@ def config_table(table: str | None) -> dict[str, Any]:
     """The config file's top level (``table`` None) or one of its tables; empty without a file.
 
     Raises ``ConfigError`` naming the file when it is not TOML, or when ``HIVEMEM_CONFIG`` names a
-    file that is not there: a config that cannot be read must not be taken for an empty one (a
-    mistyped path, a volume not mounted, would run on the defaults, a store of its own included).
+    file that is not there (:func:`hivemem.config_file.existing_config_file`): a config that cannot
+    be read must not be taken for an empty one.
     """
-    path = config_file_path()
-    if not path.is_file():
-        if os.environ.get(CONFIG_VARIABLE):
-            found = "a folder, not a file" if path.is_dir() else "no such file"
-            raise ConfigError(f"config file {path} (named by {CONFIG_VARIABLE}): {found}")
+    path = existing_config_file()
+    if path is None:
         return {}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
