@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -40,6 +41,7 @@ _MEMBERLESS_BASES = frozenset({"Protocol", "Generic", "ABC", "object", "NamedTup
 class Namespace:
     """What one module or class defines: its names, and for the classes among them their members."""
 
+    module: str  # where it is defined: a class's bases, as written, are names of this module
     names: dict[str, str | None] = field(default_factory=dict)  # name -> what an import points at, else None
     classes: dict[str, Namespace] = field(default_factory=dict)
     bases: list[str] = field(default_factory=list)  # a class's bases, as written
@@ -71,7 +73,7 @@ def _fill(space: Namespace, body: list[ast.stmt], in_class: bool) -> None:
                     if isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Store) and _on_self(inner):
                         space.names[inner.attr] = None
         elif isinstance(node, ast.ClassDef):
-            inner_space = Namespace(bases=[ast.unparse(base) for base in node.bases])
+            inner_space = Namespace(space.module, bases=[ast.unparse(base) for base in node.bases])
             _fill(inner_space, node.body, in_class=True)
             space.names[node.name] = None
             space.classes[node.name] = inner_space
@@ -90,17 +92,21 @@ def _fill(space: Namespace, body: list[ast.stmt], in_class: bool) -> None:
 
 
 @cache
+def _python_files() -> tuple[Path, ...]:
+    return tuple(path for package in PACKAGES for path in sorted((REPO / package).rglob("*.py")))
+
+
+@cache
 def _index() -> dict[str, Namespace]:
     modules: dict[str, Namespace] = {}
-    for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
-            space = Namespace()
-            _fill(space, ast.parse(path.read_text(encoding="utf-8")).body, in_class=False)
-            modules[_module_name(path)] = space
+    for path in _python_files():
+        space = Namespace(_module_name(path))
+        _fill(space, ast.parse(path.read_text(encoding="utf-8")).body, in_class=False)
+        modules[space.module] = space
     return modules
 
 
-def _member(space: Namespace, module: str, name: str, seen: frozenset[str] = frozenset()) -> Namespace | bool:
+def _member(space: Namespace, name: str, seen: frozenset[str]) -> Namespace | bool:
     """``name`` in ``space`` (a module's or a class's): its class namespace, True, or False where absent.
 
     A member a class does not define may be inherited: found in a base of the house, or assumed in a
@@ -114,12 +120,24 @@ def _member(space: Namespace, module: str, name: str, seen: frozenset[str] = fro
     for base in (written.split("[")[0] for written in space.bases):
         if base.split(".")[-1] in _MEMBERLESS_BASES:
             continue
-        resolved = _resolve(base if "." in base else f"{module}.{base}", seen)
+        resolved = _resolve(base if "." in base else f"{space.module}.{base}", seen)
         if resolved is False:
             return True  # a base from outside the house (pydantic's BaseModel): its members are not indexed
-        if isinstance(resolved, Namespace) and _member(resolved, module, name, seen) is not False:
+        if isinstance(resolved, Namespace) and _member(resolved, name, seen) is not False:
             return True
     return False
+
+
+def _walk(space: Namespace, names: list[str], seen: frozenset[str]) -> Namespace | bool:
+    """``names``, one member inside the other, from ``space``: what the last names, or False."""
+    found: Namespace | bool = space
+    for name in names:
+        if not isinstance(found, Namespace):
+            return found  # a member of a name this index does not open (a function, a constant)
+        found = _member(found, name, seen)
+        if found is False:
+            return False
+    return found
 
 
 def _resolve(dotted: str, seen: frozenset[str] = frozenset()) -> Namespace | bool:
@@ -130,14 +148,7 @@ def _resolve(dotted: str, seen: frozenset[str] = frozenset()) -> Namespace | boo
     for cut in range(len(parts), 0, -1):
         module = ".".join(parts[:cut])
         if module in modules:
-            found: Namespace | bool = modules[module]
-            for name in parts[cut:]:
-                if not isinstance(found, Namespace):
-                    return found  # a member of a name this index does not open (a function, a constant)
-                found = _member(found, module, name, seen | {dotted})
-                if found is False:
-                    return False
-            return found
+            return _walk(modules[module], parts[cut:], seen | {dotted})
     return False
 
 
@@ -146,41 +157,26 @@ def _resolves_in(module: str, reference: str) -> bool:
     if reference.split(".")[0] in PACKAGES:
         return _resolve(reference) is not False
     space = _index()[module]
-    candidates = [space, *space.classes.values()]
-    return any(_walk(candidate, module, reference.split(".")) for candidate in candidates)
+    return any(_walk(candidate, reference.split("."), frozenset()) for candidate in [space, *space.classes.values()])
 
 
-def _walk(space: Namespace, module: str, names: list[str]) -> bool:
-    found: Namespace | bool = space
-    for name in names:
-        if not isinstance(found, Namespace):
-            return bool(found)
-        found = _member(found, module, name)
-        if found is False:
-            return False
-    return True
-
-
-def _code_references() -> set[tuple[str, str, int, str]]:
-    found = set()
-    for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
-            if path == Path(__file__):  # its docstring and cases name dangling references on purpose
-                continue
-            text = path.read_text(encoding="utf-8")
-            for pattern in (ROLE, DOTTED):
-                for match in pattern.finditer(text):
-                    line = text.count("\n", 0, match.start()) + 1
-                    found.add((_module_name(path), str(path.relative_to(REPO)), line, match.group(1)))
-    return found
+def _matches(places: Iterable[Path], *patterns: re.Pattern[str]) -> Iterator[tuple[str, re.Match[str]]]:
+    """Each match of each of ``patterns`` in the files ``places``, with where it stands (``path:line``)."""
+    for place in places:
+        text = place.read_text(encoding="utf-8", errors="replace")
+        for pattern in patterns:
+            for match in pattern.finditer(text):
+                yield f"{place.relative_to(REPO)}:{text.count(chr(10), 0, match.start()) + 1}", match
 
 
 def test_every_reference_in_the_code_names_something_that_exists() -> None:
-    references = _code_references()
+    # This file's docstring and cases name dangling references on purpose.
+    code = [path for path in _python_files() if path != Path(__file__)]
+    references = {
+        (_module_name(path), where, match.group(1)) for path in code for where, match in _matches([path], ROLE, DOTTED)
+    }
     assert len(references) > 300  # the patterns still find the references the code is full of
-    dangling = sorted(
-        f"{where}:{line}: {name}" for module, where, line, name in references if not _resolves_in(module, name)
-    )
+    dangling = sorted(f"{where}: {name}" for module, where, name in references if not _resolves_in(module, name))
     assert dangling == []
 
 
@@ -191,15 +187,9 @@ def _pages() -> list[Path]:
 
 
 def test_every_dotted_name_in_the_docs_exists() -> None:
-    pages = _pages()
-    dangling = []
-    for page in pages:
-        text = page.read_text(encoding="utf-8")
-        for match in DOTTED.finditer(text):
-            if _resolve(match.group(1)) is False:
-                dangling.append(
-                    f"{page.relative_to(REPO)}:{text.count(chr(10), 0, match.start()) + 1}: {match.group(1)}"
-                )
+    dangling = [
+        f"{where}: {match.group(1)}" for where, match in _matches(_pages(), DOTTED) if _resolve(match.group(1)) is False
+    ]
     assert dangling == []
 
 
@@ -222,17 +212,9 @@ def test_the_resolver_tells_a_name_from_a_dangling_one(reference: str, exists: b
 
 
 def test_every_path_in_the_docs_exists() -> None:
-    found, dangling = 0, []
-    for page in _pages():
-        text = page.read_text(encoding="utf-8")
-        for match in REPO_PATH.finditer(text):
-            found += 1
-            if not (REPO / match.group(1)).exists():
-                dangling.append(
-                    f"{page.relative_to(REPO)}:{text.count(chr(10), 0, match.start()) + 1}: {match.group(1)}"
-                )
-    assert found > 10
-    assert dangling == []
+    paths = list(_matches(_pages(), REPO_PATH))
+    assert len(paths) > 10
+    assert [f"{where}: {match.group(1)}" for where, match in paths if not (REPO / match.group(1)).exists()] == []
 
 
 VARIABLE = re.compile(r"HIVEMEM_[A-Z0-9_]*[A-Z0-9](_\*)?")
@@ -245,11 +227,10 @@ def _variables_read() -> set[str]:
     from hivemem.config import Settings
 
     names = {f"HIVEMEM_{field.upper()}" for group in (Settings, *TUNING_GROUPS) for field in group.model_fields}
-    for package in PACKAGES:
-        for path in (REPO / package).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Constant) and re.fullmatch(r"HIVEMEM_[A-Z0-9_]+", str(node.value)):
-                    names.add(node.value)
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and re.fullmatch(r"HIVEMEM_[A-Z0-9_]+", str(node.value)):
+                names.add(node.value)
     return names
 
 
@@ -257,22 +238,16 @@ def test_every_hivemem_variable_named_is_one_hivemem_reads() -> None:
     """A renamed or removed setting leaves its old variable in prose that tells an operator to set
     it. ``HIVEMEM_OPENSEARCH_*`` stands for a family: at least one of them must exist."""
     known = _variables_read()
-    places = [*_pages(), REPO / "docker-compose.yml", REPO / ".ci" / "run"]
-    places += [path for package in PACKAGES for path in sorted((REPO / package).rglob("*.py"))]
+    places = [*_pages(), REPO / "docker-compose.yml", REPO / ".ci" / "run", *_python_files()]
     places += sorted(path for folder in ("deploy", ".github") for path in (REPO / folder).rglob("*") if path.is_file())
-    found, unknown = 0, []
-    for place in places:
-        text = place.read_text(encoding="utf-8", errors="replace")
-        for match in VARIABLE.finditer(text):
-            found += 1
-            name = match.group(0)
-            family = name.removesuffix("_*")
-            if name.endswith("_*") and any(known_name.startswith(family + "_") for known_name in known):
-                continue
-            if name not in known:
-                unknown.append(f"{place.relative_to(REPO)}:{text.count(chr(10), 0, match.start()) + 1}: {name}")
-    assert found > 200
-    assert unknown == []
+    named = list(_matches(places, VARIABLE))
+
+    def known_as(name: str) -> bool:
+        family = name.removesuffix("_*")
+        return name in known or (name != family and any(known_name.startswith(family + "_") for known_name in known))
+
+    assert len(named) > 200
+    assert [f"{where}: {match.group(0)}" for where, match in named if not known_as(match.group(0))] == []
 
 
 # A command in backticks (`hivemem memory undo ID`), or a shell line of a code block ($ hivemem …).
@@ -304,14 +279,10 @@ def test_every_command_named_is_one_the_cli_has() -> None:
     from tests.public_surface import cli_commands
 
     commands = cli_commands()
-    places = [*_pages(), *(path for package in PACKAGES for path in sorted((REPO / package).rglob("*.py")))]
-    found, unknown = 0, []
-    for place in places:
-        text = place.read_text(encoding="utf-8")
-        for match in COMMAND_LINE.finditer(text):
-            found += 1
-            problem = _unknown_in((match.group(1) or match.group(2)).split(), commands)
-            if problem:
-                unknown.append(f"{place.relative_to(REPO)}:{text.count(chr(10), 0, match.start()) + 1}: {problem}")
-    assert found > 200
+    lines = [
+        (where, (match.group(1) or match.group(2)).split())
+        for where, match in _matches([*_pages(), *_python_files()], COMMAND_LINE)
+    ]
+    assert len(lines) > 200
+    unknown = [f"{where}: {problem}" for where, words in lines if (problem := _unknown_in(words, commands))]
     assert unknown == []
