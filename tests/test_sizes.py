@@ -1,4 +1,6 @@
-"""The house stays readable: no product function over 80 lines, no product module over 600."""
+"""The house stays readable: no function over 80 lines and no module over 600 outside the tests.
+
+The benchmarks count: they are code a newcomer reads too, only kept out of the product wheel."""
 
 from __future__ import annotations
 
@@ -6,16 +8,13 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("hivemem", "api", "workers", "search")
+SOURCE = ("hivemem", "api", "workers", "search", "bench")
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 600
 
-# Still to split (the SQLite store: memories, relations, audit, tokens, vectors): the size it may not pass.
-STILL_LARGE = {}
-
 
 def _modules() -> list[Path]:
-    return sorted(path for package in PRODUCT for path in (ROOT / package).rglob("*.py"))
+    return sorted(path for package in SOURCE for path in (ROOT / package).rglob("*.py"))
 
 
 def test_no_function_is_over_eighty_lines() -> None:
