@@ -30,6 +30,7 @@ __all__ = [
     "GLOBAL_PATTERN",
     "GRANT_PATTERN",
     "LOCAL",
+    "MAX_GRANT_LENGTH",
     "NAME_PATTERN",
     "Access",
     "Grant",
@@ -44,11 +45,18 @@ GLOBAL_PATTERN = "(global)"
 PERSONAL_PREFIX = "user/"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 """A principal's name, as a JSON Schema pattern too."""
-_PATTERN_CHARS = r"A-Za-z0-9._~@:+\-/*?\[\]"
-GRANT_PATTERN = rf"^(\(global\)|[{_PATTERN_CHARS}]{{1,512}}):(read|write|admin)$"
-"""A whole ``PATTERN:ROLE`` grant, as a JSON Schema pattern: what :meth:`Grant.parse` accepts."""
+MAX_GRANT_LENGTH = 530
+_ROLES = "read|write|admin"
+# A glob's '/'-separated segments are each non-empty and not '..', as a scope's are: a glob with an
+# empty or '..' segment (`github.com/acme/:write`, meant as `/*`) would match no scope at all, and
+# the token would quietly get nothing there. The lookahead is negative only, so that a fuzzer can
+# generate from the pattern: '..' is a whole segment when a '/' or the ':ROLE' at the end follows.
+_GLOB_SEGMENT = rf"(?!\.\.(?:/|:(?:{_ROLES})$))[A-Za-z0-9._~@:+\-*?\[\]]+"
+GRANT_PATTERN = rf"^(\(global\)|{_GLOB_SEGMENT}(?:/{_GLOB_SEGMENT})*):({_ROLES})$(?!\n)"
+"""A whole ``PATTERN:ROLE`` grant of at most ``MAX_GRANT_LENGTH`` characters, as a pattern that
+means the same in Python and in JSON Schema: exactly what :meth:`Grant.parse` accepts."""
 _NAME = re.compile(NAME_PATTERN)
-_PATTERN = re.compile(rf"[{_PATTERN_CHARS}]{{1,512}}")
+_GRANT = re.compile(GRANT_PATTERN)
 
 
 class Role(StrEnum):
@@ -105,17 +113,15 @@ class Grant:
             parsed = Role(role)
         except ValueError:
             raise ValidationError(f"a grant's role is read, write or admin, not {role!r}", field="grants") from None
-        return cls(cls.checked_pattern(pattern), parsed)
-
-    @staticmethod
-    def checked_pattern(pattern: str) -> str:
-        """``pattern`` if it is ``(global)`` or a glob of scope characters."""
-        if pattern != GLOBAL_PATTERN and not _PATTERN.fullmatch(pattern):
+        if len(text) > MAX_GRANT_LENGTH:
+            raise ValidationError(f"a grant is at most {MAX_GRANT_LENGTH} characters, not {len(text)}", field="grants")
+        if not _GRANT.fullmatch(text):
             raise ValidationError(
-                f"a grant's pattern is '(global)' or a glob of scope characters and * ? [ ], not {pattern!r}",
+                f"a grant's pattern is '(global)' or a glob of scope characters and * ? [ ] whose "
+                f"'/'-separated segments are neither empty nor '..' (such a glob matches no scope), not {pattern!r}",
                 field="grants",
             )
-        return pattern
+        return cls(pattern, parsed)
 
     def covers(self, scope: str) -> bool:
         """Whether this grant's pattern matches ``scope``."""

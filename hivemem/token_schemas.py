@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictStr
 
-from hivemem.access import GRANT_PATTERN, NAME_PATTERN, Grant, personal_scope, validate_principal_name
+from hivemem.access import GRANT_PATTERN, MAX_GRANT_LENGTH, NAME_PATTERN, Grant, personal_scope, validate_principal_name
 from hivemem.tokens import TokenRecord
 
 __all__ = ["MAX_GRANTS", "TokenCreate", "TokenIssued", "TokenPublic", "WhoAmI"]
@@ -34,9 +34,10 @@ GrantText = Annotated[
     StrictStr,
     Field(
         min_length=3,
-        max_length=530,
-        # Grant.parse's rule in JSON Schema, so that a schema-valid grant is a valid one.
-        pattern=GRANT_PATTERN,
+        max_length=MAX_GRANT_LENGTH,
+        # Grant.parse's rule in JSON Schema, so that a schema-valid grant is a valid one. Not
+        # `pattern=`: pydantic's regex engine has no lookahead; Grant.parse checks it in Python.
+        json_schema_extra={"pattern": GRANT_PATTERN},
         description="PATTERN:ROLE, e.g. `github.com/acme/*:write`; `(global)` names the global scope, "
         "`*` every scope; roles read, write, admin.",
     ),

@@ -69,12 +69,20 @@ def test_the_store_holds_no_token_only_its_keyed_hash(
     assert json.loads(capsys.readouterr().out)["effective_store_url"] == f"sqlite:///{settings.data_dir}/hivemem.db"
     assert cli_main(["token", "create", "Bad Name"]) == 2
     assert cli_main(["token", "create", "carol", "--grant", "acme:owner"]) == 2
+    # A glob that can match no scope (a trailing '/', meant as '/*') is refused, not a token granting nothing.
+    assert cli_main(["token", "create", "carol", "--grant", "github.com/acme/:write"]) == 2
+    assert "neither empty nor '..'" in capsys.readouterr().err
+    assert cli_main(["token", "list"]) == 0
+    assert "carol" not in capsys.readouterr().out
 
 
 def test_a_revoked_token_is_refused_from_the_next_request(team: tuple[MemoryService, TestClient]) -> None:
     service, client = team
     admin = service.tokens.first_admin()
     assert admin is not None and service.tokens.first_admin() is None
+    for nothing in ("github.com/acme/:write", "../etc:read"):
+        refused = client.post("/v1/tokens", json={"name": "alice", "grants": [nothing]}, headers=bearer(admin.token))
+        assert refused.status_code == 422 and "neither empty nor '..'" in refused.json()["message"], refused.text
     made = client.post("/v1/tokens", json={"name": "alice", "grants": ["(global):read"]}, headers=bearer(admin.token))
     assert made.status_code == 201
     alice = made.json()["token"]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from api.services.caller import Caller
-from hivemem.access import LOCAL, Access, Grant, Role
+from hivemem.access import GRANT_PATTERN, LOCAL, MAX_GRANT_LENGTH, Access, Grant, Role
 from hivemem.errors import PermissionDeniedError, ValidationError
 from hivemem.throttle import Throttle
 from hivemem.tokens import issue_token, token_digest, token_id_of
@@ -26,6 +27,43 @@ def test_a_grant_is_a_glob_and_a_role() -> None:
     for bad in ("github.com/acme", "acme:owner", ":read", "a b:read"):
         with pytest.raises(ValidationError):
             Grant.parse(bad)
+
+
+GLOBS_THAT_MATCH_NO_SCOPE = ("github.com/acme/:write", "../x:read", "a/..:read", "..:admin", "/x:read", "a//b:read")
+
+
+@pytest.mark.parametrize("text", GLOBS_THAT_MATCH_NO_SCOPE)
+def test_a_glob_with_an_empty_or_dot_dot_segment_is_refused(text: str) -> None:
+    # No scope has such a segment (hivemem.scope), so the token would quietly get nothing there.
+    with pytest.raises(ValidationError, match=re.escape("neither empty nor '..'")):
+        Grant.parse(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *GLOBS_THAT_MATCH_NO_SCOPE,
+        "github.com/acme/*:write",
+        "(global):read",
+        "(global)/x:read",
+        "*:admin",
+        "host:8080/repo:read",
+        "a/...:read",
+        "a/..:b:read",  # the pattern is a/..:b, whose last segment is not '..'
+        "x/.y:write",
+        "a" * 525 + ":read",
+        "a" * 526 + ":read",
+        "a/..:read\n",
+    ],
+)
+def test_the_schema_pattern_admits_exactly_what_parse_accepts(text: str) -> None:
+    # The OpenAPI and MCP schemas publish GRANT_PATTERN: a schema-valid grant must be a valid one.
+    try:
+        Grant.parse(text)
+        parsed = True
+    except ValidationError:
+        parsed = False
+    assert (re.search(GRANT_PATTERN, text) is not None and len(text) <= MAX_GRANT_LENGTH) is parsed
 
 
 def test_roles_include_the_weaker_ones_and_the_personal_scope_is_owned() -> None:
