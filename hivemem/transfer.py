@@ -27,7 +27,7 @@ from pydantic import ValidationError as PydanticValidationError
 from hivemem.codec import memory_from_json, memory_to_json
 from hivemem.errors import ValidationError
 from hivemem.hashing import content_hash
-from hivemem.knowledge import DocumentFormat, KnowledgeChunk, KnowledgeSource
+from hivemem.knowledge import DocumentFormat, KnowledgeChunk, KnowledgeSource, chunk_id
 from hivemem.model import Memory, MemoryState, MemoryType, Relation, RelationType, Source
 from hivemem.scope import validate_scope
 
@@ -262,6 +262,24 @@ def _source(line: _SourceLine) -> tuple[KnowledgeSource, list[KnowledgeChunk]]:
     return source, chunks
 
 
+def _misplaced_chunk(line: _SourceLine) -> str | None:
+    """What is wrong with the first chunk of ``line`` whose id is not the one its place gives it
+    (:func:`hivemem.knowledge.chunk_id` of the scope, uri, content hash and ordinal), or that
+    repeats an ordinal; None when every chunk is in place. A chunk is written by id, and an id is
+    bound to its scope: a file naming another scope's chunk would write over it there."""
+    ordinals: set[int] = set()
+    for chunk in line.chunks:
+        if chunk.ordinal in ordinals:
+            return f"source {line.uri!r}: chunk ordinal {chunk.ordinal} is given twice"
+        ordinals.add(chunk.ordinal)
+        if chunk.id != chunk_id(line.scope, line.uri, line.content_hash, chunk.ordinal):
+            return (
+                f"source {line.uri!r}: chunk {chunk.id} is not the id of chunk {chunk.ordinal} of that "
+                f"document in scope {line.scope!r}"
+            )
+    return None
+
+
 def _problem(number: int, message: str) -> ValidationError:
     return ValidationError(f"line {number}: {message}", field=f"line {number}")
 
@@ -296,7 +314,8 @@ def read_export(lines: Iterable[str]) -> Iterator[Record]:
     Raises ``ValidationError`` at the first bad line, naming it: not JSON, an unknown kind or
     field, a value out of range, a content hash that is not the content's, a scope that is no
     scope, a memory id given twice, a content given twice in one scope (a store keeps one memory
-    per content and scope), or a relation whose ends are not memories of the file (above it); and
+    per content and scope), a relation whose ends are not memories of the file (above it), or a
+    chunk whose id is not the one its document and ordinal give it; and
     at the end for a file with no header. Records before a bad line have been yielded: a caller
     that must change nothing for a bad file reads it through once before writing.
     """
@@ -353,6 +372,9 @@ def read_export(lines: Iterable[str]) -> Iterator[Record]:
                 raise _problem(number, f"relation end {missing[0]} is not a memory of the file (above this line)")
             yield _relation(line)
         else:
+            wrong = _misplaced_chunk(line)
+            if wrong is not None:
+                raise _problem(number, wrong)
             yield _source(line)
     if not header_seen:
         raise ValidationError(f"the file is empty: an export starts with its {EXPORT_FORMAT} header", field="line 1")

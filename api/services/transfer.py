@@ -2,10 +2,12 @@
 
 An export holds the scopes a caller may read (every one, or those named): every memory in every
 state, the relations between them, and the knowledge sources with their chunks (the file's format
-is :mod:`hivemem.transfer`). An import takes admin on every scope the file writes to, validates the
-whole file first (a bad line changes nothing), refuses a memory whose content another memory of its
-scope already holds under another id, embeds every memory and chunk with this store's model, and
-writes them by id: importing the same file twice gives the same store. It is audited.
+is :mod:`hivemem.transfer`). An import takes admin on every scope the file writes to, and on every
+scope a memory of the file is in now when the file puts it elsewhere (written by id, it leaves
+that scope). It validates the whole file first (a bad line changes nothing), refuses a memory whose
+content another memory of its scope already holds under another id, embeds every memory and chunk
+with this store's model, and writes them by id: importing the same file twice gives the same
+store. It is audited.
 """
 
 from __future__ import annotations
@@ -124,10 +126,20 @@ class Transfer:
         disk is read twice and never held whole). Raises ``ValidationError`` (nothing written) for
         a bad file or a content conflict, ``PermissionDeniedError`` without admin on one of its scopes."""
         read: Callable[[], Iterable[str]] = (lambda: lines) if isinstance(lines, Sequence) else lines
-        counts, scopes, conflict = self._checked(read())
+        counts, scopes, moved, conflict = self._checked(read())
         for scope in sorted(scopes):
             caller.require(scope, Role.ADMIN)
-        if conflict is not None:  # said after the permission check: it names a memory of the scope
+        for memory_id, held_in in sorted(moved.items()):
+            if not caller.may(held_in, Role.ADMIN):
+                # The scope is not named: the caller may not be able to read it.
+                raise caller.refused(
+                    f"memory {memory_id} of the file: this store holds that id in another scope, where "
+                    f"{caller.principal!r} may not administer; an import writes by id, so it would take "
+                    "the memory from there. Nothing was imported",
+                    held_in,
+                    Role.ADMIN,
+                )
+        if conflict is not None:  # said after the permission checks: it names a memory of the scope
             raise conflict
         chunks = redacted = 0  # a count of this import's: one Transfer serves every import at once
         batch: list[Memory] = []
@@ -171,12 +183,14 @@ class Transfer:
         self.store.audit(AuditEvent("import", "", GLOBAL_SCOPE, caller.principal, result.model_dump()))
         return result
 
-    def _checked(self, lines: Iterable[str]) -> tuple[dict[str, int], set[str], ValidationError | None]:
-        """The file read through once, validated: its records counted by kind, its scopes, and the
-        first memory whose content its scope already holds under another id (the store keeps one
-        memory per content and scope), as the error to raise."""
+    def _checked(self, lines: Iterable[str]) -> tuple[dict[str, int], set[str], dict[str, str], ValidationError | None]:
+        """The file read through once, validated: its records counted by kind, its scopes, the
+        memories this store holds in another scope than the file's (id → the scope it is in now),
+        and the first memory whose content its scope already holds under another id (the store
+        keeps one memory per content and scope), as the error to raise."""
         counts = dict.fromkeys(("memory", "relation", "source"), 0)
         scopes: set[str] = set()
+        moved: dict[str, str] = {}
         conflict: ValidationError | None = None
         page: list[Memory] = []
         for record in read_export(lines):
@@ -185,18 +199,25 @@ class Transfer:
                 scopes.add(record.scope)
                 if self.secrets.policy == "refuse":  # SecretRefused before any write; redact acts in _put
                     self._without_secrets(record)
-                if conflict is None:  # the first conflict is the one said: no more store lookups
-                    page.append(record)
-                    if len(page) == _PAGE:
-                        conflict, page = self._conflict(page), []
+                page.append(record)
+                if len(page) == _PAGE:
+                    moved |= self._moved(page)
+                    conflict, page = conflict or self._conflict(page), []
             elif isinstance(record, Relation):
                 counts["relation"] += 1
             else:
                 counts["source"] += 1
                 scopes.add(record[0].scope)
-        if conflict is None and page:
-            conflict = self._conflict(page)
-        return counts, scopes, conflict
+        if page:
+            moved |= self._moved(page)
+            conflict = conflict or self._conflict(page)
+        return counts, scopes, moved, conflict
+
+    def _moved(self, memories: list[Memory]) -> dict[str, str]:
+        """Those of ``memories`` that this store holds in another scope: id → the scope they are in."""
+        scope_of = {memory.id: memory.scope for memory in memories}
+        held = self.store.get_many(list(scope_of), vectors=False)
+        return {memory.id: memory.scope for memory in held if memory.scope != scope_of[memory.id]}
 
     def _conflict(self, memories: list[Memory]) -> ValidationError | None:
         """The error for the first of ``memories`` whose content its scope holds under another id,

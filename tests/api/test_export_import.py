@@ -26,9 +26,11 @@ from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.errors import ValidationError
 from hivemem.hashing import content_hash
+from hivemem.knowledge import chunk_id
 from hivemem.knowledge_schemas import KnowledgeSearchRequest, KnowledgeStoreRequest
 from hivemem.model import DuplicatePolicy, Memory, MemoryState
 from hivemem.schemas import LinkCreate, MemoryCreate, RecallRequest
+from hivemem.token_schemas import TokenCreate
 from hivemem.transfer import export_file_lines, export_lines
 from tests.api.conftest import LOCAL_URL
 from tests.api.test_team_acl import ServerThread
@@ -203,6 +205,13 @@ def test_a_bad_file_is_refused_whole_and_changes_nothing(tmp_path: Path) -> None
         bad_scope = json.loads(lines[memory]) | {"scope": "Not A Scope!"}
         last = max(i for i, line in enumerate(lines) if '"kind":"memory"' in line)  # a content the target lacks
         copied = json.loads(lines[last]) | {"id": "00000000-0000-4000-8000-000000000001"}
+        document = next(i for i, line in enumerate(lines) if '"kind":"source"' in line)
+        source = json.loads(lines[document])
+        # A chunk id bound to another scope (ids are per scope): written by id, it would land on that
+        # scope's chunk. And one ordinal twice.
+        elsewhere = chunk_id("github.com/other/team", source["uri"], source["content_hash"], 0)
+        foreign = source | {"chunks": [source["chunks"][0] | {"id": elsewhere}, *source["chunks"][1:]]}
+        repeated = source | {"chunks": [source["chunks"][0], source["chunks"][0]]}
         cases = {
             "not JSON": [*lines[:3], "{broken", *lines[3:]],
             "not a hivemem-export file": lines[1:],
@@ -211,6 +220,12 @@ def test_a_bad_file_is_refused_whole_and_changes_nothing(tmp_path: Path) -> None
             "scope": [*lines[:memory], json.dumps(bad_scope), *lines[memory + 1 :]],
             # One content twice in one scope, under two ids: the store keeps one memory per content.
             "the file holds its content in scope": [*lines[: last + 1], json.dumps(copied), *lines[last + 1 :]],
+            f"chunk {elsewhere} is not the id of chunk 0": [
+                *lines[:document],
+                json.dumps(foreign),
+                *lines[document + 1 :],
+            ],
+            "chunk ordinal 0 is given twice": [*lines[:document], json.dumps(repeated), *lines[document + 1 :]],
             "does not match any of the expected tags": [*lines, '{"kind": "token", "id": "x"}'],
             "the file is empty": [],
             # Its content is held in its scope under another id.
@@ -318,8 +333,6 @@ def test_rest_import_takes_admin_on_every_scope_of_the_file(tmp_path: Path) -> N
     try:
         admin = service.tokens.first_admin()
         assert admin is not None
-        from hivemem.token_schemas import TokenCreate
-
         writer = service.tokens.create(TokenCreate(name="wes", grants=[f"{SCOPE}:write"]), LOCAL).token
         with TestClient(create_app(settings, service), base_url=LOCAL_URL) as client:
             ndjson = {"Content-Type": "application/x-ndjson"}
@@ -335,6 +348,42 @@ def test_rest_import_takes_admin_on_every_scope_of_the_file(tmp_path: Path) -> N
             again = client.get("/v1/export", params={"scope": SCOPE}, headers={"Authorization": f"Bearer {writer}"})
             assert again.status_code == 200 and again.text == body
             assert again.headers["content-type"].startswith("application/x-ndjson")
+    finally:
+        service.close()
+
+
+def test_an_import_takes_no_memory_from_a_scope_the_caller_does_not_administer(tmp_path: Path) -> None:
+    """An import writes by id: a memory of the file that this store holds in another scope would
+    leave that scope. Admin on the file's scopes is not enough; it takes admin where it is now."""
+    settings = Settings(data_dir=tmp_path / "b", embed_model="hash:64", team=True)
+    service = MemoryService.from_settings(settings)
+    try:
+        admin = service.tokens.first_admin()
+        assert admin is not None
+        held = service.memorize_many([_note("The API gateway is Envoy, for gRPC.")], LOCAL)[0].id
+        carol = service.tokens.create(TokenCreate(name="carol", grants=[f"{OTHER}:admin"]), LOCAL).token
+        # Carol's file puts that memory, under its id, in the scope she administers.
+        taken = service.store.get(held)
+        assert taken is not None
+        content = "Carol says the API gateway is nginx now."
+        hijack = replace(taken, scope=OTHER, content=content, content_hash=content_hash(content))
+        body = "\n".join(export_lines([hijack], [], [])) + "\n"
+        ndjson = {"Content-Type": "application/x-ndjson"}
+        with TestClient(create_app(settings, service), base_url=LOCAL_URL) as client:
+            refused = client.post("/v1/import", content=body, headers={**ndjson, "Authorization": f"Bearer {carol}"})
+            assert refused.status_code == 403, refused.text
+            assert f"memory {held} of the file" in refused.json()["message"]
+            assert SCOPE not in refused.json()["message"]  # a scope she may not read is not named to her
+            kept = service.store.get(held)
+            assert kept is not None and (kept.scope, kept.content) == (SCOPE, taken.content)
+            assert service.store.count() == 1
+            # An admin of both scopes may move it: the import is then what the file says.
+            moved = client.post(
+                "/v1/import", content=body, headers={**ndjson, "Authorization": f"Bearer {admin.token}"}
+            )
+            assert moved.status_code == 200, moved.text
+            now = service.store.get(held)
+            assert now is not None and (now.scope, now.content) == (OTHER, content)
     finally:
         service.close()
 
