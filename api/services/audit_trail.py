@@ -4,7 +4,7 @@ caller's grants; and undoing what a record names (:mod:`api.services.undo`)."""
 from __future__ import annotations
 
 from api.services.caller import Caller
-from api.services.undo import undo
+from api.services.undo import changed_scopes, undo
 from hivemem.access import Role
 from hivemem.answers import AuditPublic, UndoResult
 from hivemem.audit import AuditQuery
@@ -49,8 +49,10 @@ class AuditTrail:
     def undo(self, audit_id: str, caller: Caller = Caller()) -> UndoResult:
         """Undo the merge or supersede an audit record names (see :mod:`api.services.undo`).
 
-        Raises ``AuditNotFoundError`` for an unknown id or one outside the caller's scopes, and
-        ``UndoRefused`` for another action or a record already undone.
+        Raises ``AuditNotFoundError`` for an unknown id or one outside the caller's scopes,
+        ``PermissionDeniedError`` without admin on the record's scope and on the scope of every
+        memory the undo would change, and ``UndoRefused`` for another action or a record already
+        undone.
         """
         event = self.store.audit_event(audit_id)
         try:
@@ -58,5 +60,9 @@ class AuditTrail:
         except (ValidationError, PermissionDeniedError):
             raise AuditNotFoundError(f"no audit record with id {audit_id}") from None
         caller.require(event.scope, Role.ADMIN)
+        # What it puts back may lie in another scope: a supersede or a consolidation reaches across
+        # an edge to the global scope, or from it.
+        for scope in sorted(changed_scopes(self.store, event) - {event.scope}):
+            caller.require_admin_for(scope, f"undo audit record {audit_id}")
         restored = undo(self.store, self.embedder, event, caller.principal)
         return UndoResult(audit_id=event.id, action=event.action, restored=restored)

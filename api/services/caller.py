@@ -91,6 +91,18 @@ class Caller:
                 needed,
             )
 
+    def require_admin_for(self, scope: str, doing: str) -> None:
+        """Refuse ``doing`` unless this caller administers ``scope``, where it would change a memory
+        besides the scope the call is in (an undo across an edge, an import by id). The refusal
+        names ``scope`` only to a caller who may read it."""
+        if not self.may(scope, Role.ADMIN):
+            where = _named(scope) if self.may(scope, Role.READ) else "a scope it may not read"
+            raise self.refused(
+                f"{self.principal!r} may not {doing}: that would change a memory in {where}, which takes admin there",
+                scope,
+                Role.ADMIN,
+            )
+
     def may_read_job(self, job: Job) -> bool:
         """Whether this caller may read ``job``: it asked for it, or administers every scope the job
         writes in (a job of no scope, the server's own, is for admins on ``*``)."""

@@ -130,15 +130,8 @@ class Transfer:
         for scope in sorted(scopes):
             caller.require(scope, Role.ADMIN)
         for memory_id, held_in in sorted(moved.items()):
-            if not caller.may(held_in, Role.ADMIN):
-                # The scope is not named: the caller may not be able to read it.
-                raise caller.refused(
-                    f"memory {memory_id} of the file: this store holds that id in another scope, where "
-                    f"{caller.principal!r} may not administer; an import writes by id, so it would take "
-                    "the memory from there. Nothing was imported",
-                    held_in,
-                    Role.ADMIN,
-                )
+            # Written by id, it would leave the scope it is in now.
+            caller.require_admin_for(held_in, f"import memory {memory_id} of the file, whose id this store holds")
         if conflict is not None:  # said after the permission checks: it names a memory of the scope
             raise conflict
         chunks = redacted = 0  # a count of this import's: one Transfer serves every import at once

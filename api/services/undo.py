@@ -23,7 +23,7 @@ from hivemem.resolution import restored, unmerged
 from search.base import Store
 from workers.jobs import embedded
 
-__all__ = ["UNDOABLE", "undo"]
+__all__ = ["UNDOABLE", "changed_scopes", "undo"]
 
 UNDOABLE = ("merge", "reinforce", "supersede", "consolidate", "archive")
 
@@ -75,6 +75,20 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
         )
     )
     return ids
+
+
+def changed_scopes(store: Store, event: AuditEvent) -> set[str]:
+    """The scopes of the memories that undoing ``event`` would change (those still held): the
+    record's own scope, or across an edge the global scope (a project's note superseding a global
+    fact, a global goal's findings in a project). Undo takes admin on each."""
+    detail = event.detail
+    if event.action == "supersede":
+        ids = [str(detail["superseded"])]
+    elif event.action == "consolidate":
+        ids = [event.memory_id, *(str(before["id"]) for before in detail["sources"])]
+    else:  # a merge or reinforcement (the folded-in memory comes back in the record's scope), an archiving
+        ids = [event.memory_id]
+    return {event.scope} | {memory.scope for memory in store.get_many(ids, vectors=False)}
 
 
 def _unconsolidate(store: Store, event: AuditEvent, now: datetime) -> list[str]:

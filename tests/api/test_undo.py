@@ -9,16 +9,21 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from api.main import create_app
+from api.services.caller import Caller
 from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.hashing import content_hash
 from hivemem.model import Memory, RelationType, WriteOutcome, new_memory_id, utcnow
 from hivemem.resolution import Neighbour, ResolutionPolicy, resolve
+from hivemem.token_schemas import TokenCreate
 from search.capabilities import ResolvesByMeaning
+from tests.api.conftest import LOCAL_URL
 
 SCOPE = "github.com/acme/api"
 HEADERS = {"X-Hivemem-Scope": SCOPE}
 POLICY = ResolutionPolicy(neighbours=5, reinforce_at=0.85, contradiction_at=0.6)
+LOCAL = Caller(principal="admin")
 
 
 def _memorize(client: TestClient, content: str) -> str:
@@ -139,3 +144,52 @@ def test_the_cli_lists_a_memorys_audit_trail_and_undoes_a_record(
         assert reopened.store.get(old.id).valid_to is None
     finally:
         reopened.close()
+
+
+def test_an_undo_changes_a_memory_of_another_scope_only_for_its_admin(tmp_path: Path) -> None:
+    """A project's note may supersede a global fact (an edge reaches the global scope). The record is
+    the project's, but undoing it makes the global fact valid again: that takes admin there too."""
+    settings = Settings(data_dir=tmp_path / "data", embed_model="hash:64", team=True)
+    service = MemoryService.from_settings(settings)
+    try:
+        admin = service.tokens.first_admin()
+        assert admin is not None
+        tokens = {
+            name: service.tokens.create(TokenCreate(name=name, grants=grants), LOCAL).token
+            for name, grants in {
+                "alice": ["github.com/acme/*:admin", "(global):write"],
+                "dave": [f"{SCOPE}:admin"],
+            }.items()
+        }
+        with TestClient(create_app(settings, service), base_url=LOCAL_URL) as client:
+            as_alice = {"Authorization": f"Bearer {tokens['alice']}"}
+            fact = client.post(
+                "/v1/memories",
+                json={"title": "Logs in UTC", "content": "Every service writes its logs in UTC.", "global": True},
+                headers=as_alice,
+            ).json()["id"]
+            note = client.post(
+                "/v1/memories",
+                json={
+                    "title": "API logs in local time",
+                    "content": "The API service writes its logs in local time now.",
+                    "scope": SCOPE,
+                    "related_to": [{"target_id": fact, "relationship_type": "supersedes"}],
+                },
+                headers=as_alice,
+            ).json()
+            assert note["superseded_by_links"] == [fact]
+            (record,) = [e for e in service.store.audit_log() if e.action == "supersede"]
+            assert record.scope == SCOPE
+            refused = client.post(f"/v1/audit/{record.id}/undo", headers={"Authorization": f"Bearer {tokens['dave']}"})
+            assert refused.status_code == 403, refused.text
+            assert "would change a memory in a scope it may not read" in refused.json()["message"]
+            held = service.store.get(fact)
+            assert held is not None and held.valid_to is not None  # still superseded: nothing changed
+            assert [e.action for e in service.store.audit_log(fact)].count("undo") == 0
+            undone = client.post(f"/v1/audit/{record.id}/undo", headers={"Authorization": f"Bearer {admin.token}"})
+            assert undone.status_code == 200 and undone.json()["restored"] == [fact], undone.text
+            back = service.store.get(fact)
+            assert back is not None and back.valid_to is None
+    finally:
+        service.close()
