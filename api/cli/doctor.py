@@ -117,7 +117,7 @@ def _model_and_store(settings: Settings) -> list[Check]:
     except HivememError as exc:
         found.append(Check("store", False, f"{redact_url(url)}: {exc}"))
     else:
-        found.append(Check("store", True, f"{redact_url(url)} holds {count} memories"))
+        found.append(Check("store", True, f"{redact_url(url)} holds {count} {'memory' if count == 1 else 'memories'}"))
         found += [second] if second is not None else []
     return found
 

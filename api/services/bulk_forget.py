@@ -64,9 +64,8 @@ def forget_matching(store: Store, recaller: Recaller, request: BulkForgetRequest
             raise ValidationError(f"{too_many}; nothing was forgotten", field="confirm")
         return answer.model_copy(update={"said": too_many})  # count: one more than the most, so "more than"
     if not request.confirm:
-        return answer.model_copy(
-            update={"said": f"{len(found)} memories match; forget them with confirm: true and this preview_token"}
-        )
+        match = "1 memory matches; forget it" if len(found) == 1 else f"{len(found)} memories match; forget them"
+        return answer.model_copy(update={"said": f"{match} with confirm: true and this preview_token"})
     if request.preview_token is None:
         raise ConfirmationRequired("preview_token: run the same call without confirm first, and give back its token")
     if request.preview_token != token:
@@ -78,5 +77,6 @@ def forget_matching(store: Store, recaller: Recaller, request: BulkForgetRequest
         removed = store.delete(memory.id)
         detail = {"content_hash": removed.content_hash, "memory_type": removed.memory_type.value, "bulk": token}
         store.audit(AuditEvent("forget", removed.id, removed.scope, caller.principal, detail))
-    said = f"forgot {len(found)} memories of {scope or 'the global scope'}"
+    counted = "1 memory" if len(found) == 1 else f"{len(found)} memories"
+    said = f"forgot {counted} of {scope or 'the global scope'}"
     return answer.model_copy(update={"forgotten": [m.id for m in found], "said": said})

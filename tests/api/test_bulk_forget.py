@@ -48,6 +48,7 @@ def test_the_preview_and_the_delete_agree_and_a_changed_set_is_refused(client: T
     assert preview.status_code == 200, preview.text
     seen = preview.json()
     assert (seen["count"], seen["forgotten"]) == (3, None)
+    assert seen["said"] == "3 memories match; forget them with confirm: true and this preview_token"
     assert {m["title"] for m in seen["first"]} == {t for t, tags in NOTES.items() if tags}
 
     without = client.post("/v1/memories/forget", json={**ask, "confirm": True})
@@ -78,8 +79,10 @@ def test_a_query_forgets_its_best_matches_and_nothing_is_taken_by_default(client
     ask = {"query": "which ports do local services use", "limit": 1, "scope": SCOPE}
     preview = client.post("/v1/memories/forget", json=ask).json()
     assert preview["count"] == 1 and preview["first"][0]["title"] == "Scratch: local ports"
+    assert preview["said"].startswith("1 memory matches; forget it with confirm: true")
     done = client.post("/v1/memories/forget", json={**ask, "confirm": True, "preview_token": preview["preview_token"]})
     assert done.json()["forgotten"] == [preview["first"][0]["id"]]
+    assert done.json()["said"] == f"forgot 1 memory of {SCOPE}"
 
 
 def test_team_mode_takes_admin_on_the_scope(tmp_path: Path) -> None:

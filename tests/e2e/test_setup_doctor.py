@@ -166,6 +166,10 @@ def test_doctor_passes_on_a_working_setup_and_says_how_to_fix_a_broken_one(
         "ok    hooks",
     ]
     assert "hash-64 embeds (64 dimensions)" in healthy[2] and "holds 0 memories" in healthy[3]
+    assert cli_main(["memorize", "--title", "Release day", "--content", "We release on Thursdays."]) == 0
+    capsys.readouterr()
+    assert cli_main(["doctor"]) == 0
+    assert capsys.readouterr().out.splitlines()[3].endswith(" holds 1 memory")
 
     (env / "token.key").write_text("0" * 64)
     (env / "token.key").chmod(0o644)
