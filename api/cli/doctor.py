@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from api.cli.text import counted
 from hivemem.config import Settings, redact_url
 from hivemem.errors import HivememError
 
@@ -117,7 +118,7 @@ def _model_and_store(settings: Settings) -> list[Check]:
     except HivememError as exc:
         found.append(Check("store", False, f"{redact_url(url)}: {exc}"))
     else:
-        found.append(Check("store", True, f"{redact_url(url)} holds {count} {'memory' if count == 1 else 'memories'}"))
+        found.append(Check("store", True, f"{redact_url(url)} holds {counted(count, 'memory', 'memories')}"))
         found += [second] if second is not None else []
     return found
 
@@ -147,7 +148,8 @@ def _second_model(settings: Settings, store: object) -> Check | None:
     return Check(
         "second model",
         True,
-        f"{embedder.model_id} embeds ({dimension} dimensions); {missing} memories without its vector yet "
+        f"{embedder.model_id} embeds ({dimension} dimensions); {counted(missing, 'memory', 'memories')} without "
+        "its vector yet "
         "(a running server fills them)",
     )
 

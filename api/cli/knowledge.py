@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from api.cli.opened import opened_service
-from api.cli.text import indented
+from api.cli.text import counted, indented
 from hivemem.config import Settings
 from hivemem.scope import derive_scope
 
@@ -141,7 +141,8 @@ class _Progress:
         filled = int(width * self.done / self.total) if self.total else width
         bar = "#" * filled + "-" * (width - filled)
         return (
-            f"[{bar}] {self.done}/{self.total} documents, {self.chunks} chunks, {self.errors} errors, "
+            f"[{bar}] {self.done}/{counted(self.total, 'document')}, {counted(self.chunks, 'chunk')}, "
+            f"{counted(self.errors, 'error')}, "
             f"{rate:.1f} docs/s, ETA {eta:.0f} s"
         )
 
@@ -233,9 +234,9 @@ def _prune(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller
         _dump(pruned.model_dump(mode="json"))
         return
     verb = "would remove" if pruned.dry_run else "removed"
-    print(f"{verb} {len(pruned.removed)} documents whose files are gone")
+    print(f"{verb} {counted(len(pruned.removed), 'document')} whose files are gone")
     for gone in pruned.removed:
-        print(f"  {gone.source} ({gone.chunks} chunks)")
+        print(f"  {gone.source} ({counted(gone.chunks, 'chunk')})")
 
 
 def _sources(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, _: FileAccess) -> None:
@@ -248,7 +249,7 @@ def _sources(args: argparse.Namespace, knowledge: KnowledgeService, caller: Call
     if not listed:
         print("no documents indexed")
     for s in listed:
-        state = f"error: {s.last_error}" if s.last_error else f"{s.chunk_count} chunks"
+        state = f"error: {s.last_error}" if s.last_error else counted(s.chunk_count, "chunk")
         hint = ", its file is gone (knowledge prune)" if file_gone(s.uri) else ""
         print(f"{s.scope or 'global'}  {s.uri}  ({s.format.value}, {state}{hint})")
 
@@ -316,8 +317,8 @@ def _summary(args: argparse.Namespace, report: IngestReport) -> int:
         _dump(report.model_dump(mode="json"))
     else:
         print(
-            f"{report.documents} documents: {report.indexed} indexed, {report.unchanged} unchanged, "
-            f"{report.failed} failed; {report.chunks} chunks in {report.elapsed_s:.1f} s"
+            f"{counted(report.documents, 'document')}: {report.indexed} indexed, {report.unchanged} unchanged, "
+            f"{report.failed} failed; {counted(report.chunks, 'chunk')} in {report.elapsed_s:.1f} s"
         )
         for failure in report.failures:
             print(f"  failed: {failure.source}: {failure.error}")
@@ -347,7 +348,7 @@ def _ingest_on_workers(
         elapsed = max(time.monotonic() - began, 1e-9)
         rate = current.done / elapsed
         eta = (current.total - current.done) / rate if rate > 0 else 0.0
-        line = f"{current.done}/{current.total} documents on the workers, {rate:.1f} docs/s, ETA {eta:.0f} s"
+        line = f"{current.done}/{counted(current.total, 'document')} on the workers, {rate:.1f} docs/s, ETA {eta:.0f} s"
         sys.stderr.write(("\r" if live else "") + line + ("" if live else "\n"))
         sys.stderr.flush()
         if current.state.final:

@@ -105,7 +105,7 @@ def test_files_of_formats_not_read_are_counted_in_the_summary_not_passed_over_in
 
     assert cli_main(ingest) == 0
     summary = capsys.readouterr().out
-    assert summary.startswith("1 documents: 1 indexed"), summary
+    assert summary.startswith("1 document: 1 indexed"), summary
     assert "\n  left out: 2 files .odt; 1 file (no extension) (hivemem reads .csv, .docx" in summary
     assert cli_main([*ingest, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

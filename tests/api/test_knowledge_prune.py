@@ -118,10 +118,10 @@ def test_ingest_with_prune_from_the_cli_keeps_a_folder_and_its_index_alike(
     second.unlink()
     assert cli_main(["knowledge", "sources", "--scope", SCOPE]) == 0
     listing = capsys.readouterr().out
-    assert f"{second.resolve()}  (markdown, 1 chunks, its file is gone (knowledge prune))" in listing
-    assert f"{first.resolve()}  (markdown, 1 chunks)\n" in listing
+    assert f"{second.resolve()}  (markdown, 1 chunk, its file is gone (knowledge prune))" in listing
+    assert f"{first.resolve()}  (markdown, 1 chunk)\n" in listing
     assert cli_main(["knowledge", "prune", str(folder), "--scope", SCOPE, "--dry-run"]) == 0
-    assert capsys.readouterr().out.startswith(f"would remove 1 documents whose files are gone\n  {second.resolve()}")
+    assert capsys.readouterr().out.startswith(f"would remove 1 document whose files are gone\n  {second.resolve()}")
     assert cli_main([*ingest, "--prune"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["unchanged"], report["pruned"]) == (1, [str(second.resolve())])

@@ -408,7 +408,7 @@ def test_sources_lists_each_document_and_says_when_there_is_none(
     assert cli_main(stored) == 0
     capsys.readouterr()
     assert cli_main(["knowledge", "sources", "--scope", SCOPE]) == 0
-    assert capsys.readouterr().out == f"{SCOPE}  key:runbook  (markdown, 1 chunks)\n"
+    assert capsys.readouterr().out == f"{SCOPE}  key:runbook  (markdown, 1 chunk)\n"
     assert cli_main(["knowledge", "sources", "--scope", SCOPE, "--json"]) == 0
     [listed] = json.loads(capsys.readouterr().out)
     assert (listed["uri"], listed["chunk_count"], listed["scope"]) == ("key:runbook", 1, SCOPE)
