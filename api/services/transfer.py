@@ -194,31 +194,36 @@ class Transfer:
                     self._without_secrets(record)
                 page.append(record)
                 if len(page) == _PAGE:
-                    moved |= self._moved(page)
-                    conflict, page = conflict or self._conflict(page), []
+                    moved, conflict = self._against_store(page, moved, conflict)
+                    page = []
             elif isinstance(record, Relation):
                 counts["relation"] += 1
             else:
                 counts["source"] += 1
                 scopes.add(record[0].scope)
         if page:
-            moved |= self._moved(page)
-            conflict = conflict or self._conflict(page)
+            moved, conflict = self._against_store(page, moved, conflict)
         return counts, scopes, moved, conflict
 
-    def _moved(self, memories: list[Memory]) -> dict[str, str]:
-        """Those of ``memories`` that this store holds in another scope: id → the scope they are in."""
-        scope_of = {memory.id: memory.scope for memory in memories}
-        held = self.store.get_many(list(scope_of), vectors=False)
-        return {memory.id: memory.scope for memory in held if memory.scope != scope_of[memory.id]}
+    def _against_store(
+        self, page: list[Memory], moved: dict[str, str], conflict: ValidationError | None
+    ) -> tuple[dict[str, str], ValidationError | None]:
+        """A page of the file's memories held against the store, whose memories of those ids are
+        read once for both checks: ``moved`` with the page's memories it holds in another scope (id
+        → the scope they are in now), and ``conflict``, or else the page's first content conflict."""
+        stored = self.store.get_many([memory.id for memory in page], vectors=False)
+        scope_of = {memory.id: memory.scope for memory in page}
+        moved = moved | {memory.id: memory.scope for memory in stored if memory.scope != scope_of[memory.id]}
+        # The first conflict is the one said: no more store lookups for it after that.
+        return moved, conflict or self._conflict(page, stored)
 
-    def _conflict(self, memories: list[Memory]) -> ValidationError | None:
-        """The error for the first of ``memories`` whose content its scope holds under another id,
-        in two reads: which contents are held, and which of the ids hold their own."""
+    def _conflict(self, memories: list[Memory], stored: list[Memory]) -> ValidationError | None:
+        """The error for the first of ``memories`` whose content its scope holds under another id;
+        ``stored``: the store's memories of their ids, which hold their own content."""
         held = self.store.held_contents([(m.scope, m.content_hash) for m in memories])
         if not held:
             return None
-        own = {(m.id, m.scope, m.content_hash) for m in self.store.get_many([m.id for m in memories], vectors=False)}
+        own = {(m.id, m.scope, m.content_hash) for m in stored}
         for memory in memories:
             if (memory.scope, memory.content_hash) not in held or (memory.id, memory.scope, memory.content_hash) in own:
                 continue
