@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from api.cli.text import counted
 from hivemem.config import Settings, redact_url
 from hivemem.errors import HivememError
+from hivemem.wording import counted
 
 __all__ = ["COMMANDS", "Check", "add_parser", "checks", "run"]
 

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from api.cli.opened import opened_service
-from api.cli.text import counted, indented
+from api.cli.text import indented
 from hivemem.config import Settings
 from hivemem.scope import derive_scope
+from hivemem.wording import counted
 
 if TYPE_CHECKING:
     from api.services.caller import Caller

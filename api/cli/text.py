@@ -1,17 +1,10 @@
-"""How the CLI words what it prints: a count with its noun, a memory's content or a document's
-passage under its heading line."""
+"""How the CLI prints a memory's content or a document's passage under its heading line."""
 
 from __future__ import annotations
 
-__all__ = ["counted", "indented"]
+__all__ = ["indented"]
 
 INDENT = "    "
-
-
-def counted(count: int, noun: str, plural: str | None = None) -> str:
-    """``count`` with ``noun``, in the plural (``plural``, else ``noun`` + s) unless it is one:
-    "1 document", "3 documents", "1 memory", "0 memories"."""
-    return f"{count} {noun}" if count == 1 else f"{count} {plural or noun + 's'}"
 
 
 def indented(text: str, limit: int | None = None) -> str:

@@ -17,6 +17,7 @@ from hivemem.access import Role
 from hivemem.errors import ConfirmationRequired, PreviewChangedError, ValidationError
 from hivemem.forget_schemas import MAX_BULK_FORGET, BulkForgetAnswer, BulkForgetRequest, ForgetPreviewItem
 from hivemem.model import AuditEvent, Memory, utcnow
+from hivemem.wording import counted
 from search import SearchFilter, Store
 from search.base import DEFAULT_STATES
 from search.recall import Recaller
@@ -77,6 +78,5 @@ def forget_matching(store: Store, recaller: Recaller, request: BulkForgetRequest
         removed = store.delete(memory.id)
         detail = {"content_hash": removed.content_hash, "memory_type": removed.memory_type.value, "bulk": token}
         store.audit(AuditEvent("forget", removed.id, removed.scope, caller.principal, detail))
-    counted = "1 memory" if len(found) == 1 else f"{len(found)} memories"
-    said = f"forgot {counted} of {scope or 'the global scope'}"
+    said = f"forgot {counted(len(found), 'memory', 'memories')} of {scope or 'the global scope'}"
     return answer.model_copy(update={"forgotten": [m.id for m in found], "said": said})

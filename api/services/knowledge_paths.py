@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hivemem.errors import DocumentAccessDenied, DocumentError, ValidationError
+from hivemem.wording import counted
 from workers.documents import EXTENSIONS
 from workers.documents.sources import STORED_PREFIXES, FileAccess, is_url
 
@@ -22,13 +23,13 @@ _NOT_MATCHING = "(not matching the glob)"
 
 def left_out_words(left_out: Mapping[str, int]) -> str:
     """Folder files not read, in words: "2 files .odt; 1 file (no extension) (hivemem reads …)"."""
-    counted = Counter(left_out)
-    unmatched = counted.pop(_NOT_MATCHING, 0)
-    parts = [f"{count} file{'s' if count != 1 else ''} {suffix}" for suffix, count in counted.most_common(5)]
-    if counted:
+    by_suffix = Counter(left_out)
+    unmatched = by_suffix.pop(_NOT_MATCHING, 0)
+    parts = [f"{counted(count, 'file')} {suffix}" for suffix, count in by_suffix.most_common(5)]
+    if by_suffix:
         parts[-1] += f" (hivemem reads {', '.join(sorted(EXTENSIONS))})"
     if unmatched:
-        parts.append(f"{unmatched} file{'s' if unmatched != 1 else ''} not matching the glob")
+        parts.append(f"{counted(unmatched, 'file')} not matching the glob")
     return "; ".join(parts)
 
 
