@@ -7,6 +7,7 @@
     │   └── DocumentError            a document cannot be indexed (corrupt, encrypted, unsupported, …)
     │       ├── DocumentNotFoundError    no such file (or URL answered 404)
     │       └── DocumentAccessDenied     the server may not read that file for this caller
+    ├── SecretScanBudgetError    the check of a write for credentials ran out of its CPU budget (503)
     ├── ConfirmationRequired     a destructive call came without confirm=true
     ├── PreviewChangedError      a bulk forget's set is no longer the one its preview showed
     ├── UndoRefused              the audit record cannot be undone, or was undone already
@@ -58,6 +59,7 @@ __all__ = [
     "RerankLateError",
     "RerankUnavailableError",
     "SecretRefused",
+    "SecretScanBudgetError",
     "SourceNotFoundError",
     "StoreCorruptError",
     "StoreError",
@@ -92,6 +94,11 @@ class SecretRefused(ValidationError):
     def __init__(self, message: str, *, field: str, kind: str) -> None:
         super().__init__(message, field=field)
         self.kind = kind
+
+
+class SecretScanBudgetError(HivememError):
+    """Checking a write's text for credentials took more than its CPU budget: the write is not
+    stored, since what was not checked may hold a key (HTTP 503; smaller parts pass)."""
 
 
 class DocumentError(ValidationError):

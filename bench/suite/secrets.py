@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
 import time
 from collections.abc import Callable
@@ -109,20 +110,116 @@ _SHAPES: dict[str, Callable[[random.Random], str]] = {
 }
 
 
+_BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+_HEX = "0123456789abcdef"
+_SHAPES |= {
+    "shopify": lambda rng: "shpat_" + _chars(_HEX, 32)(rng),
+    "do_token": lambda rng: "dop_v1_" + _chars(_HEX, 64)(rng),
+    "vault": lambda rng: "hvs." + _chars(_URLSAFE, 90)(rng),
+    "doppler": lambda rng: "dp.st.prd." + _chars(_ALNUM, 43)(rng),
+    "postman": lambda rng: "PMAK-" + _chars(_HEX, 24)(rng) + "-" + _chars(_HEX, 34)(rng),
+    "linear": lambda rng: "lin_api_" + _chars(_ALNUM, 40)(rng),
+    "databricks": lambda rng: "dapi" + _chars(_HEX, 32)(rng),
+    "grafana": lambda rng: "glsa_" + _chars(_ALNUM, 32)(rng) + "_" + _chars(_HEX, 8)(rng),
+    "newrelic": lambda rng: "NRAK-" + _chars(string.ascii_uppercase + string.digits, 27)(rng),
+    "sentry": lambda rng: "sntrys_" + _chars(_B64, 60)(rng),
+    "age": lambda rng: "AGE-SECRET-KEY-1" + _chars(_BECH32.upper(), 58)(rng),
+    "slack_app": lambda rng: (
+        f"xapp-1-A{_chars(string.ascii_uppercase + string.digits, 10)(rng)}-{_chars(string.digits, 13)(rng)}-"
+        + _chars(_HEX, 64)(rng)
+    ),
+    "stripe_test": lambda rng: "sk_test_" + _chars(_ALNUM, 99)(rng),
+    "glrt": lambda rng: "glrt-" + _chars(_URLSAFE, 20)(rng),
+    "ghs": lambda rng: "ghs_" + _chars(_ALNUM, 36)(rng),
+    "square_atp": lambda rng: "EAAA" + _chars(_URLSAFE, 60)(rng),
+    "alibaba": lambda rng: "LTAI" + _chars(_ALNUM, 20)(rng),
+    "supabase": lambda rng: "sbp_" + _chars(_HEX, 40)(rng),
+    "mailchimp": lambda rng: _chars(_HEX, 32)(rng) + "-us" + str(rng.randrange(1, 21)),
+    "aws_env": lambda rng: (
+        "AWS_ACCESS_KEY_ID=AKIA"
+        + _chars(string.ascii_uppercase + string.digits, 16)(rng)
+        + "\nAWS_SECRET_ACCESS_KEY="
+        + _chars(_B64, 40)(rng)
+        + "\n"
+    ),
+    "db_line": lambda rng: "DB_PASSWORD=" + _symbols(20)(rng),
+    "basic_url": lambda rng: "https://deploy:" + _chars(_ALNUM, 18)(rng) + "@registry.internal/v2/",
+    # Look-alikes of the evasions.
+    "word_password": lambda rng: "password",
+    "plain_config": lambda rng: "LOG_LEVEL=info\nWORKERS=" + str(rng.randrange(2, 64)) + "\n",
+    "plain_json": lambda rng: json.dumps({"page": rng.randrange(1, 500), "sort": "created_at", "order": "desc"}),
+    "gpg_fp": lambda rng: " ".join(_chars("0123456789ABCDEF", 4)(rng) for _ in range(10)),
+    "grouped_code": lambda rng: "-".join(_chars(string.ascii_uppercase + string.digits, 5)(rng) for _ in range(5)),
+}
+
+_FULLWIDTH = {c: chr(ord(c) + 0xFEE0) for c in string.ascii_letters + string.digits + "_-"}
+_MATH_BOLD = {
+    **{c: chr(0x1D400 + i) for i, c in enumerate(string.ascii_uppercase)},
+    **{c: chr(0x1D41A + i) for i, c in enumerate(string.ascii_lowercase)},
+    **{c: chr(0x1D7CE + i) for i, c in enumerate(string.digits)},
+}
+
+
+def _grouped(value: str, width: int, separator: str) -> str:
+    return separator.join(value[i : i + width] for i in range(0, len(value), width))
+
+
+# How a value may be written to slip past a scanner: the evasions of a dev set (`{shape|evasion}`).
+_EVASIONS: dict[str, Callable[[str], str]] = {
+    "fullwidth": lambda v: "".join(_FULLWIDTH.get(c, c) for c in v),
+    "fwdigits": lambda v: "".join(_FULLWIDTH[c] if c.isdigit() else c for c in v),
+    "math": lambda v: "".join(_MATH_BOLD.get(c, c) for c in v),
+    "spaced1": lambda v: " ".join(v),
+    "spaced4": lambda v: _grouped(v, 4, " "),
+    "nbsp4": lambda v: _grouped(v, 4, "\u00a0"),
+    "zw": lambda v: "\u200b".join(v),
+    "zwj": lambda v: "\u200d".join(v),
+    "wrap": lambda v: _grouped(v, 20, "\n"),
+    "prefix_apart": lambda v: v[:4] + " " + v[4:],
+    "fw_spaced": lambda v: " ".join(_FULLWIDTH.get(c, c) for c in v),
+    "b64": lambda v: base64.b64encode(v.encode()).decode(),
+    "b64url": lambda v: base64.urlsafe_b64encode(v.encode()).decode().rstrip("="),
+}
+_PLACE = re.compile(r"\{\{|\}\}|\{(\w+)(?:\|(\w+))?\}")
+
+
 def fill(template: str, rng: random.Random) -> str:
-    """``template`` with each ``{shape}`` replaced by a fresh value of that shape."""
-    return template.format_map({name: make(rng) for name, make in _SHAPES.items()})
+    """``template`` with each ``{shape}`` replaced by a fresh value of that shape, and each
+    ``{shape|evasion}`` by one written that way (``{aws_key|spaced4}``); ``{{`` and ``}}`` are braces."""
+
+    def value(match: re.Match[str]) -> str:
+        if match.group(1) is None:
+            return match.group()[0]
+        made = _SHAPES[match.group(1)](rng)
+        return _EVASIONS[match.group(2)](made) if match.group(2) else made
+
+    return _PLACE.sub(value, template)
 
 
-def _crafted_seconds() -> dict[str, float]:
-    """Seconds to scan 1 MB of text crafted against regular expressions (repeated prefixes)."""
-    crafted = {"eyJ repeated": "eyJ", "sk- repeated": "sk-", "://a repeated": "://a", "token= repeated": "token="}
+# Text crafted against regular expressions: runs that a backtracking engine splits in many ways
+# (spaces after a keyword: 95 s for 3 KB through detect-secrets' IBM pattern), repeated prefixes.
+_CRAFTED = {
+    "pwd + spaces": ("Rotated the db pwd", " ", "yesterday."),
+    "pwd = + spaces": ("pwd = ", " ", ""),
+    "eyJ repeated": ("", "eyJ", ""),
+    "sk- repeated": ("", "sk-", ""),
+    "://a repeated": ("", "://a", ""),
+    "token= repeated": ("", "token=", ""),
+    "AKIA repeated": ("", "AKIA", ""),
+    "spaced letters": ("", "A ", ""),
+    "base64 of text": ("", "aGVsbG8gd29ybGQgaGVsbG8gd29ybGQ= ", ""),
+    "fullwidth": ("", "ＡＫＩＡ１ ", ""),
+}
+
+
+def _crafted_ms(chars: int) -> dict[str, float]:
+    """Milliseconds to scan ``chars`` characters of each crafted text."""
     timed = {}
-    for name, unit in crafted.items():
-        text = unit * (1_000_000 // len(unit))
+    for name, (head, unit, tail) in _CRAFTED.items():
+        text = head + unit * ((chars - len(head) - len(tail)) // len(unit)) + tail
         began = time.perf_counter()
         find_secrets(text)
-        timed[name] = round(time.perf_counter() - began, 3)
+        timed[name] = round((time.perf_counter() - began) * 1000, 1)
     return timed
 
 
@@ -145,7 +242,13 @@ def _prose(prose: Path | None) -> dict[str, Any] | None:
 
 def run_secrets_bench(data: Path, *, prose: Path | None = None) -> dict[str, Any]:
     """Score the detector on the cases of ``data``; time it on ``prose`` (a real text) and crafted text."""
-    return {"bench": "secrets", **score_cases(data), "prose": _prose(prose), "crafted_1mb_s": _crafted_seconds()}
+    return {
+        "bench": "secrets",
+        **score_cases(data),
+        "prose": _prose(prose),
+        "crafted_10k_chars_ms": _crafted_ms(10_000),
+        "crafted_1mb_ms": _crafted_ms(1_000_000),
+    }
 
 
 def score_cases(data: Path) -> dict[str, Any]:

@@ -207,3 +207,17 @@ def test_mcp_and_the_cli_redact_under_the_redact_policy(
     out = capsys.readouterr()
     assert json.loads(out.out)["redacted"] == [{"field": "content", "kind": "stripe_access_key"}]
     assert STRIPE not in out.out + out.err
+
+
+def test_a_write_whose_scan_runs_out_of_budget_is_not_stored(
+    refusing: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the scan could not finish checking may hold a key: a 503 that says so, nothing stored.
+    The budget is made to run out here (a starved server is the only way it does on its own)."""
+    monkeypatch.setattr("hivemem.secret_scan._BUDGET_BASE_S", -1.0)
+    answer = refusing.post("/v1/memories", json={"title": "Deploy note", "content": "Deploys go through staging."})
+    assert answer.status_code == 503
+    assert answer.json()["error"] == "scan_too_slow"
+    assert "nothing was stored" in answer.json()["message"]
+    monkeypatch.undo()
+    assert refusing.get("/v1/memories").json()["memories"] == []
