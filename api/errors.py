@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
+from api.http.guard import RequestTooDeep
 from api.services.memories import FORGET_NEEDS_CONFIRM
 from hivemem.answers import ErrorBody, describe_errors, error_message
 from hivemem.errors import (
@@ -185,6 +186,8 @@ def install_handlers(app: FastAPI) -> None:
         headers = exc.headers
         if exc.status_code == 400 and exc.detail == _UNPARSABLE:
             body = _body("malformed_json", "the request body is not valid JSON (broken, not UTF-8, or nested too deep)")
+        elif isinstance(exc, RequestTooDeep):
+            body = _body("malformed_json", str(exc.detail))
         elif exc.status_code == 405:
             allowed = _allowed_methods(request)
             headers = {"Allow": ", ".join(allowed)}

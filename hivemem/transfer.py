@@ -27,6 +27,7 @@ from pydantic import ValidationError as PydanticValidationError
 from hivemem.codec import memory_from_json, memory_to_json
 from hivemem.errors import ValidationError
 from hivemem.hashing import content_hash
+from hivemem.json_depth import too_deep
 from hivemem.knowledge import DocumentFormat, KnowledgeChunk, KnowledgeSource, chunk_id
 from hivemem.model import Memory, MemoryState, MemoryType, Relation, RelationType, Source
 from hivemem.scope import validate_scope
@@ -327,6 +328,9 @@ def read_export(lines: Iterable[str]) -> Iterator[Record]:
             continue
         if len(text) > MAX_LINE_BYTES:
             raise _problem(number, f"longer than {MAX_LINE_BYTES} bytes")
+        nesting = too_deep(text)
+        if nesting is not None:  # measured first: the parser recurses once a level
+            raise _problem(number, f"not JSON hivemem reads (it {nesting})")
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:

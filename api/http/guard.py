@@ -12,6 +12,9 @@ dashboard to come), so the checks live in one place:
 - **Size**: a body over ``HIVEMEM_MAX_REQUEST_BYTES`` (``HIVEMEM_MAX_BULK_REQUEST_BYTES`` for a
   bulk memorize) gets 413, by its ``Content-Length`` before it is read, or as soon as a streamed
   body passes the limit.
+- **Depth**: a JSON body nested deeper than :data:`hivemem.json_depth.MAX_JSON_DEPTH` gets 400
+  before anything parses it (a parser recurses once a level). An import file is measured line by
+  line where it is read, and a document is no JSON.
 """
 
 from __future__ import annotations
@@ -24,11 +27,21 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio.to_thread
 from starlette.exceptions import HTTPException
 
 from hivemem.config import LOOPBACK_HOSTS, WILDCARD_HOSTS, Settings
+from hivemem.json_depth import too_deep
 
-__all__ = ["BULK_PATH", "DOCUMENT_PATHS", "RequestGuard", "RequestTooLarge", "host_allowed", "send_error"]
+__all__ = [
+    "BULK_PATH",
+    "DOCUMENT_PATHS",
+    "RequestGuard",
+    "RequestTooDeep",
+    "RequestTooLarge",
+    "host_allowed",
+    "send_error",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -52,6 +65,32 @@ class RequestTooLarge(HTTPException):
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"the request body is larger than {limit} bytes")
         self.limit = limit
+
+
+class RequestTooDeep(HTTPException):
+    """A JSON body nests deeper than hivemem reads (an HTTP 400), found before it was parsed."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(400, f"the request body {problem}")
+
+
+# Measured on the event loop below this size (well under a millisecond), on a thread above it.
+_DEPTH_INLINE_BYTES = 64 * 1024
+
+
+def _json_body(headers: dict[str, str], path: str | None) -> bool:
+    """Whether the body is read as JSON: any but a document's or an import file's (JSON lines,
+    measured a line at a time), sent as JSON or with no type at all."""
+    if path in DOCUMENT_PATHS or path == IMPORT_PATH:
+        return False
+    kind = headers.get("content-type", "").split(";")[0].strip().lower()
+    return kind in ("", "application/json") or kind.endswith("+json")
+
+
+async def _depth_problem(body: bytes) -> str | None:
+    if len(body) <= _DEPTH_INLINE_BYTES:
+        return too_deep(body)
+    return await anyio.to_thread.run_sync(too_deep, body)
 
 
 # An authority as RFC 9110 allows it in Host: a name or IPv4 address, or an IPv6 address in
@@ -117,7 +156,8 @@ async def send_error(
 
 
 class RequestGuard:
-    """ASGI middleware: refuses foreign hosts (421), foreign origins (403) and oversized bodies (413)."""
+    """ASGI middleware: refuses foreign hosts (421), foreign origins (403), oversized bodies (413)
+    and JSON bodies nested too deep (400)."""
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
@@ -168,19 +208,28 @@ class RequestGuard:
             message = f"the request body is larger than {limit} bytes" if declared.isdigit() else "bad Content-Length"
             await send_error(send, 413 if declared.isdigit() else 400, "payload_too_large", message)
             return
-        await self._bounded(scope, receive, send, limit)
+        await self._bounded(scope, receive, send, limit, measure_depth=_json_body(headers, path))
 
-    async def _bounded(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+    async def _bounded(self, scope: Scope, receive: Receive, send: Send, limit: int, *, measure_depth: bool) -> None:
         received = 0
         started = False
+        chunks: list[bytes] = []
 
         async def counting_receive() -> Message:
             nonlocal received
             message = await receive()
             if message["type"] == "http.request":
-                received += len(message.get("body", b""))
+                chunk = message.get("body", b"")
+                received += len(chunk)
                 if received > limit:
                     raise RequestTooLarge(limit)
+                if measure_depth:
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        problem = await _depth_problem(b"".join(chunks))
+                        chunks.clear()
+                        if problem is not None:
+                            raise RequestTooDeep(problem)
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -196,3 +245,7 @@ class RequestGuard:
             if started:
                 raise
             await send_error(send, 413, "payload_too_large", str(exc.detail))
+        except RequestTooDeep as exc:
+            if started:
+                raise
+            await send_error(send, 400, "malformed_json", str(exc.detail))

@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from hivemem.config import Settings
+from hivemem.json_depth import MAX_JSON_DEPTH
 from tests.api.conftest import LOCAL_URL
 from tests.api.helpers import memorize, stored_count
 from tests.e2e.helpers import HivememServer, open_test_store
@@ -244,6 +245,33 @@ def test_deeply_nested_details_are_refused_not_crashed_on(client: TestClient) ->
     assert answer.status_code in (400, 422)
     assert answer.json()["error"] in ("malformed_json", "validation_error")
     assert stored_count(client) == 0
+
+
+@pytest.mark.parametrize("path", ["/v1/remember", "/v1/memories", "/v1/memories/bulk", "/mcp"])
+def test_a_body_nested_past_the_limit_is_refused_before_it_is_parsed(client: TestClient, path: str) -> None:
+    deep = b'{"query": "x", "title": "A good title", "content": "Long enough content.", "details": '
+    deep += b'{"n": ' * (MAX_JSON_DEPTH + 10) + b"1" + b"}" * (MAX_JSON_DEPTH + 10) + b"}"
+    answer = client.post(path, content=deep, headers=JSON | {"accept": "application/json, text/event-stream"})
+    assert answer.status_code == 400, answer.text
+    assert answer.json() == {
+        "error": "malformed_json",
+        "message": f"the request body nests {MAX_JSON_DEPTH + 11} levels deep, at most {MAX_JSON_DEPTH} are allowed",
+    }
+    assert stored_count(client) == 0
+    # Brackets inside a string nest nothing: a memory about them is a memory.
+    brackets = {"title": "Bracket soup", "content": "[" * 5000 + " is how the parser test starts"}
+    assert client.post("/v1/memories", json=brackets).status_code == 201
+
+
+def test_an_import_line_nested_past_the_limit_is_refused_not_crashed_on(client: TestClient) -> None:
+    header = json.dumps({"kind": "header", "format": "hivemem-export", "version": 1})
+    deep = "[" * 50_000 + "]" * 50_000
+    answer = client.post("/v1/import", content=f"{header}\n{deep}\n", headers={"content-type": "application/x-ndjson"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["message"] == (
+        f"line 2: not JSON hivemem reads (it nests 50000 levels deep, at most {MAX_JSON_DEPTH} are allowed)"
+    )
+    assert client.get("/healthz").status_code == 200 and stored_count(client) == 0
 
 
 def test_unknown_routes_and_methods_answer_json(client: TestClient) -> None:
