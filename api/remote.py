@@ -4,6 +4,7 @@ and the client hooks spend most of their time importing, and this module imports
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -13,6 +14,9 @@ from hivemem.errors import HivememError
 from hivemem.scope import SCOPE_HEADER
 
 __all__ = ["Remote", "RemoteError", "configured_server"]
+
+
+_PIECE_BYTES = 64 * 1024
 
 
 def configured_server(server_url: str, port: int) -> str:
@@ -31,9 +35,23 @@ class Remote:
     """REST calls on one server, as the CLI's caller (its token, its project's scope). The standard
     library's HTTP client: a CLI call spends most of its time importing, and httpx costs 0.1 s more."""
 
-    def __init__(self, url: str, *, token: str, scope: str | None, timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str,
+        scope: str | None,
+        timeout_s: float = 60.0,
+        deadline: float | None = None,
+        max_answer_bytes: int | None = None,
+    ) -> None:
+        """``timeout_s`` bounds each wait on the socket; ``deadline`` (a ``time.monotonic()``
+        instant) every call as a whole, so a server that sends a byte at a time cannot hold the
+        caller; ``max_answer_bytes`` what one answer may be."""
         self._url = url
         self._timeout_s = timeout_s
+        self._deadline = deadline
+        self._max_answer_bytes = max_answer_bytes
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
@@ -45,8 +63,8 @@ class Remote:
         data = None if body is None else json.dumps(body).encode("utf-8")
         request = urllib.request.Request(f"{self._url}{path}{query}", data=data, method=method, headers=self._headers)
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout_s) as answer:
-                return json.loads(answer.read())
+            with urllib.request.urlopen(request, timeout=self._wait_s()) as answer:
+                return json.loads(self._read(answer))
         except urllib.error.HTTPError as exc:
             refusal = _refusal(exc)
             if exc.code == 401:  # the server's words name its header; a CLI user sets a variable
@@ -59,6 +77,29 @@ class Remote:
             raise RemoteError(refusal) from None
         except (OSError, ValueError) as exc:
             raise RemoteError(f"the server at {self._url} did not answer: {exc}") from exc
+
+    def _wait_s(self) -> float:
+        if self._deadline is None:
+            return self._timeout_s
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise RemoteError(f"the server at {self._url} did not answer in time")
+        return min(self._timeout_s, left)
+
+    def _read(self, answer: Any) -> bytes:
+        """The answer's body, a piece at a time (``read1``: whatever has arrived), within the
+        deadline and the size cap."""
+        pieces: list[bytes] = []
+        held = 0
+        while True:
+            self._wait_s()
+            piece = answer.read1(_PIECE_BYTES)
+            if not piece:
+                return b"".join(pieces)
+            held += len(piece)
+            if self._max_answer_bytes is not None and held > self._max_answer_bytes:
+                raise RemoteError(f"the server at {self._url} answered more than {self._max_answer_bytes} bytes")
+            pieces.append(piece)
 
     # Bodies are sent as the CLI read them: the server validates them (its answer names what is
     # wrong), and the CLI spares the import of every request schema.
@@ -104,9 +145,9 @@ class Remote:
 
 
 def _refusal(exc: urllib.error.HTTPError) -> str:
-    """The server's own words for a refusal (its error body), else the status."""
+    """The server's own words for a refusal (its error body, the first 64 KB of it), else the status."""
     try:
-        body = json.loads(exc.read())
+        body = json.loads(exc.read(_PIECE_BYTES))
         return f"{body.get('error', exc.code)}: {body.get('message', '')}"
     except (ValueError, AttributeError):
         return f"{exc.code}: {exc.reason}"

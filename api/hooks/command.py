@@ -2,8 +2,11 @@
 
 Whatever goes wrong (no server, a timeout, a refused token, bad JSON on stdin), the hook exits 0
 with nothing on stdout and one line in its log (:func:`api.hooks.session_log.hooks_log`): a hook
-must never block the agent it serves. This module is imported before anything else of hivemem, so
-it imports little: the standard library, the REST client and the scope rules.
+must never block the agent it serves. So it has a deadline of its own for everything it does
+(``DEADLINE_S``, under the shortest timeout ``hivemem setup`` gives a client's hook), reads at most
+``_ANSWER_MAX_BYTES`` of the server's answer, and prints at most ``PRINT_MAX_CHARS``. This module is
+imported before anything else of hivemem, so it imports little: the standard library, the REST
+client and the scope rules.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,10 +27,20 @@ from api.hooks.session_log import log_line
 from api.remote import Remote, configured_server
 from hivemem.scope import derive_scope, validate_scope
 
-__all__ = ["add_arguments", "main", "probe"]
+__all__ = ["DEADLINE_S", "PRINT_MAX_CHARS", "add_arguments", "main", "probe"]
 
 _STDIN_MAX_BYTES = 1024 * 1024  # a client's event is a few KB; a prompt is bounded by the client
-_HTTP_TIMEOUT_S = 3.0  # under every client's hook budget, so the hook answers before it is killed
+_HTTP_TIMEOUT_S = 3.0  # one wait on the socket
+DEADLINE_S = 4.0
+"""The whole hook, stdin to stdout: under the 5 s that ``hivemem setup`` gives the shortest hook
+(api/cli/project_files.py), so the hook answers, or says nothing, before the client kills it."""
+_ANSWER_MAX_BYTES = 1024 * 1024  # a briefing is about 1,500 tokens; a recall of 3 memories less
+PRINT_MAX_CHARS = 32_000
+"""The most a hook puts into the agent's context: about 8,000 tokens, beyond any briefing."""
+
+
+class _OutOfTime(Exception):
+    """The hook's deadline passed (raised by its timer, wherever the hook was)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,15 +123,68 @@ def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="hivemem hook", description="answer one client event (JSON on stdin)")
     add_arguments(parser)
     args = parser.parse_args(argv)
+    deadline = time.monotonic() + DEADLINE_S
     try:
-        payload = _payload()
-        project = _project(payload)
-        scope = _scope(args.scope, project)
-        remote = Remote(_server_url(args.url), token=_token(project), scope=scope, timeout_s=_HTTP_TIMEOUT_S)
-        answer = EVENTS[args.event](HookContext(payload, remote, scope, args.min_similarity))
+        with _timer(DEADLINE_S):
+            payload = _payload()
+            project = _project(payload)
+            scope = _scope(args.scope, project)
+            remote = Remote(
+                _server_url(args.url),
+                token=_token(project),
+                scope=scope,
+                timeout_s=_HTTP_TIMEOUT_S,
+                deadline=deadline,
+                max_answer_bytes=_ANSWER_MAX_BYTES,
+            )
+            answer = EVENTS[args.event](HookContext(payload, remote, scope, args.min_similarity))
     except Exception as exc:  # never block the client: log it, answer nothing
-        log_line(args.event, f"{type(exc).__name__}: {exc}")
+        log_line(args.event, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
         return 0
     if answer is not None:
-        sys.stdout.write(json.dumps(answer) + "\n")
+        printed = _within_print_cap(answer)
+        if printed is None:
+            log_line(args.event, f"an answer over {PRINT_MAX_CHARS} characters was not printed")
+        else:
+            sys.stdout.write(printed + "\n")
     return 0
+
+
+class _timer:
+    """Raises ``_OutOfTime`` in the hook after ``seconds``, wherever it waits (stdin, a DNS lookup,
+    a connect): the socket's timeouts bound each wait, this the sum. Without SIGALRM (Windows) the
+    Remote's deadline alone bounds the calls."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.armed = hasattr(signal, "setitimer")
+
+    def __enter__(self) -> None:
+        if self.armed:
+            signal.signal(signal.SIGALRM, self._ring)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *_: object) -> None:
+        if self.armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def _ring(self, *_: object) -> None:
+        raise _OutOfTime(f"out of its {self.seconds:g} s")
+
+
+def _within_print_cap(answer: dict[str, Any]) -> str | None:
+    """``answer`` as the line printed, its context cut to ``PRINT_MAX_CHARS`` where it is longer;
+    None when even that is too long (an answer of another shape)."""
+    printed = json.dumps(answer)
+    if len(printed) <= PRINT_MAX_CHARS:
+        return printed
+    output = answer.get("hookSpecificOutput")
+    if isinstance(output, dict) and isinstance(output.get("additionalContext"), str):
+        room = PRINT_MAX_CHARS - (len(printed) - len(json.dumps(output["additionalContext"]))) - 40
+        text = output["additionalContext"][: max(0, room)]
+        while len(json.dumps(text)) > room > 0:  # escapes take more than a character each
+            text = text[: len(text) * 3 // 4]
+        cut = {**answer, "hookSpecificOutput": {**output, "additionalContext": text + "\n… (cut by hivemem)"}}
+        printed = json.dumps(cut)
+        return printed if len(printed) <= PRINT_MAX_CHARS else None
+    return None

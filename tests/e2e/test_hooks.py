@@ -4,7 +4,12 @@ against a running ``hivemem serve`` (and against none)."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +192,109 @@ def test_a_refused_token_gives_exit_0_silently_and_a_line_in_the_log(data_dir: P
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     log = Path(hivemem_env(data_dir)["XDG_STATE_HOME"]) / "hivemem" / "hooks.log"
     assert "session-start: RemoteError: unauthorized" in log.read_text(encoding="utf-8")
+
+
+class _HostileServer:
+    """A loopback HTTP server that answers every request with ``body_bytes`` of a briefing-shaped
+    JSON body, ``piece`` bytes at a time with ``pause_s`` between pieces; it counts what it sent
+    before the client hung up."""
+
+    def __init__(self, body_bytes: int, *, piece: int, pause_s: float) -> None:
+        self.body_bytes, self.piece, self.pause_s = body_bytes, piece, pause_s
+        self.sent = 0
+        self.finished = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _body(self) -> Iterator[bytes]:
+        head = b'{"text": "'
+        yield head
+        left = self.body_bytes - len(head) - 2
+        while left > 0:
+            size = min(self.piece, left)
+            yield b"a" * size
+            left -= size
+        yield b'"}'
+
+    def _serve(self) -> None:
+        connection, _ = self._listener.accept()
+        with connection:
+            connection.recv(65536)  # the request; its body, if any, is not needed
+            headers = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {self.body_bytes}\r\n\r\n"
+            try:
+                connection.sendall(headers.encode())
+                for piece in self._body():
+                    connection.sendall(piece)
+                    self.sent += len(piece)
+                    if self.pause_s:
+                        time.sleep(self.pause_s)  # the server's own pace: what the hook must not wait out
+            except OSError:  # the hook hung up, as it should
+                pass
+        self.finished.set()
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def _hook_with_usage(event: str, payload: dict[str, Any], url: str, data_dir: Path, cwd: Path) -> tuple[str, int]:
+    """Run a hook as a client would; its stdout and its peak resident memory (from wait4, this
+    child's own)."""
+    process = subprocess.Popen(
+        [*hivemem_command(), "hook", event, "--url", url, "--scope", SCOPE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=cwd,
+        env=hivemem_env(data_dir),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(payload).encode())
+    process.stdin.close()
+    with process.stdout:
+        printed = process.stdout.read().decode()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.returncode == 0
+    return printed, usage.ru_maxrss * 1024
+
+
+def test_a_server_that_answers_a_byte_at_a_time_cannot_hold_the_hook(data_dir: Path, tmp_path: Path) -> None:
+    # 400 bytes, one every 0.1 s: 40 s to send it all, were the hook to wait for it.
+    slow = _HostileServer(400, piece=1, pause_s=0.1)
+    try:
+        printed, _ = _hook_with_usage(
+            "session-start", {"session_id": "s-8", "source": "startup"}, slow.url, data_dir, tmp_path
+        )
+        assert slow.finished.wait(timeout=120)
+    finally:
+        slow.close()
+    assert printed == ""
+    assert slow.sent < slow.body_bytes  # the hook hung up, on its own deadline, before the server was done
+    log = Path(hivemem_env(data_dir)["XDG_STATE_HOME"]) / "hivemem" / "hooks.log"
+    assert "session-start:" in log.read_text(encoding="utf-8")
+
+
+def test_a_server_that_answers_200_mb_neither_fills_the_hook_nor_the_agents_context(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    flood = _HostileServer(200 * 1024 * 1024, piece=1024 * 1024, pause_s=0.0)
+    try:
+        printed, peak = _hook_with_usage(
+            "session-start", {"session_id": "s-9", "source": "startup"}, flood.url, data_dir, tmp_path
+        )
+        assert flood.finished.wait(timeout=120)
+    finally:
+        flood.close()
+    assert printed == ""  # the answer was over the cap: refused, not printed
+    assert flood.sent < flood.body_bytes
+    assert peak < 150 * 1024 * 1024  # the interpreter and the REST client, not the answer
+
+
+def test_a_briefing_longer_than_the_print_cap_is_cut_to_it() -> None:
+    from api.hooks.command import PRINT_MAX_CHARS, _within_print_cap
+
+    answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": 'é"\n' * 50_000}}
+    printed = _within_print_cap(answer)
+    assert printed is not None and len(printed) <= PRINT_MAX_CHARS
+    assert json.loads(printed)["hookSpecificOutput"]["additionalContext"].endswith("… (cut by hivemem)")
