@@ -98,11 +98,13 @@ class RelationType(StrEnum):
 
 
 class DuplicatePolicy(StrEnum):
-    """What a store does when asked to write an id that already exists."""
+    """What a store does when asked to write an id that already exists (and, for UPDATE, one that
+    does not: an edit of a memory forgotten meanwhile must not bring it back)."""
 
     FAIL = "fail"
     SKIP = "skip"
     OVERWRITE = "overwrite"
+    UPDATE = "update"
 
 
 class FusionMethod(StrEnum):

@@ -84,7 +84,9 @@ class MemoryStore(Protocol):
         """Write ``memory`` (with its embedding). Returns True if written.
 
         An existing id is handled by ``policy``: FAIL raises ``DuplicateMemoryError``, SKIP writes
-        nothing and returns False, OVERWRITE replaces the whole memory. An embedding whose length
+        nothing and returns False, OVERWRITE and UPDATE replace the whole memory. UPDATE writes
+        nothing and returns False when no memory has the id (it was forgotten since it was read):
+        the check and the write are one step, so a forget that has answered is never undone. An embedding whose length
         is not ``dimension`` raises ``EmbeddingMismatchError``; a memory without one is stored and
         found only by keyword search.
         """
@@ -92,9 +94,10 @@ class MemoryStore(Protocol):
 
     def put_many(self, memories: Sequence[Memory], policy: DuplicatePolicy = DuplicatePolicy.FAIL) -> int:
         """:meth:`put` for a batch (an import), written together and visible once it returns; how
-        many were written. What ``put`` would refuse (an id that exists, under FAIL; a content its
-        scope holds under another id, under any policy) is not written, and ``DuplicateMemoryError``
-        is raised once the others are."""
+        many were written (under UPDATE, the ids no longer there are not, and raise nothing). What
+        ``put`` would refuse (an id that exists, under FAIL; a content its scope holds under another
+        id, under any policy) is not written, and ``DuplicateMemoryError`` is raised once the
+        others are."""
         ...
 
     def write_resolved(self, incoming: Memory, decide: Callable[[Memory | None], Resolution]) -> Resolution:

@@ -111,7 +111,7 @@ def write_all(
         if resolution.memory.embedding is None:
             # Stored without a vector: the duplicate seen before embedding vanished in between.
             memory = embedded(embedder, [resolution.memory])[0]
-            store.put(memory, DuplicatePolicy.OVERWRITE)
+            store.put(memory, DuplicatePolicy.UPDATE)  # one forgotten meanwhile stays forgotten
             resolutions[i] = Resolution(resolution.outcome, memory)
     if any(m.requested_links for m in memories):
         # After the unit: an edge's far end may be any memory, and closing a goal writes several.

@@ -139,7 +139,8 @@ def _supersede(
     if older.valid_to is not None:
         return False
     no_longer_valid, record = superseded(older, newer, now, author=author, reason=reason)
-    store.put(no_longer_valid, DuplicatePolicy.OVERWRITE)
+    if not store.put(no_longer_valid, DuplicatePolicy.UPDATE):
+        return False  # forgotten meanwhile: nothing left to supersede
     store.audit(record)
     return True
 
@@ -167,8 +168,10 @@ def supersede_earlier_progress(
 
 
 def _apply(store: Store, plan: Consolidation) -> None:
-    # Two batched writes: on OpenSearch one memory or edge at a time waits for a refresh each.
-    store.put_many(plan.writes, DuplicatePolicy.OVERWRITE)
+    # Batched writes: on OpenSearch one memory or edge at a time waits for a refresh each. The
+    # sources are updates (one forgotten meanwhile stays forgotten); the parent may be new.
+    store.put_many(plan.sources, DuplicatePolicy.UPDATE)
+    store.put_many([plan.parent], DuplicatePolicy.OVERWRITE)
     store.add_relations(plan.relations)
     store.audit(plan.audit)
 
@@ -349,9 +352,7 @@ def archive_faded(
             continue
         moving = store.get_many([m.id for m in unprotected])  # with their vectors: the writes keep them
         # One write of the memories, one of their records: on OpenSearch each write waits for a refresh.
-        store.put_many(
-            [replace(m, state=MemoryState.ARCHIVED, updated_at=now) for m in moving], DuplicatePolicy.OVERWRITE
-        )
+        store.put_many([replace(m, state=MemoryState.ARCHIVED, updated_at=now) for m in moving], DuplicatePolicy.UPDATE)
         store.audit_many([_archive_record(m, now, policy) for m in moving])
         moved = {m.id for m in moving}  # one forgotten meanwhile is not among them
         archived += [m for m in unprotected if m.id in moved]

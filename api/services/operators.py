@@ -94,7 +94,8 @@ class Operators:
             model = self.embedder.model_id  # read first: see workers.jobs.embedded
             vector = self.embedder.embed_passages([edited.embedding_text()])[0]
             edited = replace(edited, content_hash=content_hash(edited.content), embedding=vector, embedding_model=model)
-        self.store.put(edited, DuplicatePolicy.OVERWRITE)
+        if not self.store.put(edited, DuplicatePolicy.UPDATE):
+            raise caller.not_found(memory_id, scope)  # forgotten while it was being edited: it stays forgotten
         detail = {"changed": sorted(fields), "content_hash_before": memory.content_hash}
         self.store.audit(AuditEvent("update", memory.id, memory.scope, caller.principal, detail))
         return MemoryPublic.of(edited), redacted
@@ -107,7 +108,8 @@ class Operators:
         memory = caller.visible(self.store.get(memory_id), scope)
         caller.require(memory.scope, Role.WRITE)
         verified = replace(memory, verified_at=utcnow())
-        self.store.put(verified, DuplicatePolicy.OVERWRITE)
+        if not self.store.put(verified, DuplicatePolicy.UPDATE):
+            raise caller.not_found(memory_id, scope)
         detail = {"verified_before": memory.last_verified.isoformat()}
         self.store.audit(AuditEvent("verify", memory.id, memory.scope, caller.principal, detail))
         return MemoryPublic.of(verified)

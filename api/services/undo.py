@@ -48,11 +48,11 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
         # Taken back out by someone: counted as used now, or the next sleep would archive it again
         # at once (nothing else about it changed) and the undo would last a day.
         back = replace(restored(store.get(event.memory_id), detail["before"], now), last_accessed_at=now)
-        store.put(back, DuplicatePolicy.OVERWRITE)
+        store.put(back, DuplicatePolicy.UPDATE)
         ids = [event.memory_id]
     elif event.action == "supersede":
         old = store.get(str(detail["superseded"]))
-        store.put(restored(old, detail["before"], now), DuplicatePolicy.OVERWRITE)
+        store.put(restored(old, detail["before"], now), DuplicatePolicy.UPDATE)
         store.remove_relation(Relation(event.memory_id, old.id, RelationType.SUPERSEDES))
         ids = [old.id]
     else:  # a merge, or a reinforcement by meaning: the memory as it was, and the one folded in
@@ -61,7 +61,7 @@ def undo(store: Store, embedder: Embedder, event: AuditEvent, author: str) -> li
         back, separate = embedded(
             embedder, [restored(merged, detail["before"], now), unmerged(detail["incoming"], event.scope, now)]
         )
-        store.put(back, DuplicatePolicy.OVERWRITE)
+        store.put(back, DuplicatePolicy.UPDATE)
         store.put(separate, DuplicatePolicy.OVERWRITE)
         ids = [merged.id, separate.id]
     store.audit(
@@ -101,11 +101,11 @@ def _unconsolidate(store: Store, event: AuditEvent, now: datetime) -> list[str]:
         source = current.get(str(before["id"]))
         if source is None:
             continue
-        store.put(restored(source, before, now), DuplicatePolicy.OVERWRITE)
+        store.put(restored(source, before, now), DuplicatePolicy.UPDATE)
         store.remove_relation(Relation(parent.id, source.id, RelationType.DERIVED_FROM))
         ids.append(source.id)
     if detail.get("created_parent"):
-        store.put(replace(parent, state=MemoryState.ARCHIVED, updated_at=now), DuplicatePolicy.OVERWRITE)
+        store.put(replace(parent, state=MemoryState.ARCHIVED, updated_at=now), DuplicatePolicy.UPDATE)
     else:
-        store.put(restored(parent, detail["parent_before"], now), DuplicatePolicy.OVERWRITE)
+        store.put(restored(parent, detail["parent_before"], now), DuplicatePolicy.UPDATE)
     return [*ids, parent.id]

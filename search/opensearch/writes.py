@@ -237,6 +237,8 @@ class MemoryWriter:
                 raise DuplicateMemoryError(f"memory {memory.id} already exists")
             if current is not None and policy is DuplicatePolicy.SKIP:
                 return False
+            if current is None and policy is DuplicatePolicy.UPDATE:
+                return False  # forgotten since it was read: the edit must not bring it back
             self.claim(memory)
             action: Json = {"_index": self._names.memories, "_id": memory.id}
             if current is None:
@@ -268,18 +270,21 @@ class MemoryWriter:
             return 0
         docs = [memory_doc(m, self._dimension) for m in memories]  # a bad vector fails before any write
         ids = list(dict.fromkeys(m.id for m in memories))
-        existing = {v.memory.id: v.memory for v in self.read_many(ids, vectors=False)}
+        versions = {v.memory.id: v for v in self.read_many(ids, vectors=False)}
+        existing = {memory_id: v.memory for memory_id, v in versions.items()}
         duplicates: list[str] = []
         to_claim: list[int] = []
         to_write: list[int] = []
         replaced: list[Memory] = []  # what an overwrite took the place of, under another content
         for i, memory in enumerate(memories):
             old = existing.get(memory.id)
+            if old is None and policy is DuplicatePolicy.UPDATE:
+                continue  # forgotten since it was read
             if old is None:
                 to_claim.append(i)
             elif policy is DuplicatePolicy.FAIL:
                 duplicates.append(memory.id)
-            elif policy is DuplicatePolicy.OVERWRITE:
+            elif policy in (DuplicatePolicy.OVERWRITE, DuplicatePolicy.UPDATE):
                 if (old.scope, old.content_hash) == (memory.scope, memory.content_hash):
                     to_write.append(i)
                 else:
@@ -296,15 +301,19 @@ class MemoryWriter:
             to_write.append(i)
         lines: list[Json] = []
         for i in sorted(to_write):
-            verb = "index" if memories[i].id in existing else "create"
-            lines += [{verb: {"_index": self._names.memories, "_id": memories[i].id}}, docs[i]]
+            action: Json = {"_index": self._names.memories, "_id": memories[i].id}
+            held = versions.get(memories[i].id)
+            if held is not None and policy is DuplicatePolicy.UPDATE:
+                # Conditional on the version read: a forget in between makes it a 409, not a re-creation.
+                action |= {"if_seq_no": held.seq_no, "if_primary_term": held.primary_term}
+            lines += [{"index" if held is not None else "create": action}, docs[i]]
         written = 0
         if lines:
             for item in self._cluster.bulk(lines, refresh="false"):
                 status = int(item.get("status", 200))
                 if status < 300:
                     written += 1
-                elif status == 409:
+                elif status == 409 and policy is not DuplicatePolicy.UPDATE:
                     duplicates.append(str(item.get("_id")))
         client = self._cluster.client
         self._cluster.call("refreshing after a bulk import", lambda: client.indices.refresh(index=self._names.memories))

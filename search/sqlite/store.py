@@ -85,6 +85,8 @@ class SQLiteStore(DelegatesKnowledge, SQLiteRecords):
         values = memory_row(memory, self._dimension)
         exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
         try:
+            if exists is None and policy is DuplicatePolicy.UPDATE:
+                return False  # forgotten since it was read: the edit must not bring it back
             if exists is None:
                 conn.execute(f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({marks(values)})", values)
             elif policy is DuplicatePolicy.FAIL:

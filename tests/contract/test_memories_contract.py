@@ -95,6 +95,23 @@ def test_duplicate_policies(store: Store, embedder: HashEmbedder) -> None:
     assert store.count() == 1
 
 
+def test_an_update_of_a_forgotten_memory_writes_nothing(store: Store, embedder: HashEmbedder) -> None:
+    """UPDATE replaces what is there and never brings back what a forget removed: an edit read
+    before the forget and written after it is a no-op, one at a time and in a batch."""
+    memory = make(embedder, "Rotate the staging certificates every quarter.")
+    other = make(embedder, "Staging runs on two nodes behind one balancer.")
+    store.put_many([memory, other])
+    edited = replace(memory, title="Certificate rotation, edited")
+    assert store.put(edited, DuplicatePolicy.UPDATE) is True
+    assert store.get(memory.id).title == "Certificate rotation, edited"
+    store.delete(memory.id)
+    assert store.put(edited, DuplicatePolicy.UPDATE) is False
+    assert store.put_many([edited, replace(other, importance=0.9)], DuplicatePolicy.UPDATE) == 1
+    assert [m.id for m in store.get_many([memory.id, other.id])] == [other.id]
+    assert store.get(other.id).importance == 0.9
+    assert store.keyword_search("certificates", SearchFilter(scopes=["p"]), 10) == []
+
+
 def test_overwrite_reindexes_keywords(store: Store, embedder: HashEmbedder) -> None:
     memory = make(embedder, "Caching uses memcached for sessions.")
     store.put(memory)

@@ -13,12 +13,13 @@ from collections import Counter
 from contextlib import closing
 from pathlib import Path
 
+import httpx
 import pytest
 
 from api.services.memories import MemoryService
 from hivemem.config import Settings
 from hivemem.schemas import MemoryCreate
-from tests.e2e.helpers import hivemem_env
+from tests.e2e.helpers import HivememServer, hivemem_env
 
 DISTINCT_PER_WORKER = 200
 SHARED_PER_WORKER = 20
@@ -161,3 +162,49 @@ def test_threads_memorizing_the_same_content_make_one_memory(settings: Settings)
         assert service.store.get(results[0][0]).access_count == 7
     finally:
         service.close()
+
+
+def test_a_forget_that_answered_is_never_undone_by_a_racing_edit(server: HivememServer) -> None:
+    """Each round an edit and a forget of one memory start together over HTTP. Whichever order they
+    run in, once the forget has answered 200 the memory is gone: from the store, the export and
+    recall (an edit read before the forget used to write it back, 10 rounds of 24)."""
+    rounds = 24
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        ids = []
+        for i in range(rounds):
+            body = {"title": f"Rotation note {i}", "content": f"The staging certificate of node {i} rotates quarterly."}
+            answer = http.post("/v1/memories", json=body)
+            assert answer.status_code == 201, answer.text
+            ids.append(answer.json()["id"])
+
+        def race(memory_id: str) -> tuple[int, int]:
+            start = threading.Barrier(2)
+            codes: dict[str, int] = {}
+
+            def edit() -> None:
+                start.wait()
+                edit_body = {"content": f"Edited while forgotten: {memory_id} rotates monthly now."}
+                codes["edit"] = http.patch(f"/v1/memories/{memory_id}", json=edit_body).status_code
+
+            def forget() -> None:
+                start.wait()
+                codes["forget"] = http.delete(f"/v1/memories/{memory_id}", params={"confirm": "true"}).status_code
+
+            threads = [threading.Thread(target=edit), threading.Thread(target=forget)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            return codes["edit"], codes["forget"]
+
+        outcomes = Counter()
+        for memory_id in ids:
+            edit_code, forget_code = race(memory_id)
+            assert edit_code in (200, 404) and forget_code in (200, 404), (edit_code, forget_code)
+            outcomes[(edit_code, forget_code)] += 1
+            if forget_code == 200:
+                assert http.get(f"/v1/memories/{memory_id}").status_code == 404, outcomes
+        export = http.get("/v1/export").text
+        recalled = http.post("/v1/remember", json={"query": "staging certificate rotates", "limit": 50}).json()
+    assert not any(memory_id in export for memory_id in ids), outcomes
+    assert recalled["results"] == [], outcomes
