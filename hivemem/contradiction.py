@@ -32,7 +32,9 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+from typing import Any
 
+import re2
 import snowballstemmer  # type: ignore[import-untyped]
 
 __all__ = ["Relation", "Verdict", "distinct_subjects", "distinct_values", "judge", "speaks_of_change", "titles_apart"]
@@ -134,9 +136,11 @@ _ANTONYMS: tuple[tuple[frozenset[str], frozenset[str]], ...] = tuple(
     )
 )
 
-# Transitions: (pattern, which group is the old side, which is the new side).
-_TRANSITIONS: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
-    (re.compile(pattern), "old", "new")
+# Transitions: (pattern, which group is the old side, which is the new side). RE2's: its time is
+# linear in the clause, where Python's re took 3 s over one clause of "pwd =" and 10,000 spaces
+# (`.+?\s+` splits a run of spaces in every way).
+_TRANSITIONS: tuple[tuple[Any, str, str], ...] = tuple(
+    (re2.compile(pattern), "old", "new")
     for pattern in (
         r"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|went|go|going|"
         r"change|changed|changing|convert|converted|port|ported|transition|transitioned)\b"
