@@ -100,7 +100,7 @@ def _resolve_and_record(
     items: Sequence[JobItem], memories: Sequence[Memory], policy: ResolutionPolicy, lock_s: int
 ) -> None:
     context = current()
-    with scope_locks(context.redis, (m.scope for m in memories), timeout_s=lock_s, wait_s=lock_s):
+    with scope_locks(context.redis, (m.scope for m in memories), wait_s=lock_s):
         resolutions = jobs.write_all(context.store, context.embedder, memories, utcnow(), policy)
     _record(items, resolutions)
 

@@ -51,9 +51,9 @@ def test_kill_9_mid_batch_then_restart_stores_every_memory_exactly_once(
     redis_url: str, dirs: tuple[Path, Path]
 ) -> None:
     data_dir, logs = dirs
-    # Short timeouts: the batch the dead worker held is handed out again within seconds, and the
-    # scope lock it held expires as soon.
-    env = {"HIVEMEM_BROKER_VISIBILITY_TIMEOUT_S": "3", "HIVEMEM_RESOLVE_LOCK_TIMEOUT_S": "3"}
+    # A short visibility timeout: the batch the dead worker held is handed out again within seconds.
+    # The scope lock it held is a lease it no longer renews, free again as soon (default settings).
+    env = {"HIVEMEM_BROKER_VISIBILITY_TIMEOUT_S": "3"}
     gateway = HivememServer(data_dir, logs, HIVEMEM_BROKER_URL=redis_url, HIVEMEM_MEMORIZE_WAIT_S="0", **env)
     worker = CeleryWorker(redis_url, data_dir, logs, **env)
     scope = "github.com/acme/crash"
