@@ -36,9 +36,10 @@ __all__ = [
 
 @runtime_checkable
 class ScalesBM25(Protocol):
-    """A store whose BM25 scores are on another scale than Lucene's (OpenSearch's): recall reads a
-    small scope's BM25 leg on its own scale (``bm25_half_score``, in Lucene's units), so the stores
-    must agree on what a score is worth."""
+    """A store whose BM25 scores are on another scale than Lucene's current BM25 (SQLite's FTS5, and
+    OpenSearch 2.x's legacy BM25): recall reads a small scope's BM25 leg on its own scale
+    (``bm25_half_score``, in the current BM25's units), so the stores must agree on what a score is
+    worth."""
 
     @property
     def bm25_scale(self) -> float:

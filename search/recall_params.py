@@ -43,7 +43,7 @@ class RecallParams(Tuning):
         ge=0.0,
         description="In min-max fusion, a BM25 leg that ran out of documents (a small scope) is read on its own "
         "scale, s / (s + h), not min-max over its few candidates: h is the BM25 score worth half, in Lucene's "
-        "units (SQLite's FTS5 scores are 2.2 times them). 0: min-max always.",
+        "units (SQLite's FTS5 and OpenSearch 2.x score 2.2 times them; the stores rescale it). 0: min-max always.",
     )
     rrf_k: int = Field(default=60, ge=1, description="Rank constant of reciprocal-rank fusion.")
     candidates_per_leg: int = Field(

@@ -261,7 +261,7 @@ class SpecValidator:
 
     def _check_fields(self, node: Json, mapping: Json, path: str) -> None:
         fields: list[str] = []
-        for kind in ("term", "terms", "range", "exists"):
+        for kind in ("term", "terms", "range", "exists", "match"):
             clause = node.get(kind)
             if isinstance(clause, dict):
                 fields += [clause["field"]] if kind == "exists" else [k for k in clause if not k.startswith("_")]

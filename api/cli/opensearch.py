@@ -85,6 +85,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         client.close()
     print(report.render())
+    if report.skipped:
+        print(
+            "The search pipelines were skipped: they serve HIVEMEM_OPENSEARCH_HYBRID=native only. Keep the default "
+            "HIVEMEM_OPENSEARCH_HYBRID=core, which fuses BM25 and k-NN in hivemem as on SQLite.",
+            file=sys.stderr,
+        )
     if report.failed:
         print(
             f"{len(report.failed)} object(s) failed. Search pipelines need the neural-search plugin; without them "

@@ -51,10 +51,13 @@ __all__ = [
 
 Json = dict[str, Any]
 
-SCHEMA_VERSION = "1"
+# 2: the memories' text is also indexed as one field (``all_text``), which keyword search reads.
+SCHEMA_VERSION = "2"
 """Version of the mapping below; bumping it means a new ``PREFIX-vN`` index and a reindex."""
 
-_TEXT_FIELDS = ["title", "content", "tags.text"]
+# FTS5's bm25() scores a row's columns as one text (term frequencies summed, one length). The
+# memories' text fields are copied into this one field, so Lucene's BM25 reads the same text.
+ALL_TEXT_FIELD = "all_text"
 _INDEX_ANALYZER = "hivemem_text"
 _QUERY_ANALYZER = "hivemem_query"
 VECTOR_FIELD = "embedding"
@@ -125,6 +128,7 @@ class IndexOptions:
     ef_search: int
     shards: int
     replicas: int
+    refresh_interval_ms: int
     hybrid: Literal["core", "native"]
     fusion: FusionMethod
     bm25_weight: float
@@ -143,6 +147,7 @@ class IndexOptions:
             ef_search=tuning.opensearch_ef_search,
             shards=tuning.opensearch_shards,
             replicas=tuning.opensearch_replicas,
+            refresh_interval_ms=tuning.opensearch_refresh_interval_ms,
             hybrid=tuning.opensearch_hybrid,
             fusion=recall.fusion,
             bm25_weight=recall.bm25_weight,
@@ -171,7 +176,12 @@ def analysis_settings() -> Json:
 
 
 def index_settings(options: IndexOptions, *, knn: bool) -> Json:
-    index: Json = {"number_of_shards": options.shards, "number_of_replicas": options.replicas}
+    index: Json = {
+        "number_of_shards": options.shards,
+        "number_of_replicas": options.replicas,
+        # Set explicitly, so a search-idle shard still refreshes and a waiting write returns on time.
+        "refresh_interval": f"{options.refresh_interval_ms}ms",
+    }
     if knn:
         index["knn"] = True
         if options.engine == "faiss":
@@ -240,9 +250,10 @@ def memory_template(names: IndexNames, options: IndexOptions, *, embedding_model
         "properties": {
             "id": keyword,
             "scope": keyword,
-            "title": text_field(),
-            "content": text_field(),
-            "tags": {"type": "keyword", "fields": {"text": text_field()}},
+            "title": {**text_field(), "copy_to": ALL_TEXT_FIELD},
+            "content": {**text_field(), "copy_to": ALL_TEXT_FIELD},
+            "tags": {"type": "keyword", "copy_to": ALL_TEXT_FIELD, "fields": {"text": text_field()}},
+            ALL_TEXT_FIELD: text_field(),
             "content_hash": keyword,
             "memory_type": keyword,
             "importance": {"type": "double"},
@@ -413,15 +424,19 @@ def search_filter(where: SearchFilter) -> list[Json]:
     return clauses
 
 
-def text_query(words: str, stopwords_only: bool, fields: Sequence[str] = _TEXT_FIELDS) -> Json:
-    """The BM25 query of ``words`` over ``fields`` (default: the memories' text fields)."""
+def text_query(words: str, stopwords_only: bool, fields: Sequence[str] = (ALL_TEXT_FIELD,)) -> Json:
+    """The BM25 query of ``words`` over ``fields`` (default: the memories' text as one field).
+
+    Several fields are blended term by term (``cross_fields``: one document frequency per term
+    across them); OpenSearch has no ``combined_fields`` query (an Elasticsearch one)."""
     if stopwords_only:
         # The search analyzer would drop every word; search them with the index analyzer instead.
         return {
             "multi_match": {"query": words, "fields": list(fields), "type": "most_fields", "analyzer": _INDEX_ANALYZER}
         }
-    # combined_fields scores the fields as one (BM25F), as FTS5's bm25() does over its columns.
-    return {"combined_fields": {"query": words, "fields": list(fields), "operator": "or"}}
+    if len(fields) == 1:
+        return {"match": {fields[0]: {"query": words, "operator": "or"}}}
+    return {"multi_match": {"query": words, "fields": list(fields), "type": "cross_fields", "operator": "or"}}
 
 
 def _keyword_query(words: str, stopwords_only: bool, where: SearchFilter) -> Json:

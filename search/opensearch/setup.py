@@ -20,9 +20,21 @@ from search.opensearch.bodies import IndexNames, IndexOptions
 from search.opensearch.client import ClusterTarget
 from search.opensearch.errors import AlreadyExists, translate_errors
 
-__all__ = ["SetupReport", "check_memory_index", "ensure", "exported_files", "recorded_model", "templates"]
+__all__ = [
+    "NEURAL_SEARCH",
+    "SetupReport",
+    "check_memory_index",
+    "ensure",
+    "exported_files",
+    "installed_plugins",
+    "recorded_model",
+    "templates",
+]
 
 Json = dict[str, Any]
+
+# The plugin that brings the ``hybrid`` query and the normalization / RRF search processors.
+NEURAL_SEARCH = "opensearch-neural-search"
 
 
 @dataclass(slots=True)
@@ -38,6 +50,11 @@ class SetupReport:
     def failed(self) -> list[tuple[str, str, str]]:
         """The lines whose outcome is a failure."""
         return [line for line in self.lines if line[2].startswith("failed")]
+
+    @property
+    def skipped(self) -> list[tuple[str, str, str]]:
+        """The lines of objects left out because the cluster cannot hold them."""
+        return [line for line in self.lines if line[2].startswith("skipped")]
 
     def render(self) -> str:
         """One line per object, for the CLI."""
@@ -114,6 +131,20 @@ def recorded_model(url: str, settings: Settings | None = None) -> tuple[str, int
     return None
 
 
+def installed_plugins(client: Any, target: ClusterTarget) -> set[str] | None:
+    """The plugins installed on the cluster's nodes, or None when the cluster does not list them."""
+    try:
+        with translate_errors(target.display, "listing the plugins"):
+            rows = client.cat.plugins(format="json")
+    except StoreUnavailableError:
+        raise
+    except StoreError:
+        return None
+    if not isinstance(rows, list):
+        return None
+    return {str(row.get("component")) for row in rows if isinstance(row, dict)}
+
+
 def _attempt(report: SetupReport, kind: str, name: str, outcome: str, call: Callable[[], object]) -> bool:
     try:
         call()
@@ -150,8 +181,9 @@ def ensure(
     """Create (and with ``update`` rewrite) templates, versioned indices with their aliases, and pipelines.
 
     Raises ``EmbeddingMismatchError`` when the memories index exists for another model or
-    dimension, ``StoreUnavailableError`` when the cluster cannot be reached. A pipeline the
-    cluster refuses (no neural-search plugin) is reported as failed, not raised.
+    dimension, ``StoreUnavailableError`` when the cluster cannot be reached. Pipelines are
+    reported as skipped on a cluster that lists its plugins without neural-search, and as failed
+    when the cluster refuses them; neither is raised.
     """
     report = SetupReport()
     for alias, template in templates(names, options, embedding_model=embedding_model, dimension=dimension).items():
@@ -186,6 +218,12 @@ def ensure(
             report.add("index + alias", f"{index} <- {alias}", "exists (created concurrently)")
     check_memory_index(client, target, names, embedding_model, dimension)
     if pipelines:
+        plugins = installed_plugins(client, target)
+        if plugins is not None and NEURAL_SEARCH not in plugins:
+            for fusion in FusionMethod:
+                reason = f"skipped: the cluster has no {NEURAL_SEARCH} plugin (hybrid=core needs none)"
+                report.add("search pipeline", bodies.pipeline_name(names, fusion), reason)
+            return report
         for fusion in FusionMethod:
             name = bodies.pipeline_name(names, fusion)
             pipeline = bodies.search_pipeline(options, fusion)

@@ -75,7 +75,8 @@ from search.opensearch.planned import PlannedWriter
 from search.opensearch.reembed import Reembedder
 from search.opensearch.scope_lease import ScopeLeases
 from search.opensearch.second_vectors import SecondVectors
-from search.opensearch.setup import ensure
+from search.opensearch.setup import NEURAL_SEARCH, ensure
+from search.opensearch.similarity import bm25_scale_of
 from search.opensearch.tokens import TokenIndex
 from search.opensearch.tuning import OpenSearchTuning
 from search.opensearch.writes import MemoryWriter
@@ -150,7 +151,7 @@ class OpenSearchStore(DelegatesKnowledge):
         self._writes = ReadWriteLock()
         self._tokens = TokenIndex(self._cluster, self._names)
         try:
-            ensure(
+            report = ensure(
                 self._client,
                 self._target,
                 self._names,
@@ -160,6 +161,12 @@ class OpenSearchStore(DelegatesKnowledge):
                 update=False,
                 pipelines=self._options.hybrid == "native",
             )
+            self._bm25_scale = bm25_scale_of(self._cluster.call("reading the version", self._client.info))
+            if report.skipped:
+                raise ConfigError(
+                    f"opensearch_hybrid=native needs the {NEURAL_SEARCH} plugin, which {self._target.display} "
+                    "does not have; set HIVEMEM_OPENSEARCH_HYBRID=core (the default), which fuses the same way"
+                )
         except BaseException:
             self._client.close()
             raise
@@ -182,6 +189,11 @@ class OpenSearchStore(DelegatesKnowledge):
     @property
     def dimension(self) -> int:
         return self._dimension
+
+    @property
+    def bm25_scale(self) -> float:
+        """This cluster's BM25 score of a match over the modern BM25's (2.2 on OpenSearch 2.x)."""
+        return self._bm25_scale
 
     @property
     def names(self) -> IndexNames:

@@ -39,6 +39,13 @@ class OpenSearchTuning(Tuning):
     )
     opensearch_shards: int = Field(default=1, ge=1, le=1024, description="Primary shards of each new index.")
     opensearch_replicas: int = Field(default=1, ge=0, le=32, description="Replicas of each new index.")
+    opensearch_refresh_interval_ms: int = Field(
+        default=1000,
+        ge=10,
+        le=60000,
+        description="`index.refresh_interval` of each new index. A single write waits for the next refresh "
+        "(`refresh=wait_for`) so that it is recalled when it returns: this is also the longest such wait.",
+    )
     opensearch_hybrid: Literal["core", "native"] = Field(
         default="core",
         description="How recall fuses BM25 and k-NN on OpenSearch: `core` (both legs in one `_msearch`, fused by "
@@ -52,6 +59,7 @@ class OpenSearchTuning(Tuning):
     resolve_lock_timeout_s: int = Field(
         default=60,
         ge=1,
-        description="Lifetime of a scope's resolve lock (Redis) and of its OpenSearch lease for planned writes: a "
-        "worker killed while holding one blocks its scope no longer. Also how long a writer waits for either.",
+        description="How long a writer waits for a scope's resolve lock (Redis) or its OpenSearch lease before the "
+        "job is retried later; also the lifetime of the OpenSearch lease. The Redis lock is a 5 s lease its "
+        "holder renews, so a worker killed while holding it blocks its scope for seconds, not this long.",
     )

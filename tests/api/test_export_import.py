@@ -54,7 +54,7 @@ def _sqlite(path: Path) -> MemoryService:
 def opensearch_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryService]:
     backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
     embedder = HashEmbedder(64)
-    store = backend.open(embedder, Settings(), request.getfixturevalue("spec_validator"), exact_knn=True)
+    store = backend.open(embedder, Settings(), request.getfixturevalue("spec_validator"), needs_knn=True)
     service = MemoryService(Parts(Settings(data_dir=tmp_path / "os", embed_model="hash:64"), store, embedder))
     try:
         yield service

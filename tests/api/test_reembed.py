@@ -94,7 +94,7 @@ def open_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ope
 
     def on_opensearch() -> MemoryService:
         embedder = HashEmbedder(32)
-        store = backend.open(embedder, Settings(), validator, prefix, exact_knn=True)
+        store = backend.open(embedder, Settings(), validator, prefix, needs_knn=True)
         service = MemoryService(Parts(_settings(tmp_path, "hash:32"), store, QueuedEmbedder(embedder, max_batch=64)))
         return service
 

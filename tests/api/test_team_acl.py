@@ -127,7 +127,7 @@ def team_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mem
         backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
         embedder = HashEmbedder(64)
         validator = request.getfixturevalue("spec_validator")
-        store = backend.open(embedder, Settings(), validator, exact_knn=True)
+        store = backend.open(embedder, Settings(), validator, needs_knn=True)
         service = MemoryService(Parts(settings, store, embedder))
     try:
         yield service

@@ -1,11 +1,10 @@
 """The Store contract runs once per backend; a backend that cannot run here skips, saying why.
 
-OpenSearch runs against a real cluster when ``HIVEMEM_TEST_OPENSEARCH_URL`` is set, else against
-``osmem-server`` (an in-memory OpenSearch API server started once per session). osmem has no
-k-NN, no ``hybrid`` query and no search pipelines: tests marked ``needs_knn`` skip there (on
-SQLite they run), unless also marked ``knn_standin``, which answers their k-NN searches with an
-exact stand-in for the plugin (tests/opensearch_knn_standin.py). Every request the OpenSearch
-store sends is validated against the OpenSearch API spec on its way out (tests/opensearch_spec.py).
+OpenSearch runs against a real node (tests/opensearch_backend.py says which and how to choose):
+with ``HIVEMEM_TEST_OPENSEARCH=osmem`` against ``osmem-server`` (an in-memory OpenSearch API
+server), which has no k-NN, no ``hybrid`` query and no search pipelines, so tests marked
+``needs_knn`` skip there (on SQLite they run). Every request the OpenSearch store sends is
+validated against the OpenSearch API spec on its way out (tests/opensearch_spec.py).
 """
 
 from __future__ import annotations
@@ -38,11 +37,9 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def store(request: pytest.FixtureRequest, tmp_path: Path, embedder: HashEmbedder) -> Iterator[Store]:
     if request.param == "opensearch":
         backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
-        standin = request.node.get_closest_marker("knn_standin") is not None
-        if request.node.get_closest_marker("needs_knn") and not backend.has_knn and not standin:
-            pytest.skip(backend.no_knn_reason)
+        needs_knn = request.node.get_closest_marker("needs_knn") is not None
         validator = request.getfixturevalue("spec_validator")
-        opened: Store = backend.open(embedder, Settings(), validator, exact_knn=standin)
+        opened: Store = backend.open(embedder, Settings(), validator, needs_knn=needs_knn)
     else:
         url = f"sqlite:///{tmp_path / 'hive.db'}" if request.param == "sqlite-file" else "sqlite://:memory:"
         opened = open_store(url, embedding_model=embedder.model_id, dimension=embedder.dimension)

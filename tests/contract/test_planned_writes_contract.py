@@ -2,9 +2,8 @@
 
 Vectors are written by hand so the cosines a decision sees are known exactly. The neighbours come
 from each store's vector index: on OpenSearch that is the k-NN query, which osmem-server lacks, so
-the tests that ask for neighbours are ``needs_knn``: a real cluster answers them itself, and on
-osmem-server an exact stand-in for the plugin does (``knn_standin``, tests/opensearch_knn_standin.py),
-so what the store does with the plugin's answer is tested on every backend.
+the tests that ask for neighbours are ``needs_knn``: the real node answers them with its k-NN
+plugin, and they skip on osmem-server.
 """
 
 from __future__ import annotations
@@ -23,8 +22,6 @@ from hivemem.model import AuditEvent, Memory, MemoryState, Relation, RelationTyp
 from hivemem.resolution import Neighbour, Resolution
 from search import SearchFilter, Store
 from search.capabilities import ResolvesByMeaning
-
-pytestmark = pytest.mark.knn_standin
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def with_mode(service: MemoryService, mode: RetrievalMode) -> None:
 @pytest.fixture(params=["sqlite", pytest.param("opensearch", marks=pytest.mark.opensearch)])
 def open_service(request: pytest.FixtureRequest) -> Iterator[OpenService]:
     """Opens services on one store, each with the settings given (the model hash:64); on OpenSearch
-    with the exact k-NN stand-in where the server has no k-NN plugin."""
+    skipping on OpenSearch where the server has no k-NN plugin."""
     if request.param == "sqlite":
         yield MemoryService.from_settings
         return
@@ -39,7 +39,7 @@ def open_service(request: pytest.FixtureRequest) -> Iterator[OpenService]:
     prefix = f"test_{uuid.uuid4().hex[:16]}"
 
     def on_opensearch(settings: Settings) -> MemoryService:
-        store = backend.open(FIRST, Settings(), validator, prefix, exact_knn=True)
+        store = backend.open(FIRST, Settings(), validator, prefix, needs_knn=True)
         return MemoryService(Parts(settings, store, QueuedEmbedder(FIRST, max_batch=64)))
 
     yield on_opensearch

@@ -188,8 +188,8 @@ def test_native_hybrid_is_off_by_default_and_needs_a_pipeline(store: Any, embedd
 
 @pytest.mark.needs_knn
 def test_native_hybrid_ranks_like_core_fusion(opensearch_backend: OpenSearchBackend, embedder: HashEmbedder) -> None:
-    if not opensearch_backend.has_knn:
-        pytest.skip(opensearch_backend.no_knn_reason)
+    if not opensearch_backend.has_hybrid:
+        pytest.skip(opensearch_backend.no_hybrid_reason)
     store = opensearch_backend.open(
         embedder, Settings(), None, tuning=OpenSearchTuning(opensearch_replicas=0, opensearch_hybrid="native")
     )
@@ -208,6 +208,18 @@ def test_native_hybrid_ranks_like_core_fusion(opensearch_backend: OpenSearchBack
         store.drop()
 
 
+@pytest.mark.needs_knn
+def test_native_hybrid_without_neural_search_is_refused_when_the_store_opens(
+    opensearch_backend: OpenSearchBackend, embedder: HashEmbedder
+) -> None:
+    if not opensearch_backend.has_knn or opensearch_backend.has_hybrid:
+        pytest.skip("needs a real node without the neural-search plugin")
+    with pytest.raises(ConfigError, match=r"neural-search.*HIVEMEM_OPENSEARCH_HYBRID=core"):
+        opensearch_backend.open(
+            embedder, Settings(), None, tuning=OpenSearchTuning(opensearch_replicas=0, opensearch_hybrid="native")
+        )
+
+
 def test_setup_command_is_idempotent_and_reports_pipelines(
     opensearch_backend: OpenSearchBackend, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -221,8 +233,12 @@ def test_setup_command_is_idempotent_and_reports_pipelines(
     assert "exists" in second.out and "updated" in second.out
     # An index made before relations had descriptions gets the field put on it (mappings only grow).
     assert "mapping" in second.out and "fields added" in second.out
-    if opensearch_backend.has_knn:
+    if opensearch_backend.has_hybrid:
         assert (status, status_again) == (0, 0)
+        assert "search pipeline" in second.out and "written" in second.out
+    elif opensearch_backend.has_knn:  # a real node without neural-search: nothing to write, nothing failed
+        assert (status, status_again) == (0, 0)
+        assert "search pipeline" in second.out and "skipped" in second.out and "hybrid=core" in second.out
     else:  # osmem has no search pipelines: reported, exit status 1, indices still usable
         assert (status, status_again) == (1, 1)
         assert "search pipeline" in second.out and "failed" in second.out and "neural-search" in second.err

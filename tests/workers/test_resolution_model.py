@@ -47,12 +47,11 @@ def service(
     if request.param == "sqlite":
         memory_service = MemoryService.from_settings(settings)
     else:
-        # osmem-server has no k-NN: the exact stand-in answers the store's k-NN searches (a real
-        # cluster, HIVEMEM_TEST_OPENSEARCH_URL, answers them itself).
+        # The store's neighbours come from the k-NN plugin: on osmem-server (none) this skips.
         backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
         embedder = QueuedEmbedder(load_embedder(settings), max_batch=EmbedTuning().embed_batch_size)
         validator = request.getfixturevalue("spec_validator")
-        store = backend.open(embedder, settings, validator, exact_knn=True)  # type: ignore[arg-type]
+        store = backend.open(embedder, settings, validator, needs_knn=True)  # type: ignore[arg-type]
         memory_service = MemoryService(Parts(settings, store, embedder))
     yield memory_service
     if request.param == "opensearch":
