@@ -89,6 +89,8 @@ def open_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ope
         yield lambda: MemoryService.from_settings(_settings(tmp_path, "hash:32"))
         return
     backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
+    if not backend.has_knn:
+        pytest.skip(backend.no_knn_reason)
     validator = request.getfixturevalue("spec_validator")
     prefix = f"test_{uuid.uuid4().hex[:16]}"
 

@@ -35,6 +35,8 @@ def open_service(request: pytest.FixtureRequest) -> Iterator[OpenService]:
         yield MemoryService.from_settings
         return
     backend: OpenSearchBackend = request.getfixturevalue("opensearch_backend")
+    if not backend.has_knn:
+        pytest.skip(backend.no_knn_reason)
     validator = request.getfixturevalue("spec_validator")
     prefix = f"test_{uuid.uuid4().hex[:16]}"
 
