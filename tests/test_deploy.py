@@ -247,9 +247,17 @@ def test_gateway_port() -> None:
     assert services(EMBEDDED)["hivemem"]["ports"] == ["127.0.0.1:8765:8765"]
 
 
+def node_script_version() -> str:
+    """The OpenSearch release ``scripts/opensearch-node`` runs by default."""
+    found = re.search(r'^DEFAULT_VERSION = "([0-9.]+)"$', (REPO / "scripts" / "opensearch-node").read_text(), re.M)
+    assert found, "scripts/opensearch-node names no DEFAULT_VERSION"
+    return found.group(1)
+
+
 def test_opensearch_single_node_with_its_security_plugin_off_by_default() -> None:
     opensearch = services()["opensearch"]
-    assert opensearch["image"] == "opensearchproject/opensearch:3"
+    # The release the tests' node runs (scripts/opensearch-node), so what CI passed is what deploys.
+    assert opensearch["image"] == f"opensearchproject/opensearch:{node_script_version()}"
     env = opensearch["environment"]
     assert env["discovery.type"] == "single-node"
     assert env["DISABLE_SECURITY_PLUGIN"] == "true"
@@ -386,7 +394,10 @@ def test_compose_builds_name_existing_dockerfiles_and_stages(path: Path) -> None
 
 @pytest.mark.parametrize(
     ("stage", "extras"),
-    [("cpu", "embed,ingest,distributed,opensearch,otel"), ("cuda", "embed-gpu,ingest,distributed,opensearch,otel")],
+    [
+        ("cpu", "embed-torch,ingest,distributed,opensearch,otel"),
+        ("cuda", "embed-gpu,ingest,distributed,opensearch,otel"),
+    ],
 )
 def test_images_install_their_extras(stage: str, extras: str) -> None:
     stages, _ = dockerfile()
@@ -417,7 +428,7 @@ def test_copied_sources_exist() -> None:
 def test_torch_pins_agree_with_pyproject() -> None:
     """The images and CI install torch before hivemem, from the right index: their pin must match the extra's,
     or pip would replace the CPU build with PyPI's CUDA one."""
-    cpu_pin = pyproject_requirement("embed", "torch")
+    cpu_pin = pyproject_requirement("embed-torch", "torch")
     assert cpu_pin.startswith("torch==")
     stages, _ = dockerfile()
     cpu = f"pip install {cpu_pin} --index-url https://download.pytorch.org/whl/cpu"
@@ -471,7 +482,7 @@ def test_ci_runs_the_suite_against_a_real_opensearch_cluster() -> None:
     assert len(jobs) == 1
     job = jobs[0]
     service = job["services"]["opensearch"]
-    assert service["image"].startswith("opensearchproject/opensearch:3")
+    assert service["image"] == f"opensearchproject/opensearch:{node_script_version()}"
     assert service["env"]["discovery.type"] == "single-node"
     assert service["env"]["DISABLE_SECURITY_PLUGIN"] == "true"
     assert "--health-cmd" in service["options"] and "_cluster/health" in service["options"]

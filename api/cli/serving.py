@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         # Said before the server's own imports (a second or more): a start is never silent.
         print(
             f"hivemem: starting: store {redact_url(settings.resolved_store_url())}, "
-            f"model {settings.embed_model or 'all-MiniLM-L6-v2 (packaged)'}",
+            f"model {settings.embed_model or 'all-MiniLM-L6-v2 (the default)'}",
             file=sys.stderr,
             flush=True,
         )

@@ -143,9 +143,9 @@ def test_a_carried_models_hub_id_means_the_package_only_while_it_is_installed(
     assert carried_model(MPNET_MODEL_ID) == "mpnet"
     monkeypatch.setattr(embed, "mpnet_installed", lambda: False)
     assert carried_model(MPNET_MODEL_ID) is None
+    # MiniLM is the default with or without its package: without it, its ONNX export is fetched.
     monkeypatch.setattr(embed, "_minilm_installed", lambda: False)
-    assert carried_model(PACKAGED_MODEL_ID) is None
-    assert carried_model("all-MiniLM-L6-v2") == carried_model("") == "minilm"
+    assert carried_model(PACKAGED_MODEL_ID) == carried_model("all-MiniLM-L6-v2") == carried_model("") == "minilm"
 
 
 def test_a_store_of_the_default_model_is_served_offline_after_a_switch(

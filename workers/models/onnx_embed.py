@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +28,7 @@ from hivemem.embedding import Embedder
 from hivemem.errors import EmbeddingError
 from workers.models.onnx_export import ExportedModel, exported_model
 from workers.models.onnx_int8 import int8_model_file
+from workers.models.onnx_prebuilt import pool
 
 __all__ = ["OnnxEmbedder", "Weights", "onnx_available"]
 
@@ -88,8 +89,10 @@ class OnnxEmbedder:
         threads: int = 0,
         weights: Weights = "float32",
         fallback: Embedder | None = None,
+        prepared: Callable[[], ExportedModel] | None = None,
     ) -> None:
         self._source = source
+        self._prepared = prepared
         self._fallback = fallback
         self._failed = False
         self._cache_dir = cache_dir
@@ -155,7 +158,7 @@ class OnnxEmbedder:
             try:
                 import onnxruntime
 
-                model = exported_model(self._source, self._cache_dir)
+                model = self._prepared() if self._prepared else exported_model(self._source, self._cache_dir)
                 options = onnxruntime.SessionOptions()
                 options.intra_op_num_threads = self._threads
                 options.inter_op_num_threads = 1
@@ -225,7 +228,7 @@ class OnnxEmbedder:
             }
             feed = {name: np.asarray(columns[name], dtype=np.int64) for name in model.inputs}
             try:
-                vectors = self._session.run(None, feed)[0]
+                vectors = pool(self._session.run(None, feed)[0], feed["attention_mask"], model.pooling)
             except Exception as exc:
                 raise EmbeddingError(f"embedding {len(index)} texts failed: {exc}") from exc
             for i, vector in zip(index, vectors.tolist(), strict=True):

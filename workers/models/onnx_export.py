@@ -18,15 +18,18 @@ import hashlib
 import json
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from workers.models.model_folder import built_folder
 from workers.models.pretrained import as_float32
 
-__all__ = ["ExportedModel", "exported_model"]
+__all__ = ["META_FILE", "ExportedModel", "Pooling", "exported_model"]
 
 _FORMAT = "hivemem-onnx-1"
-_META = "hivemem-onnx.json"
+META_FILE = "hivemem-onnx.json"
+Pooling = Literal["none", "mean", "cls"]
+"""What turns the model's output into a sentence vector: ``none`` (the file pools, as this module's
+exports do), or ``mean`` / ``cls`` over its token states, then L2 (others' exports)."""
 # The source files whose change means a different model (weights, config, vocabulary).
 _KEYED_SUFFIXES = (".json", ".safetensors", ".bin", ".txt", ".model")
 
@@ -35,7 +38,7 @@ class ExportedModel:
     """What serving an exported model needs to know, read from its folder."""
 
     def __init__(self, folder: Path) -> None:
-        meta = json.loads((folder / _META).read_text())
+        meta = json.loads((folder / META_FILE).read_text())
         self.folder = folder
         self.model_file = folder / "model.onnx"
         self.tokenizer_file = folder / "tokenizer.json"
@@ -44,6 +47,10 @@ class ExportedModel:
         self.pad_id = int(meta["pad_id"])
         self.pad_token = str(meta["pad_token"])
         self.model_max_length = int(meta["model_max_length"])
+        pooling = meta.get("pooling", "none")
+        if pooling not in ("none", "mean", "cls"):
+            raise ValueError(f"{folder / META_FILE}: unknown pooling {pooling!r}")
+        self.pooling: Pooling = pooling
 
 
 def _stamp(source: Path) -> str:
@@ -129,4 +136,4 @@ def _export(source: Path, target: Path) -> None:
         "model_max_length": int(min(getattr(tokenizer, "model_max_length", 512) or 512, 100_000)),
         "exported_from": str(source),
     }
-    (target / _META).write_text(json.dumps(meta, indent=1))
+    (target / META_FILE).write_text(json.dumps(meta, indent=1))
