@@ -53,6 +53,10 @@ __all__ = ["ERROR_RESPONSES", "install_handlers", "status_of", "tool_error"]
 
 # Retrying a memorize after a 503 is safe: identical content in a scope is stored once, so a retry
 # of a write that did land only reinforces it.
+# A store that is away (a node restarting, a cluster electing) is back in seconds: sooner than
+# this, a client's retry would likely meet the same outage; later, an agent waits for nothing.
+UNAVAILABLE_RETRY_AFTER_S = 5
+
 RETRY_HINT = (
     " Retrying is safe: a memorize that did land is not stored twice (identical content in a scope "
     "only reinforces the stored memory)."
@@ -155,6 +159,8 @@ def install_handlers(app: FastAPI) -> None:
         extra = {"field": exc.field} if isinstance(exc, ValidationError) and exc.field else {}
         message = str(exc) + (RETRY_HINT if status == 503 else "")
         headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, TooManyAttempts) else None
+        if status == 503:
+            headers = {"Retry-After": str(UNAVAILABLE_RETRY_AFTER_S)}
         return JSONResponse(_body(code, message, **extra), status_code=status, headers=headers)
 
     @app.exception_handler(Exception)
@@ -163,7 +169,11 @@ def install_handlers(app: FastAPI) -> None:
         # never a bare "Internal Server Error", and no traceback.
         if isinstance(exc, MemoryError):
             message = "the server ran out of memory answering this request; send less at once, or retry later"
-            return JSONResponse(_body("out_of_memory", message + RETRY_HINT), status_code=503)
+            return JSONResponse(
+                _body("out_of_memory", message + RETRY_HINT),
+                status_code=503,
+                headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER_S)},
+            )
         message = f"an unexpected {type(exc).__name__} on the server (its log has the details)"
         return JSONResponse(_body("internal_error", message), status_code=500)
 

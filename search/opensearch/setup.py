@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hivemem.config import Settings
-from hivemem.errors import EmbeddingMismatchError, StoreError, StoreUnavailableError
+from hivemem.errors import ConfigError, EmbeddingMismatchError, StoreError, StoreUnavailableError
 from hivemem.model import FusionMethod
 from search.opensearch import bodies, knowledge_bodies
 from search.opensearch.bodies import IndexNames, IndexOptions
@@ -88,13 +88,25 @@ def exported_files(
 def check_memory_index(
     client: Any, target: ClusterTarget, names: IndexNames, embedding_model: str, dimension: int
 ) -> None:
-    """Refuse a memories index built for another embedding model, dimension or schema version."""
+    """Refuse a memories index built for another embedding model, dimension or schema version, and
+    one hivemem did not make (no ``_meta.hivemem``, or its vector field no ``knn_vector``)."""
     with translate_errors(target.display, f"reading the mapping of {names.memories}"):
         response = client.indices.get_mapping(index=names.memories)
     for index, body in response.items():
         mappings = body.get("mappings", {})
         meta = mappings.get("_meta", {}).get("hivemem", {})
-        stored_dim = mappings.get("properties", {}).get(bodies.VECTOR_FIELD, {}).get("dimension")
+        vector = mappings.get("properties", {}).get(bodies.VECTOR_FIELD, {})
+        stored_dim = vector.get("dimension")
+        problems = [] if meta else ["no _meta.hivemem"]
+        if vector.get("type") != "knn_vector":
+            problems.append(f"{bodies.VECTOR_FIELD!r} is {vector.get('type') or 'missing'}, not knn_vector")
+        if problems:
+            # Made by hand or by another program: writing into it would fail per document, or index
+            # vectors nobody can search. Nothing is changed; the operator picks a prefix or drops it.
+            raise ConfigError(
+                f"OpenSearch index {index} was not made by hivemem ({'; '.join(problems)}): use another "
+                "?index= prefix, or delete the index for hivemem to make its own"
+            )
         if meta.get("schema_version") != names.version:
             raise StoreUnavailableError(
                 f"OpenSearch index {index} has hivemem schema version {meta.get('schema_version')!r}, this hivemem "
@@ -204,6 +216,9 @@ def ensure(
             alias_exists = bool(client.indices.exists_alias(name=alias))
         if alias_exists:
             report.add("alias", alias, "exists")
+            if alias == names.memories:
+                # Before any field is put on it: an index that is not hivemem's is left as it was.
+                check_memory_index(client, target, names, embedding_model, dimension)
             added = {names.relations: bodies.ADDED_RELATION_FIELDS, names.memories: bodies.ADDED_MEMORY_FIELDS}
             if alias in added:
                 _add_fields(client, target, alias, added[alias], report)

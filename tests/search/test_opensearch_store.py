@@ -6,17 +6,19 @@ from __future__ import annotations
 import multiprocessing
 import socket
 import threading
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from opensearchpy import OpenSearch
 
 from api.cli import main
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
-from hivemem.errors import ConfigError, EmbeddingMismatchError, StoreUnavailableError
+from hivemem.errors import ConfigError, EmbeddingMismatchError, StoreError, StoreUnavailableError
 from hivemem.model import DuplicatePolicy, FusionMethod, RetrievalMode, WriteOutcome, utcnow
 from hivemem.resolution import resolve
 from search import SearchFilter, open_store
@@ -408,3 +410,24 @@ def test_a_service_on_opensearch_without_a_broker_sleeps_under_the_clusters_leas
     finally:
         there.close()
         here.runner.close()
+
+
+def test_an_index_hivemem_did_not_make_is_refused_and_left_as_it_was(opensearch_backend: OpenSearchBackend) -> None:
+    prefix = f"test_{uuid.uuid4().hex[:16]}"
+    url = opensearch_backend.url_for(prefix)
+    client = OpenSearch([opensearch_backend.url.removeprefix("opensearch+")])
+    foreign = {"mappings": {"properties": {"embedding": {"type": "float"}, "title": {"type": "keyword"}}}}
+    try:
+        # Behind the alias, as hivemem's own would be: its mapping is read, and refused.
+        client.indices.create(index=f"{prefix}-v2", body={**foreign, "aliases": {prefix: {}}})
+        with pytest.raises(ConfigError, match=r"not made by hivemem \(no _meta\.hivemem; 'embedding' is float"):
+            open_store(url, embedding_model="hash-16", dimension=16)
+        assert client.indices.get_mapping(index=f"{prefix}-v2")[f"{prefix}-v2"]["mappings"] == foreign["mappings"]
+        client.indices.delete(index=f"{prefix}-v2")
+        # Under the alias's own name: hivemem cannot put its alias there, and says why.
+        client.indices.create(index=prefix, body=foreign)
+        with pytest.raises(StoreError, match="an index exists with the same name as the alias"):
+            open_store(url, embedding_model="hash-16", dimension=16)
+    finally:
+        client.indices.delete(index=f"{prefix}*", ignore_unavailable=True)
+        client.close()
