@@ -146,6 +146,13 @@ def _add_load(bench_sub: Any) -> None:
     hl.add_argument("--calls", type=positive_int, default=2000, help="calls of the mixed load")
     hl.add_argument("--upload-clients", type=positive_int, default=8, help="recall clients around the upload")
     hl.add_argument("--max-chunks", type=positive_int, default=None, help="HIVEMEM_KNOWLEDGE_MAX_CHUNKS")
+    hl.add_argument(
+        "--opensearch",
+        default=None,
+        metavar="URL",
+        help="also run the mixed load on a server storing in this cluster (opensearch+http://…), same run",
+    )
+    hl.add_argument("--embed-model", default="", help="the servers' HIVEMEM_EMBED_MODEL (default: the default model)")
     il = bench_sub.add_parser("ingest-load", help="recall latency while Celery workers ingest a folder")
     il.add_argument("--corpus", type=Path, required=True, help="folder of documents")
     il.add_argument("--workers", type=positive_int, default=2, help="Celery ingest workers")

@@ -46,6 +46,8 @@ def bench_service(
 
     The bench database lives under ``DATA_DIR/bench`` named by a hash of the corpus and what makes
     its vectors (:func:`vectors_key`), so running every mode and fusion re-embeds nothing; ``fresh`` rebuilds it.
+    With an OpenSearch ``store_url`` (``HIVEMEM_STORE_URL=opensearch+http://…``) the same corpus goes to
+    an index of that cluster named the same way, for the same questions on the distributed shape.
     """
     embedder = load_embedder(settings)
     folder = settings.data_dir.expanduser() / "bench"
@@ -63,12 +65,23 @@ def bench_service(
     )
     key = _fingerprint(corpus, f"{vectors_key(settings, embedder)}:{SCHEMA_VERSION}:{resolution}")
     db = folder / f"{name}-{key}.db"
-    ids_file = db.with_suffix(".ids.json")
+    on_opensearch = settings.store_url.startswith("opensearch+")
+    ids_file = db.with_suffix(".opensearch.ids.json" if on_opensearch else ".ids.json")
     if fresh or not ids_file.exists():
-        for suffix in ("", "-wal", "-shm", ".ids.json"):
-            Path(str(db) + suffix if suffix != ".ids.json" else ids_file).unlink(missing_ok=True)
-    run_settings = settings.model_copy(update={"store_url": f"sqlite:///{db}"})
-    service = MemoryService.from_settings(run_settings, embedder=embedder)
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(db) + suffix).unlink(missing_ok=True)
+        ids_file.unlink(missing_ok=True)
+    if on_opensearch:
+        store_url = f"{settings.store_url.split('/?', 1)[0].rstrip('/')}/?index=bench-{name}-{key.lower()}"
+    else:
+        store_url = f"sqlite:///{db}"
+    service = MemoryService.from_settings(settings.model_copy(update={"store_url": store_url}), embedder=embedder)
+    if on_opensearch and ids_file.exists() and service.store.count() == 0:
+        ids_file.unlink()  # the cluster lost the index (a node started afresh): seed it again
+    elif on_opensearch and not ids_file.exists():
+        service.store.drop()  # what a run that died half-way left there
+        service.close()
+        service = MemoryService.from_settings(settings.model_copy(update={"store_url": store_url}), embedder=embedder)
     service.recaller.params = service.recaller.params.model_copy(update={"fusion": fusion, "retrieval_mode": mode})
     if ids_file.exists():
         raw: list[list[Any]] = json.loads(ids_file.read_text())

@@ -1,7 +1,8 @@
 """``hivemem bench http-load``: a real ``hivemem serve`` under load over HTTP, as clients meet it.
 
-Two measurements on one server (the embedded default: SQLite and the packaged model), seeded with
-``memories`` memories:
+Two measurements on one server (the embedded default: SQLite and the default model), seeded with
+``memories`` memories (with ``opensearch``, the mixed load runs again, in the same run, on a second
+server storing in that cluster, seeded the same way):
 
 - **mixed**: ``clients`` threads, each call a recall (70 %) or a memorize (30 %), for ``calls``
   calls; the p50/p95/p99 of each kind.
@@ -137,6 +138,30 @@ def _recalling(url: str, clients: int, until: Callable[[int], bool]) -> list[flo
         return latencies(lambda: _recall(http, rng), clients, until)
 
 
+def _on_opensearch(
+    url: str, env: dict[str, str], memories: int, clients: int, calls: int, rounds: int
+) -> dict[str, Any]:
+    """The mixed load on a server storing in the cluster at ``url``, in a fresh index dropped after."""
+    index = f"bench-http-load-{os.getpid()}-{int(time.time())}"
+    cluster = {"HIVEMEM_STORE_URL": f"{url.rstrip('/')}/?index={index}", "HIVEMEM_OPENSEARCH_REPLICAS": "0"}
+    with tempfile.TemporaryDirectory(prefix="hivemem-http-load-") as folder:
+        with _server(Path(folder), env | cluster) as (server, _):
+            _seed(server, memories)
+            mixed = [_mixed(server, clients, calls) for _ in range(rounds)]
+        _drop(cluster["HIVEMEM_STORE_URL"])
+    return {"index": index, "mixed": mixed}
+
+
+def _drop(store_url: str) -> None:
+    from hivemem.config import Settings
+    from search import open_store
+    from search.opensearch.setup import recorded_model
+
+    recorded = recorded_model(store_url, Settings())
+    if recorded is not None:
+        open_store(store_url, embedding_model=recorded[0], dimension=recorded[1]).drop()
+
+
 def run_http_load(
     *,
     document: Path | None,
@@ -147,16 +172,26 @@ def run_http_load(
     idle_calls: int = 400,
     max_chunks: int | None = None,
     rounds: int = 1,
+    opensearch: str | None = None,
+    embed_model: str = "",
 ) -> dict[str, Any]:
     """Run both measurements on a fresh server; the report (see the module's docstring). The mixed
     load runs ``rounds`` times in a row (the first right after the seed); without ``document`` the
     upload is left out."""
     env = {} if max_chunks is None else {"HIVEMEM_KNOWLEDGE_MAX_CHUNKS": str(max_chunks)}
+    env |= {"HIVEMEM_EMBED_MODEL": embed_model} if embed_model else {}
+    on_cluster = _on_opensearch(opensearch, env, memories, clients, calls, rounds) if opensearch else None
     with tempfile.TemporaryDirectory(prefix="hivemem-http-load-") as folder, _server(Path(folder), env) as (url, proc):
         _seed(url, memories)
         mixed = [_mixed(url, clients, calls) for _ in range(rounds)]
         if document is None:
-            return {"bench": "http-load", "memories": memories, "mixed": mixed}
+            report = {
+                "bench": "http-load",
+                "memories": memories,
+                "embed_model": embed_model or "default",
+                "mixed": mixed,
+            }
+            return report | ({"opensearch": on_cluster} if on_cluster else {})
         pid = proc.pid
         idle = _recalling(url, upload_clients, lambda calls: calls >= idle_calls)
         release_settle = _rss_mb(pid)

@@ -73,7 +73,7 @@ from search.opensearch.knowledge import KnowledgeIndices
 from search.opensearch.memory_search import MemorySearch
 from search.opensearch.planned import PlannedWriter
 from search.opensearch.reembed import Reembedder
-from search.opensearch.scope_lease import ScopeLeases
+from search.opensearch.scope_lease import SCOPE_LEASE_RENEW_S, SCOPE_LEASE_S, ScopeLeases
 from search.opensearch.second_vectors import SecondVectors
 from search.opensearch.setup import NEURAL_SEARCH, ensure
 from search.opensearch.similarity import bm25_scale_of
@@ -137,8 +137,9 @@ class OpenSearchStore(DelegatesKnowledge):
         self._leases = ScopeLeases(
             self._cluster,
             self._names,
-            lease_s=tuning.resolve_lock_timeout_s,
+            lease_s=SCOPE_LEASE_S,
             wait_s=tuning.resolve_lock_timeout_s,
+            renew_every_s=SCOPE_LEASE_RENEW_S,
         )
         # A sleep pass runs for minutes: its lease is taken over only from a holder that long dead.
         self._sleep_leases = ScopeLeases(self._cluster, self._names, lease_s=SLEEP_LOCK_S, wait_s=0)

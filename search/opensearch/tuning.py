@@ -60,6 +60,6 @@ class OpenSearchTuning(Tuning):
         default=60,
         ge=1,
         description="How long a writer waits for a scope's resolve lock (Redis) or its OpenSearch lease before the "
-        "job is retried later; also the lifetime of the OpenSearch lease. The Redis lock is a 5 s lease its "
-        "holder renews, so a worker killed while holding it blocks its scope for seconds, not this long.",
+        "job is retried later. Both are leases their holder renews (Redis: 5 s; OpenSearch: 15 s, read on "
+        "the hosts' clocks), so a writer killed while holding one blocks its scope for seconds, not this long.",
     )

@@ -4,6 +4,7 @@ waited for and then refused; a lease taken over meanwhile never deleted by its f
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -88,3 +89,29 @@ def test_a_holder_never_releases_a_lease_taken_over_from_it(store: Any, opensear
         _leave_lease(store, "p", holder="next-worker", taken=datetime.now(UTC))
     assert (_lease_doc(store, "p") or {})["memory_id"] == "next-worker"
     assert _lease_doc(store, "q") is None
+
+
+def test_a_live_holder_renews_its_lease_and_a_dead_ones_is_taken_within_it(
+    store: Any, opensearch_backend: OpenSearchBackend
+) -> None:
+    # A short lease renewed twelve times within it (a busy machine may delay a renewal by seconds
+    # and the holder still keeps it): the holder outlives it twice over.
+    leases = _leases(store, opensearch_backend, lease_s=3, wait_s=0)
+    renewing = ScopeLeases(
+        Cluster(store.client, parse_url(opensearch_backend.url)), store.names, lease_s=3, wait_s=0, renew_every_s=0.25
+    )
+    with renewing.held(["p"]):
+        first = (_lease_doc(store, "p") or {})["claimed_at"]
+        # Until the lease document shows a renewal, then past three lease lengths of renewals.
+        while (_lease_doc(store, "p") or {})["claimed_at"] == first:
+            time.sleep(0.05)
+        renewed_at = time.monotonic()
+        while time.monotonic() - renewed_at < 6:
+            with pytest.raises(StoreUnavailableError, match="stayed leased"), leases.held(["p"]):
+                pytest.fail("a renewed lease was taken over")
+            time.sleep(0.3)
+    assert _lease_doc(store, "p") is None  # released on the version the last renewal left
+    # A holder that stops renewing (killed) leaves a lease taken over once it is older than lease_s.
+    _leave_lease(store, "p", holder="killed-worker", taken=datetime.now(UTC) - timedelta(seconds=3.1))
+    with leases.held(["p"]):
+        assert (_lease_doc(store, "p") or {})["memory_id"] != "killed-worker"
