@@ -153,6 +153,12 @@ def _add_load(bench_sub: Any) -> None:
         help="also run the mixed load on a server storing in this cluster (opensearch+http://…), same run",
     )
     hl.add_argument("--embed-model", default="", help="the servers' HIVEMEM_EMBED_MODEL (default: the default model)")
+    hl.add_argument(
+        "--no-resolution",
+        dest="no_resolution",
+        action="store_true",
+        help="the servers store without resolving writes by meaning (HIVEMEM_RESOLUTION_NEIGHBOURS=0): a quick seed",
+    )
     il = bench_sub.add_parser("ingest-load", help="recall latency while Celery workers ingest a folder")
     il.add_argument("--corpus", type=Path, required=True, help="folder of documents")
     il.add_argument("--workers", type=positive_int, default=2, help="Celery ingest workers")

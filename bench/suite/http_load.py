@@ -174,12 +174,14 @@ def run_http_load(
     rounds: int = 1,
     opensearch: str | None = None,
     embed_model: str = "",
+    no_resolution: bool = False,
 ) -> dict[str, Any]:
     """Run both measurements on a fresh server; the report (see the module's docstring). The mixed
     load runs ``rounds`` times in a row (the first right after the seed); without ``document`` the
     upload is left out."""
     env = {} if max_chunks is None else {"HIVEMEM_KNOWLEDGE_MAX_CHUNKS": str(max_chunks)}
     env |= {"HIVEMEM_EMBED_MODEL": embed_model} if embed_model else {}
+    env |= {"HIVEMEM_RESOLUTION_NEIGHBOURS": "0"} if no_resolution else {}
     on_cluster = _on_opensearch(opensearch, env, memories, clients, calls, rounds) if opensearch else None
     with tempfile.TemporaryDirectory(prefix="hivemem-http-load-") as folder, _server(Path(folder), env) as (url, proc):
         _seed(url, memories)
