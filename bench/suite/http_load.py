@@ -162,6 +162,12 @@ def _drop(store_url: str) -> None:
         open_store(store_url, embedding_model=recorded[0], dimension=recorded[1]).drop()
 
 
+def _server_env(max_chunks: int | None, embed_model: str, no_resolution: bool) -> dict[str, str]:
+    env = {} if max_chunks is None else {"HIVEMEM_KNOWLEDGE_MAX_CHUNKS": str(max_chunks)}
+    env |= {"HIVEMEM_EMBED_MODEL": embed_model} if embed_model else {}
+    return env | ({"HIVEMEM_RESOLUTION_NEIGHBOURS": "0"} if no_resolution else {})
+
+
 def run_http_load(
     *,
     document: Path | None,
@@ -179,20 +185,13 @@ def run_http_load(
     """Run both measurements on a fresh server; the report (see the module's docstring). The mixed
     load runs ``rounds`` times in a row (the first right after the seed); without ``document`` the
     upload is left out."""
-    env = {} if max_chunks is None else {"HIVEMEM_KNOWLEDGE_MAX_CHUNKS": str(max_chunks)}
-    env |= {"HIVEMEM_EMBED_MODEL": embed_model} if embed_model else {}
-    env |= {"HIVEMEM_RESOLUTION_NEIGHBOURS": "0"} if no_resolution else {}
+    env = _server_env(max_chunks, embed_model, no_resolution)
     on_cluster = _on_opensearch(opensearch, env, memories, clients, calls, rounds) if opensearch else None
     with tempfile.TemporaryDirectory(prefix="hivemem-http-load-") as folder, _server(Path(folder), env) as (url, proc):
         _seed(url, memories)
         mixed = [_mixed(url, clients, calls) for _ in range(rounds)]
         if document is None:
-            report = {
-                "bench": "http-load",
-                "memories": memories,
-                "embed_model": embed_model or "default",
-                "mixed": mixed,
-            }
+            report = {"bench": "http-load", "memories": memories, "resolution": not no_resolution, "mixed": mixed}
             return report | ({"opensearch": on_cluster} if on_cluster else {})
         pid = proc.pid
         idle = _recalling(url, upload_clients, lambda calls: calls >= idle_calls)

