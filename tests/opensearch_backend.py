@@ -32,7 +32,7 @@ from bench.suite.local_cluster import start_osmem
 from bench.suite.opensearch_node import NodeUnavailableError, OpenSearchNode, node_prerequisites
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
-from search.opensearch.setup import NEURAL_SEARCH
+from search.opensearch.setup import NEURAL_SEARCH, installed_plugins
 from search.opensearch.tuning import OpenSearchTuning
 from search.recall_params import RecallParams
 from tests.opensearch_spec import SPEC_DIR, SpecValidator, checked_connection
@@ -122,12 +122,13 @@ class OpenSearchBackend:
 
 
 def cluster_plugins(url: str) -> set[str]:
-    """The plugins a real cluster's nodes have (``_cat/plugins``)."""
+    """The plugins a real cluster's nodes have (``_cat/plugins``, as setup reads them)."""
     from search.opensearch.client import make_client, parse_url
 
-    client = make_client(parse_url(url), Settings())
+    target = parse_url(url)
+    client = make_client(target, Settings())
     try:
-        return {str(row["component"]) for row in client.cat.plugins(format="json")}
+        return installed_plugins(client, target) or set()
     finally:
         client.close()
 

@@ -120,26 +120,14 @@ class ScopeLeases:
     def _renew(self, lease: _Held) -> None:
         """Move ``lease``'s ``claimed_at`` to now on the version held; one taken over (this holder
         stalled past ``lease_s``) is the new holder's and left alone."""
-        client = self._cluster.client
-        body = self._body(lease.scope, lease.token)
         try:
-            renewed = self._cluster.call(
-                "renewing a scope lease",
-                partial(
-                    client.index,
-                    index=self._names.claims,
-                    id=lease.doc_id,
-                    body=body,
-                    if_seq_no=lease.seq_no,
-                    if_primary_term=lease.primary_term,
-                ),
-            )
-        except Conflict:
-            lease.lost = True
-            return
+            renewed = self._replace(lease, self._body(lease.scope, lease.token), "renewing a scope lease")
         except StoreUnavailableError:
             return  # the cluster is away: the unit's own requests will say so; try again next time
-        lease.seq_no, lease.primary_term = int(renewed["_seq_no"]), int(renewed["_primary_term"])
+        if renewed is None:
+            lease.lost = True
+        else:
+            lease.seq_no, lease.primary_term = renewed.seq_no, renewed.primary_term
 
     def _body(self, scope: str, token: str) -> Json:
         return {"memory_id": token, "scope": scope, "content_hash": "", "claimed_at": to_iso(datetime.now(UTC))}
@@ -198,22 +186,30 @@ class ScopeLeases:
 
     def _take_over(self, doc_id: str, scope: str, body: Json, stale: Json) -> _Held | None:
         """Replace a dead holder's lease on the version read; None when another waiter won it."""
+        seen = _Held(doc_id, scope, body["memory_id"], int(stale["_seq_no"]), int(stale["_primary_term"]))
+        return self._replace(seen, body, "taking over a stale scope lease")
+
+    def _replace(self, lease: _Held, body: Json, action: str) -> _Held | None:
+        """``body`` in place of ``lease``'s document, on the version ``lease`` names: the lease as
+        written (held by ``body``'s token), or None when the document has moved on since."""
         client = self._cluster.client
         try:
-            replaced = self._cluster.call(
-                "taking over a stale scope lease",
+            written = self._cluster.call(
+                action,
                 partial(
                     client.index,
                     index=self._names.claims,
-                    id=doc_id,
+                    id=lease.doc_id,
                     body=body,
-                    if_seq_no=stale["_seq_no"],
-                    if_primary_term=stale["_primary_term"],
+                    if_seq_no=lease.seq_no,
+                    if_primary_term=lease.primary_term,
                 ),
             )
         except Conflict:
             return None
-        return _Held(doc_id, scope, body["memory_id"], int(replaced["_seq_no"]), int(replaced["_primary_term"]))
+        return _Held(
+            lease.doc_id, lease.scope, body["memory_id"], int(written["_seq_no"]), int(written["_primary_term"])
+        )
 
     def _release(self, held: _Held) -> None:
         if held.lost:
