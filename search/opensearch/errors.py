@@ -33,6 +33,9 @@ class AlreadyExists(StoreError):
     """An index or alias that a create named exists already (``resource_already_exists_exception``)."""
 
 
+PASSING_STATUSES = frozenset({429, 502, 503, 504})
+
+
 def _root_cause(exc: Any) -> dict[str, Any]:
     info = getattr(exc, "info", None)
     if isinstance(info, dict):
@@ -86,4 +89,10 @@ def translate_errors(display: str, action: str) -> Iterator[None]:
             raise AlreadyExists(message) from exc
         if exc.status_code == 404:
             raise (IndexMissing if kind == "index_not_found_exception" else DocumentMissing)(message) from exc
+        if exc.status_code in PASSING_STATUSES:
+            # A node restarting (shards not yet assigned: 503), a full disk's write block or a full
+            # queue (429): the cluster answers but cannot serve yet. A retry later succeeds, so the
+            # caller gets the outage class (503 with Retry-After, a job retried with backoff), not a
+            # failure that no retry would fix.
+            raise StoreUnavailableError(message) from exc
         raise StoreError(message) from exc

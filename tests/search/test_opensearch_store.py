@@ -316,6 +316,29 @@ def test_driver_errors_come_out_as_typed_store_errors(store: Any) -> None:
         client.indices.create(index=next(iter(existing)))
 
 
+def test_a_cluster_that_cannot_serve_yet_is_an_outage_not_a_failure(
+    store: Any, opensearch_backend: OpenSearchBackend
+) -> None:
+    # A restarting node answers 503 until its shards are assigned: made here for real with an index
+    # whose shard may live on no node. A job meeting it must be retried, so it is the outage class.
+    if not opensearch_backend.has_knn:
+        pytest.skip(opensearch_backend.no_knn_reason)
+    from search.opensearch.errors import translate_errors
+
+    client, target = store._cluster.client, store._target
+    unassigned = f"{store._names.memories}_unassigned"
+    client.indices.create(
+        index=unassigned,
+        body={"settings": {"index.routing.allocation.require._name": "no-such-node", "number_of_replicas": 0}},
+        params={"wait_for_active_shards": "0"},
+    )
+    try:
+        with pytest.raises(StoreUnavailableError, match="503"), translate_errors(target.display, "reading"):
+            client.search(index=unassigned, body={"query": {"match_all": {}}})
+    finally:
+        client.indices.delete(index=unassigned)
+
+
 def test_deleting_many_sources_is_three_requests(
     store: Any, embedder: HashEmbedder, spec_validator: SpecValidator | None
 ) -> None:
