@@ -248,27 +248,7 @@ def load_embedder(settings: Settings, tuning: EmbedTuning | None = None) -> Embe
             raise EmbeddingError(f"HIVEMEM_EMBED_MODEL={name!r}: expected hash or hash:DIM (DIM >= 8)") from exc
     carried = carried_model(name)
     published = fetched_model_named(name) if carried is None else None
-    if published is not None:
-        # bge-small-en-v1.5, e5-small-v2: their ONNX export from Maven Central (torch: the hub id).
-        source, model_id = published.model_id, published.model_id
-        query_prefix = settings.query_prefix or published.query_prefix
-        passage_prefix = settings.passage_prefix or published.passage_prefix
-    elif carried == "e5":
-        source = str(e5_folder(settings.data_dir.expanduser() / "models"))
-        model_id = E5_MODEL_ID
-        query_prefix = settings.query_prefix or E5_QUERY_PREFIX
-        passage_prefix = settings.passage_prefix or E5_PASSAGE_PREFIX
-    elif carried == "mpnet":
-        source, model_id = str(mpnet_folder(settings.data_dir.expanduser() / "models")), MPNET_MODEL_ID
-        query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
-    elif carried == "minilm":
-        # The packaged folder; without the package, the hub id for torch (the ONNX path fetches it).
-        source = "" if _minilm_installed() else PACKAGED_MODEL_ID
-        model_id = PACKAGED_MODEL_ID
-        query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
-    else:
-        source, model_id = name, name
-        query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
+    source, model_id, query_prefix, passage_prefix = _what_to_load(settings, carried, published)
     options = _Options(
         batch_size=tuning.embed_batch_size,
         max_length=tuning.embed_max_length,
@@ -310,6 +290,33 @@ def load_embedder(settings: Settings, tuning: EmbedTuning | None = None) -> Embe
         fallback=torch_embedder if runtime == "auto" else None,
         **options,
     )
+
+
+def _what_to_load(settings: Settings, carried: str | None, published: FetchedModel | None) -> tuple[str, str, str, str]:
+    """The source to load, the model id a store records, and the query and passage prefixes."""
+    name = settings.embed_model
+    if published is not None:
+        # bge-small-en-v1.5, e5-small-v2: their ONNX export from Maven Central (torch: the hub id).
+        source, model_id = published.model_id, published.model_id
+        query_prefix = settings.query_prefix or published.query_prefix
+        passage_prefix = settings.passage_prefix or published.passage_prefix
+    elif carried == "e5":
+        source = str(e5_folder(settings.data_dir.expanduser() / "models"))
+        model_id = E5_MODEL_ID
+        query_prefix = settings.query_prefix or E5_QUERY_PREFIX
+        passage_prefix = settings.passage_prefix or E5_PASSAGE_PREFIX
+    elif carried == "mpnet":
+        source, model_id = str(mpnet_folder(settings.data_dir.expanduser() / "models")), MPNET_MODEL_ID
+        query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
+    elif carried == "minilm":
+        # The packaged folder; without the package, the hub id for torch (the ONNX path fetches it).
+        source = "" if _minilm_installed() else PACKAGED_MODEL_ID
+        model_id = PACKAGED_MODEL_ID
+        query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
+    else:
+        source, model_id = name, name
+        query_prefix, passage_prefix = settings.query_prefix, settings.passage_prefix
+    return source, model_id, query_prefix, passage_prefix
 
 
 def _torch_installed() -> bool:
