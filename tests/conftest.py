@@ -27,8 +27,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--fuzz-examples",
         type=int,
-        default=40,
-        help="schemathesis examples per API operation and phase (default 40; raise it for a longer fuzz)",
+        default=25,
+        help="schemathesis examples per API operation and phase (default 25; raise it for a longer fuzz)",
     )
     parser.addoption(
         "--screenshots",
