@@ -11,7 +11,12 @@ import redis
 
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
+from tests.opensearch_backend import opensearch_backend, spec_validator
 from tests.services import RedisServer, redis_server_binary
+
+# The OpenSearch fixtures live here only: a session fixture imported into several conftest files is
+# one fixture per file, and each of them started a real node of its own (five JVMs in one run).
+__all__ = ["opensearch_backend", "spec_validator"]  # fixtures, re-exported for pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"

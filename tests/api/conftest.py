@@ -9,9 +9,6 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from hivemem.config import Settings
-from tests.opensearch_backend import opensearch_backend, spec_validator
-
-__all__ = ["opensearch_backend", "spec_validator"]  # fixtures, re-exported for pytest
 
 LOCAL_URL = "http://127.0.0.1:8765"
 

@@ -17,9 +17,7 @@ import pytest
 from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from search import Store, open_store
-from tests.opensearch_backend import OpenSearchBackend, opensearch_backend, spec_validator
-
-__all__ = ["opensearch_backend", "spec_validator"]  # fixtures, re-exported for pytest
+from tests.opensearch_backend import OpenSearchBackend
 
 BACKENDS = [
     pytest.param("sqlite-file", id="sqlite-file"),

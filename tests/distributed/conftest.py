@@ -11,10 +11,7 @@ import pytest
 import redis
 
 from tests.e2e.helpers import HivememServer
-from tests.opensearch_backend import opensearch_backend, spec_validator
 from tests.services import CeleryWorker, RedisServer
-
-__all__ = ["opensearch_backend", "spec_validator"]  # fixtures, re-exported for pytest
 
 
 @dataclass

@@ -14,9 +14,9 @@ from hivemem.config import Settings
 from hivemem.embedding import HashEmbedder
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.model import RetrievalMode
-from tests.opensearch_backend import OpenSearchBackend, opensearch_backend, spec_validator
+from tests.opensearch_backend import OpenSearchBackend
 
-__all__ = ["OpenService", "open_service", "opensearch_backend", "spec_validator", "with_mode"]  # fixtures, re-exported
+__all__ = ["OpenService", "open_service", "with_mode"]  # fixtures, re-exported
 
 OpenService = Callable[[Settings], MemoryService]
 FIRST = HashEmbedder(64)

@@ -16,11 +16,9 @@ from hivemem.config import Settings
 from hivemem.embedding_queue import QueuedEmbedder
 from hivemem.model import RelationType, WriteOutcome
 from hivemem.schemas import MemoryCreate, RecallRequest
-from tests.opensearch_backend import OpenSearchBackend, opensearch_backend, spec_validator
+from tests.opensearch_backend import OpenSearchBackend
 from workers.models.embed import load_embedder
 from workers.models.embed_tuning import EmbedTuning
-
-__all__ = ["opensearch_backend", "spec_validator"]  # fixtures, imported for pytest
 
 pytest.importorskip("torch", reason="the embed extra (torch) is not installed")
 pytestmark = pytest.mark.model
