@@ -33,7 +33,8 @@ class AlreadyExists(StoreError):
     """An index or alias that a create named exists already (``resource_already_exists_exception``)."""
 
 
-PASSING_STATUSES = frozenset({429, 502, 503, 504})
+# Answers of a cluster that is up but cannot serve yet (see translate_errors).
+_TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
 
 def _root_cause(exc: Any) -> dict[str, Any]:
@@ -89,7 +90,7 @@ def translate_errors(display: str, action: str) -> Iterator[None]:
             raise AlreadyExists(message) from exc
         if exc.status_code == 404:
             raise (IndexMissing if kind == "index_not_found_exception" else DocumentMissing)(message) from exc
-        if exc.status_code in PASSING_STATUSES:
+        if exc.status_code in _TRANSIENT_STATUSES:
             # A node restarting (shards not yet assigned: 503), a full disk's write block or a full
             # queue (429): the cluster answers but cannot serve yet. A retry later succeeds, so the
             # caller gets the outage class (503 with Retry-After, a job retried with backoff), not a

@@ -25,9 +25,9 @@ from workers.models.onnx_embed import OnnxEmbedder
 from workers.models.onnx_export import ExportedModel
 from workers.models.onnx_prebuilt import (
     BGE_SMALL,
-    DEFAULT_MODEL_JAR,
     FETCHED_MODELS,
     MAVEN_CENTRAL,
+    MINILM,
     fetched_default_model,
     fetched_model_named,
     prebuilt_model,
@@ -99,7 +99,7 @@ def file_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def _jar_path(root: Path) -> Path:
-    jar = DEFAULT_MODEL_JAR
+    jar = MINILM.jar
     path = (
         root / "maven" / jar.group.replace(".", "/") / jar.artifact / jar.version / f"{jar.artifact}-{jar.version}.jar"
     )
@@ -112,8 +112,8 @@ def test_a_jar_with_another_digest_is_refused_and_nothing_is_kept(
 ) -> None:
     url, root = file_server
     with zipfile.ZipFile(_jar_path(root), "w") as jar:
-        jar.writestr(DEFAULT_MODEL_JAR.model_member, b"not a model")
-        jar.writestr(DEFAULT_MODEL_JAR.tokenizer_member, b"{}")
+        jar.writestr(MINILM.jar.model_member, b"not a model")
+        jar.writestr(MINILM.jar.tokenizer_member, b"{}")
     monkeypatch.setenv("HF_ENDPOINT", f"{url}/no-hub")
     cache = tmp_path / "cache"
     with pytest.raises(EmbeddingError) as refused:

