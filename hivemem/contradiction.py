@@ -37,7 +37,19 @@ from typing import Any
 import re2
 import snowballstemmer  # type: ignore[import-untyped]
 
-__all__ = ["Relation", "Verdict", "distinct_subjects", "distinct_values", "judge", "speaks_of_change", "titles_apart"]
+from hivemem.value_edits import edited_in_place, is_plain_number
+
+__all__ = [
+    "Relation",
+    "Verdict",
+    "distinct_subjects",
+    "distinct_values",
+    "judge",
+    "names_a_transition",
+    "restates",
+    "speaks_of_change",
+    "titles_apart",
+]
 
 
 class Relation(StrEnum):
@@ -143,7 +155,8 @@ _TRANSITIONS: tuple[tuple[Any, str, str], ...] = tuple(
     (re2.compile(pattern), "old", "new")
     for pattern in (
         r"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|went|go|going|"
-        r"change|changed|changing|convert|converted|port|ported|transition|transitioned)\b"
+        r"change|changed|changing|convert|converted|port|ported|transition|transitioned|upgrade|upgraded|"
+        r"upgrading|downgrade|downgraded|downgrading|bump|bumped|bumping|update|updated|updating)\b"
         r"(?:\s+\w+){0,3}?\s+from\s+(?P<old>.+?)\s+(?:to|onto|into)\s+(?P<new>.+)",
         r"\b(?:replace|replaced|replacing|swap|swapped|swapping|substitute|substituted)\s+(?P<old>.+?)\s+"
         r"(?:with|by|for)\s+(?P<new>.+)",
@@ -319,10 +332,20 @@ def _paragraph_stems(text: str) -> frozenset[str]:
     return frozenset({_stem(_normal(w)) for w in _WORD.findall(text.lower()) if _normal(w) not in _STOP})
 
 
+_SHORTEST_NAME = 5  # a stem this long that opens a longer one names the same thing
+
+
+def _same_name(a: str, b: str) -> bool:
+    """One stem the short form of the other: "postgr" (Postgres) and "postgresql", "kube" aside."""
+    short, long = sorted((a, b), key=len)
+    return len(short) >= _SHORTEST_NAME and short != long and long.startswith(short)
+
+
 def _denial_conflict(denier: _Reading, other: _Reading) -> str | None:
     """A denial of ``denier`` that takes back what ``other`` affirms."""
+    affirmed = [s for s, sign in other.polarity.items() if sign == 1]
     for denial in denier.denials:
-        shared = {s for s in denial if other.polarity.get(s) == 1}
+        shared = {s for s in denial if other.polarity.get(s) == 1 or any(_same_name(s, a) for a in affirmed)}
         if shared and len(shared) / len(denial) > _DENIAL_COVERAGE:
             return f"one denies what the other affirms: {', '.join(sorted(shared))}"
     return None
@@ -349,6 +372,12 @@ def _negated_form(word: str, other: str) -> bool:
     return any(other == prefix + word for prefix in _NEGATING_PREFIXES)
 
 
+def _variants(one: str, other: str) -> bool:
+    """Two codes of one thing that may both hold: one part the same, another not ("7/tcp" / "7/udp")."""
+    a, b = one.split("/"), other.split("/")
+    return len(a) == len(b) > 1 and a != b and any(x == y for x, y in zip(a, b, strict=True))
+
+
 def _value_swap(first: _Reading, second: _Reading, values: frozenset[str]) -> str | None:
     """The same statement with one value swapped: one word each ("uses Postgres" / "uses MySQL"),
     or a number each, with at most one more word of difference ("PostgreSQL 14" / "16 since the upgrade").
@@ -362,6 +391,8 @@ def _value_swap(first: _Reading, second: _Reading, values: frozenset[str]) -> st
         return None  # a value denied is not a value stated: "runs on Fridays" / "never on weekends"
     if len(only_a) == 1 and len(only_b) == 1:
         one, other = next(iter(only_a)), next(iter(only_b))
+        if _variants(one, other):
+            return None
         if (only_a | only_b) & values:
             return f"the same statement with another value: {one} / {other}"
         if _negated_form(one, other) or _negated_form(other, one):
@@ -434,8 +465,10 @@ def _value_stems(text: str, *, sentence_starts: bool = True) -> frozenset[str]:
         named = written[:1].isupper() and (
             sentence_starts or written[1:2].isupper() or not _SENTENCE_START.search(text[:start])
         )
-        stem = _leading_number(word) or _stem(word)
         coded = marked or bool(_CODE_MARKS.search(written)) or bool(_NUMBER.match(word))
+        # A code is its whole self ("7/tcp" and "7/udp" are two); a number with a unit is its number.
+        stem = word if coded and not is_plain_number(word) and re.search(r"[a-z]", word) else None
+        stem = stem or _leading_number(word) or _stem(word)
         if named or coded or stem in _DAYS or stem in _MONTHS:
             found.add(stem)
     return frozenset(found)
@@ -457,10 +490,32 @@ def distinct_values(older: str, newer: str) -> str | None:
     return None
 
 
+_RESTATED = 0.6  # of the shorter text's content stems, the share the other must say too
+
+
+def restates(older: str, newer: str) -> bool:
+    """Whether one text says what the other says, in other words or with less: most content stems
+    of the shorter are the longer's ("logs are shipped to Loki" / "our logs go to Loki"). A text
+    with words of its own beyond that is a fact of its own, never merged into another."""
+    a, b = _read(older).stems - _GENERIC, _read(newer).stems - _GENERIC
+    shorter = min(len(a), len(b))
+    return shorter > 0 and len(a & b) >= _RESTATED * shorter
+
+
+def names_a_transition(text: str) -> bool:
+    """Whether ``text`` names an old and a new side ("moved from A to B", "drop A for B")."""
+    return any(pattern.search(clause) for clause in _clauses(text) for pattern, _, _ in _TRANSITIONS)
+
+
 def speaks_of_change(text: str) -> bool:
     """Whether ``text`` denies something or names a transition ("no longer", "moved from A to B"):
     a fact of that kind that the rules find no conflict in is one they are unsure of, never merged."""
     return bool(_read(text).denials)
+
+
+def _unsaid(names: frozenset[str], said: frozenset[str]) -> set[str]:
+    """The stems of ``names`` that ``said`` has in no form ("postgresql" is said by "postgres")."""
+    return {n for n in names if n not in said and not any(_same_name(n, s) for s in said)}
 
 
 def distinct_subjects(older: tuple[str, str], newer: tuple[str, str]) -> str | None:
@@ -476,8 +531,8 @@ def distinct_subjects(older: tuple[str, str], newer: tuple[str, str]) -> str | N
     older_said, newer_said = _paragraph_stems(older[0]) | older_text, _paragraph_stems(newer[0]) | newer_text
     # A subject is named in its title and spoken of in its text; a title word its text lacks
     # ("CI provider" over "CI runs on GitHub Actions") is a label, and labels vary between wordings.
-    only_older = (_named(older[0]) & older_text) - newer_said
-    only_newer = (_named(newer[0]) & newer_text) - older_said
+    only_older = _unsaid(_named(older[0]) & older_text, newer_said)
+    only_newer = _unsaid(_named(newer[0]) & newer_text, older_said)
     if only_older and only_newer:
         return f"different subjects: {min(only_older)} / {min(only_newer)}"
     # A number in the title that the text repeats numbers the subject ("Alert rule 3: … queue 3",
@@ -521,6 +576,9 @@ def judge(older: str, newer: str) -> Verdict:
 
     Symmetric except in its wording of the reason; pure and fast (a few microseconds per pair).
     """
+    edited = edited_in_place(older, newer)
+    if edited:
+        return Verdict(Relation.CONTRADICTS, edited)
     a, b = _read(older), _read(newer)
     shared = a.stems & b.stems
     values = _value_stems(older) | _value_stems(newer)

@@ -13,17 +13,21 @@ unlike Engram, a contradiction is looked for above the reinforce threshold too:
   moves them);
 - otherwise, cosine ≥ ``reinforce_at`` (0.85): the same fact in other words, **reinforce** it; a
   user's confirmation brings its own wording along;
-- otherwise, between the two: a compatible fact is **merged** into the old memory, which then
-  holds both, when their titles name one subject (:func:`hivemem.contradiction.titles_apart`);
-  else it is stored and linked;
+- otherwise, between the two: a compatible fact that says what the old one says
+  (:func:`hivemem.contradiction.restates`) is **merged** into it, its text kept word for word,
+  when their titles name one subject (:func:`hivemem.contradiction.titles_apart`); one with words
+  of its own is stored and linked;
+- below ``contradiction_at`` but linked ``similar`` (≥ 0.40): a write that names a change whose old
+  side a neighbour states ("we moved from Postgres 14 to 16") **supersedes** it;
 - anything else is **stored**.
 
 A memory stored new (or superseding) is linked ``similar`` to up to ``auto_links`` (5) of those
 neighbours at cosine ≥ ``auto_link_at`` (0.40), the strength being the cosine: the graph recall
 walks.
 
-Only memories of the same type and subject are candidates (titles tell subjects apart, see
-:func:`hivemem.contradiction.distinct_subjects`); a merge that would grow a memory past
+Only memories of the same type and subject are candidates (titles, identifiers and numbered
+items tell subjects apart, see :func:`hivemem.contradiction.distinct_subjects` and
+:mod:`hivemem.subjects`); a merge that would grow a memory past
 ``merge_max_chars`` stores instead; events (conversation turns, handoffs, progress notes) and
 imported records are resolved by their exact content only (see :func:`resolves_by_meaning`).
 
@@ -38,11 +42,20 @@ from datetime import datetime
 from typing import Any
 
 from hivemem.contradiction import Relation as Judged
-from hivemem.contradiction import Verdict, distinct_subjects, distinct_values, judge, speaks_of_change, titles_apart
+from hivemem.contradiction import (
+    Verdict,
+    distinct_subjects,
+    distinct_values,
+    judge,
+    restates,
+    speaks_of_change,
+    titles_apart,
+)
 from hivemem.hashing import content_hash
 from hivemem.limits import DEFAULT_LIMITS, details_problem
 from hivemem.link_effects import NO_EFFECTS, LinkEffects
 from hivemem.model import AuditEvent, Memory, MemoryState, MemoryType, Relation, RelationType, Source, WriteOutcome
+from hivemem.subjects import subjects_apart
 
 __all__ = [
     "SAME_CONTENT",
@@ -301,6 +314,24 @@ def _stored(incoming: Memory, neighbours: Sequence[Neighbour], policy: Resolutio
     return Resolution(WriteOutcome.STORED, incoming, relations=links)
 
 
+def _candidates(incoming: Memory, neighbours: Sequence[Neighbour], now: datetime) -> list[Neighbour]:
+    """The neighbours ``incoming`` may fold into or replace.
+
+    Only a memory of the same kind can be the same fact: a decision is not merged into a
+    preference. One no longer valid is history: a fact said again is resolved against what
+    replaced it. One about another subject is another fact (:func:`_one_subject`).
+    """
+    return [
+        n
+        for n in neighbours
+        if n.memory.id != incoming.id
+        and n.memory.state is not MemoryState.ARCHIVED
+        and n.memory.memory_type is incoming.memory_type
+        and not n.memory.superseded_at(now)
+        and _one_subject(n.memory, incoming)
+    ]
+
+
 def resolve(
     incoming: Memory,
     exact_duplicate: Memory | None,
@@ -313,23 +344,16 @@ def resolve(
     itself are ignored)."""
     if exact_duplicate is not None:
         return _exact(incoming, exact_duplicate, now)
-    # Only a memory of the same kind can be the same fact: a decision is not merged into a preference.
-    # One no longer valid is history: a fact said again is resolved against what replaced it.
-    candidates = [
-        n
-        for n in neighbours
-        if n.memory.id != incoming.id
-        and n.memory.state is not MemoryState.ARCHIVED
-        and n.memory.memory_type is incoming.memory_type
-        and not n.memory.superseded_at(now)
-        and distinct_subjects((n.memory.title, n.memory.content), (incoming.title, incoming.content)) is None
-    ]
+    candidates = _candidates(incoming, neighbours, now)
     if policy.neighbours == 0 or not candidates or not resolves_by_meaning(incoming):
         return _stored(incoming, neighbours, policy, now)
     best = max(candidates, key=lambda n: n.cosine)
-    old = best.memory
     if best.cosine < policy.contradiction_at:
-        return _stored(incoming, neighbours, policy, now)
+        changed = _changed_by(incoming, candidates, policy)
+        if changed is None:
+            return _stored(incoming, neighbours, policy, now)
+        best = changed
+    old = best.memory
     # Judged above the reinforce threshold too: a changed value or a negation leaves the vectors
     # nearly where they were ("the pool is 20 connections" / "… 50 connections": cosine 0.95 with
     # MiniLM), and reinforcing would drop the new value without a trace.
@@ -375,11 +399,42 @@ def resolve(
     titled_apart = titles_apart((old.title, old.content), (incoming.title, incoming.content))
     if titled_apart:
         return replace(_stored(incoming, neighbours, policy, now), target_id=old.id, reason=titled_apart)
+    if not restates(old.content, incoming.content):
+        # Merges are for the same statement said again; a fact with words of its own is a fact of
+        # its own, kept to be found by them (linked `similar`).
+        return replace(_stored(incoming, neighbours, policy, now), target_id=old.id, reason=_ADDS_ITS_OWN)
     merged = merge(old, incoming, now)
     if len(merged.content) > policy.merge_max_chars:
         return _stored(incoming, neighbours, policy, now)
     record = _fold_record("merge", old, incoming, best.cosine, verdict.reason, now)
     return Resolution(WriteOutcome.MERGED, merged, old.id, audit=(record,), reason=verdict.reason)
+
+
+_ADDS_ITS_OWN = "it says something of its own"
+
+
+def _one_subject(memory: Memory, incoming: Memory) -> bool:
+    """Whether ``memory`` may be about what ``incoming`` is about: not when their titles, their
+    identifiers or their numbered items name different subjects (:mod:`hivemem.subjects`)."""
+    older, newer = (memory.title, memory.content), (incoming.title, incoming.content)
+    return distinct_subjects(older, newer) is None and subjects_apart(older, newer) is None
+
+
+def _changed_by(incoming: Memory, candidates: Sequence[Neighbour], policy: ResolutionPolicy) -> Neighbour | None:
+    """The neighbour a change ``incoming`` names takes back ("we moved from Postgres 14 to 16"
+    against "Database is Postgres 14"), if one is at least linked ``similar`` to it.
+
+    Naming the old side is evidence no cosine gives: the two texts share a word or two and sit
+    below the contradiction band (0.61 for that pair with MiniLM). Asked only when no neighbour is
+    in the band: there the nearest one decides, as for any other write."""
+    if not speaks_of_change(incoming.content):
+        return None
+    for near in sorted(candidates, key=lambda n: n.cosine, reverse=True):
+        if near.cosine < policy.auto_link_at:
+            break
+        if judge(near.memory.content, incoming.content).relation is Judged.CONTRADICTS:
+            return near
+    return None
 
 
 def _why_apart(old: Memory, incoming: Memory, verdict: Verdict) -> str:
