@@ -76,8 +76,9 @@ class MemorizeResult(BaseModel):
     """The answer to memorize: the memory's id and what happened to it.
 
     ``id`` is the stored memory's: a new one when ``stored`` or ``superseded``, the existing one when
-    ``reinforced`` or ``merged`` (merged into it). ``superseded_id`` names the memory a
-    ``superseded`` one replaced (it stays, reachable by its ``supersedes`` link). ``scope`` is
+    ``reinforced`` or ``merged`` (merged into it; the merged text is kept word for word).
+    ``superseded_id`` names the memory a ``superseded`` one replaced, or the first one its explicit
+    ``supersedes`` link marked no longer valid (it stays, reachable by that link). ``scope`` is
     where it was stored (``""``: global). ``job_id`` names the job that did it (``GET /v1/jobs/{job_id}``).
     """
 

@@ -34,7 +34,10 @@ def write_said(result: ItemResult, scope: str) -> str:
             f"the same fact was already in {_where(scope)}: reinforced memory {memory_id} instead of storing a copy"
         ]
     elif outcome is WriteOutcome.MERGED:
-        parts = [f"merged into memory {memory_id} of {_where(scope)}, which said much the same (undoable)"]
+        parts = [
+            f"merged into memory {memory_id} of {_where(scope)}, which said much the same; its text is kept "
+            "there word for word and recall finds it by its words (undoable: undo restores it as a memory of its own)"
+        ]
     elif outcome is WriteOutcome.SUPERSEDED:
         parts = [
             f"stored as memory {memory_id} in {_where(scope)}; it contradicts memory {result.superseded_id}, "

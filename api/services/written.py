@@ -20,7 +20,8 @@ def written_results(ticket: Ticket, memories: list[Memory]) -> list[MemorizeResu
             id=r.memory_id,
             outcome=r.outcome,
             scope=m.scope,
-            superseded_id=r.superseded_id,
+            # An explicit `supersedes` link replaced what it names as much as a contradiction found.
+            superseded_id=r.superseded_id or next(iter(r.effects.superseded_ids), None),
             superseded_by_links=list(r.effects.superseded_ids) or None,
             closed_goals=[
                 ClosedGoalPublic(goal_id=g.goal_id, consolidated_ids=list(g.consolidated_ids))

@@ -145,6 +145,7 @@ def test_every_memorize_says_what_it_did(client: TestClient) -> None:
         "/v1/memories", json={**body, "content": "Deploys wait for the Thursday release train.", "related_to": [edge]}
     ).json()
     assert newer["superseded_by_links"] == [stored["id"]]
+    assert newer["superseded_id"] == stored["id"]  # the answer names what was replaced, however it was
     assert newer["said"].endswith(f"; marked {stored['id']} no longer valid (supersedes; undoable)")
     assert newer["closed_goals"] is None  # what did not happen is not said
 
