@@ -118,6 +118,9 @@ def _add_store_and_client(bench_sub: Any) -> None:
         "resolution", help="write-time resolution on labelled pairs of facts and on facts of one template"
     )
     rs.add_argument("--data", type=Path, default=Path("bench/resolution"), help="folder: pairs.jsonl, templates.json")
+    rs.add_argument(
+        "--opensearch", default=None, help="a cluster (opensearch+http://…): write to a fresh index there, not SQLite"
+    )
     kn = bench_sub.add_parser("knowledge", help="ingest a folder of real documents, then ask questions of it")
     kn.add_argument("--corpus", type=Path, required=True, help="folder of documents")
     kn.add_argument(

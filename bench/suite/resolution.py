@@ -20,6 +20,7 @@ template set's outcomes, and memorize latency.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from collections import Counter
@@ -118,17 +119,38 @@ def _run_templates(writer: _Writer, sets: list[dict[str, Any]]) -> dict[str, Any
             "outcomes": dict(sorted(Counter(r.outcome.value for r in results).items())),
             "folded": len(results) - len(kept),
             "invalidated": sum(1 for i in kept if writer.service.store.get(i).valid_to is not None),
+            "examples": [r.said for r in results if r.outcome.value != "stored"][:3],
         }
     return report
 
 
-def run_resolution(data: Path, settings: Settings) -> dict[str, Any]:
+def _rates(report: dict[str, Any]) -> dict[str, Any]:
+    """The two figures resolution answers for: distinct facts it hid, contradictions it caught."""
+    distinct = sum(t["memories"] for t in report["templates"].values())
+    contradictions = report["by_label"].get("contradicts", {})
+    said = sum(contradictions.values())
+    return {
+        "false_resolution": round(report["templates_folded"] / (distinct or 1), 4),
+        "distinct_facts": distinct,
+        "contradiction_recall": round(contradictions.get("superseded", 0) / (said or 1), 4),
+        "contradictions": said,
+    }
+
+
+def _store_url(folder: str, opensearch: str | None) -> str:
+    if opensearch is None:
+        return f"sqlite:///{Path(folder) / 'bench.db'}"
+    return f"{opensearch.rstrip('/')}/?index=bench-resolution-{os.getpid()}-{int(time.time())}"
+
+
+def run_resolution(data: Path, settings: Settings, opensearch: str | None = None) -> dict[str, Any]:
     """Run the pairs and the template sets of ``data`` (a folder, see the module) on a new store
-    built with ``settings``, and return the report."""
+    built with ``settings`` (SQLite, or a fresh index of the OpenSearch cluster at ``opensearch``,
+    dropped after), and return the report."""
     pairs, sets = _pairs(data / "pairs.jsonl"), _templates(data / "templates.json")
     with tempfile.TemporaryDirectory(prefix="hivemem-bench-resolution-") as folder:
         run_settings = settings.model_copy(
-            update={"store_url": f"sqlite:///{Path(folder) / 'bench.db'}", "data_dir": folder, "broker_url": ""}
+            update={"store_url": _store_url(folder, opensearch), "data_dir": folder, "broker_url": ""}
         )
         service = MemoryService.from_settings(run_settings)
         lifecycle = LifecycleTuning()
@@ -143,6 +165,8 @@ def run_resolution(data: Path, settings: Settings) -> dict[str, Any]:
                 "memorize": latency_ms(writer.seconds),
             }
         finally:
+            if opensearch is not None:
+                service.store.drop()
             service.close()
     report["templates_folded"] = sum(t["folded"] + t["invalidated"] for t in report["templates"].values())
-    return report
+    return {**_rates(report), "shape": "sqlite" if opensearch is None else "opensearch", **report}
