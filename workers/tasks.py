@@ -16,6 +16,7 @@ failed and leaves a dead letter. A job whose message the broker lost is queued a
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import asdict
@@ -96,12 +97,24 @@ def _unrecorded(items: Sequence[JobItem]) -> list[JobItem]:
     return [item for item in items if (str(item["job_id"]), item_key(item)) not in done]
 
 
+# A scope busy is no outage: its holder is writing, or died and its lease runs out within
+# scope_lock.LEASE_S. So waiting for it does not spend the job's retries (JobTuning.job_retries,
+# for outages): a worker killed mid-drain left every waiter of its scope timing out once, and a
+# task redelivered through several kills ran out of retries and failed a job nothing was wrong
+# with. Bounded all the same: this many waits of HIVEMEM_RESOLVE_LOCK_TIMEOUT_S each.
+BUSY_RETRIES = 100
+_BUSY_COUNTDOWN_S = (0.1, 1.0)  # a short, jittered pause before waiting again
+
+
 def _resolve_and_record(
-    items: Sequence[JobItem], memories: Sequence[Memory], policy: ResolutionPolicy, lock_s: int
+    task: CeleryTask, items: Sequence[JobItem], memories: Sequence[Memory], policy: ResolutionPolicy, lock_s: int
 ) -> None:
     context = current()
-    with scope_locks(context.redis, (m.scope for m in memories), wait_s=lock_s):
-        resolutions = jobs.write_all(context.store, context.embedder, memories, utcnow(), policy)
+    try:
+        with scope_locks(context.redis, (m.scope for m in memories), wait_s=lock_s):
+            resolutions = jobs.write_all(context.store, context.embedder, memories, utcnow(), policy)
+    except ScopeBusyError as exc:
+        raise task.retry(exc=exc, countdown=random.uniform(*_BUSY_COUNTDOWN_S), max_retries=BUSY_RETRIES) from exc
     _record(items, resolutions)
 
 
@@ -156,7 +169,7 @@ def _register_memorize(app: Celery, options: dict[str, Any], policy: ResolutionP
         """Resolve and write embedded memories under their scopes' locks; record each job's outcome."""
         items = _unrecorded(items)
         if items:
-            _resolve_and_record(items, _memories(items), policy, lock_s)
+            _resolve_and_record(self, items, _memories(items), policy, lock_s)
         return len(items)
 
     @app.task(name=Task.MEMORIZE_BULK, **options)  # type: ignore[untyped-decorator]
@@ -168,7 +181,7 @@ def _register_memorize(app: Celery, options: dict[str, Any], policy: ResolutionP
             return 0
         context = current()
         embedded = jobs.embed_new(context.store, context.embedder, _memories(items))
-        _resolve_and_record(items, embedded, policy, lock_s)
+        _resolve_and_record(self, items, embedded, policy, lock_s)
         return len(items)
 
 
