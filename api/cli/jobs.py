@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from api.cli.client import Remote, server_for
+from api.local_token import client_token
 from hivemem.config import Settings
 
 __all__ = ["COMMANDS", "add_parser", "run"]
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     url = server_for(settings)
     if url is not None:
-        remote = Remote(url, token=settings.token, scope=None)
+        remote = Remote(url, token=client_token(settings, url), scope=None)
         params = {"limit": str(args.limit)} | ({} if args.state is None else {"state": args.state})
         found = [remote.job(args.id)] if args.id else remote.jobs(params)
     elif settings.broker_url:

@@ -16,6 +16,7 @@ from api.cli.client import CLIENT_COMMANDS, Remote, server_for
 from api.cli.moments import MOMENT_HELP, moment
 from api.cli.opened import opened_service
 from api.cli.text import indented
+from api.local_token import client_token
 from hivemem.config import Settings
 from hivemem.errors import ConfirmationRequired
 from hivemem.model import GLOBAL_SCOPE, MemoryType, Source
@@ -307,7 +308,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         args.command = "get"  # one command under two names
     home = derive_scope(Path.cwd())
     if args.command in CLIENT_COMMANDS and (url := server_for(settings)) is not None:
-        return _through(Remote(url, token=settings.token, scope=home), args)
+        return _through(Remote(url, token=client_token(settings, url), scope=home), args)
     from api.services.caller import Caller
 
     request = _request(args)  # validated before the store opens: a bad one changes nothing

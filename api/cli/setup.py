@@ -8,7 +8,10 @@ project folder the client starts it in (``--scope`` fixes one); with ``--url`` i
 at a running server's ``/mcp``, with the project's scope in the ``X-Hivemem-Scope`` header (``--scope``,
 else the scope of the project folder: its git remote, as stdio would derive it), since a server
 over HTTP cannot see the client's folder and refuses every write of a connection with no project.
-``--token`` adds the bearer header a team server needs.
+``--token`` adds the bearer header a team server needs, as a reference to ``$HIVEMEM_TOKEN`` that
+the client expands (``${HIVEMEM_TOKEN}``; Cursor's ``${env:HIVEMEM_TOKEN}``): the token itself is
+never written into a file the team commits. Those files name ``hivemem`` as found on PATH, never
+this machine's installation.
 
 For Claude Code it also installs the hooks (``.claude/settings.json``: a briefing at session start,
 relevant memories with each prompt, a reminder to save a handoff) and the memory rules (a marked
@@ -75,17 +78,39 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
 
 
-def _command() -> list[str]:
-    """How the client starts the stdio server: the ``hivemem`` of the installation running this
-    (absolute, since a client does not start it in this shell), else one on PATH, else this Python
-    running the CLI module."""
+def _command(*, committed: bool = False) -> list[str]:
+    """How the client starts hivemem (the stdio server, the hooks).
+
+    In a file a team commits (``committed``: .mcp.json, .cursor/mcp.json, .claude/settings.json)
+    it is ``hivemem`` as found on PATH, since a teammate's installation lives elsewhere. Otherwise,
+    or when none is on PATH, the ``hivemem`` of the installation running this (absolute, since a
+    client does not start it in this shell), else this Python running the CLI module."""
+    found = shutil.which("hivemem")
+    if committed and found is not None:
+        return ["hivemem"]
     beside = Path(sys.executable).with_name("hivemem")
     if beside.is_file():
         return [str(beside)]
-    found = shutil.which("hivemem")
     if found is not None:
         return [str(Path(found).resolve())]
     return [sys.executable, "-m", "api.cli"]
+
+
+def _machine_path_warning(command: list[str]) -> str | None:
+    """What to tell the user when a committed file had to name this machine's installation."""
+    if command == ["hivemem"]:
+        return None
+    return (
+        f"hivemem is not on PATH, so the files name this machine's {command[0]}: a teammate's client "
+        "will not find it there. Put hivemem on PATH (pipx install, or the virtual environment's bin "
+        "folder) and run setup again before committing them."
+    )
+
+
+# How each client reads an environment variable in its config file: the token stays out of a
+# file the team commits, and each teammate's own reaches the client from their environment.
+TOKEN_VARIABLE = "HIVEMEM_TOKEN"
+_TOKEN_REFERENCE = {"cursor": "${env:HIVEMEM_TOKEN}"}  # Claude Code (and the rest) expand ${VAR}
 
 
 def client_entry(client: str, *, scope: str | None, url: str | None, token: str | None) -> dict[str, Any]:
@@ -93,7 +118,7 @@ def client_entry(client: str, *, scope: str | None, url: str | None, token: str 
     if url is None:
         if token is not None:
             raise ValidationError("--token goes with --url (stdio needs no token)", field="token")
-        command, *args = _command()
+        command, *args = _command(committed=client in ("claude-code", "cursor"))
         return {"command": command, "args": [*args, "mcp", *([] if scope is None else ["--scope", scope])]}
     if client == "claude-desktop":
         raise ValidationError("Claude Desktop starts its servers over stdio: leave out --url", field="url")
@@ -105,7 +130,7 @@ def client_entry(client: str, *, scope: str | None, url: str | None, token: str 
     # Every client that takes a URL here takes headers too (the /mcp/SCOPE form is for those that don't).
     headers = {} if scope is None else {SCOPE_HEADER: scope}
     if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
+        headers["Authorization"] = f"Bearer {_TOKEN_REFERENCE.get(client, '${' + TOKEN_VARIABLE + '}')}"
     if headers:
         entry["headers"] = headers
     return entry
@@ -161,7 +186,13 @@ def _project_files(args: argparse.Namespace, settings: Settings, scope: str | No
         options = ["--url", url, *([] if scope is None else ["--scope", scope])]
         path = project / ".claude" / "settings.json"
         _said(
-            path, install_claude_hooks(path, _command(), options), f"hooks (session start, prompt, stop) calling {url}"
+            path,
+            install_claude_hooks(path, _command(committed=True), options),
+            f"hooks (session start, prompt, stop) calling {url}",
+        )
+        print(
+            f"the hooks call the server at {url}: keep `hivemem serve` running there "
+            "(the MCP entry needs none over stdio)"
         )
     if not args.no_rules:
         path = project / "CLAUDE.md"
@@ -186,6 +217,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         where = "" if args.url is None or scope is None else f", scope {scope}"
         print(f"registered hivemem in {path}{where}" if changed else f"{path}: hivemem is registered already{where}")
         _project_files(args, settings, scope, path.parent if args.client == "claude-code" else None)
+        warning = _machine_path_warning(_command(committed=True)) if args.client in ("claude-code", "cursor") else None
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
+    if args.token is not None:
+        print(
+            f"the token is not written into {'the entry' if args.client == 'print' else 'the file'}: it reads "
+            f"${TOKEN_VARIABLE}, so run `export {TOKEN_VARIABLE}=…` (your token) where the client starts",
+            file=sys.stderr,
+        )
     if args.url is None and not args.no_warm:
         settings.data_dir.expanduser().mkdir(parents=True, exist_ok=True)
         with opened_service(settings, load_model=True) as service:

@@ -11,6 +11,7 @@ import json
 import sys
 
 from api.cli.opened import opened_service
+from api.local_token import LOCAL_PRINCIPAL, LOCAL_TOKEN_FILE, ensure_local_token
 from hivemem.config import Settings, redact_url
 
 __all__ = ["COMMANDS", "add_parser", "run"]
@@ -39,15 +40,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     revoke.add_argument("id", help="the token's id (the 12 hex characters after hm_)")
 
 
-def _notes(settings: Settings, *, first: bool, granted: bool, personal: str) -> list[str]:
+def _notes(settings: Settings, *, first: bool, granted: bool, personal: str, local_made: bool) -> list[str]:
     """What a new token changes that its creator may not expect."""
     notes = []
+    if local_made:
+        notes.append(
+            f"this machine's CLI and hooks keep working: they send the token made for it in "
+            f"{settings.data_dir / LOCAL_TOKEN_FILE} (principal {LOCAL_PRINCIPAL}, owner-only) to the local server"
+        )
     if first and not settings.team and not settings.trust_loopback:
         # The embedded laptop server let every local client in until now.
         notes.append(
             "this store had no token: from now on its server asks every HTTP client (REST, MCP over "
             "HTTP, the dashboard) for one, loopback included; HIVEMEM_TRUST_LOOPBACK=true lets local clients "
-            "in without (stdio and the CLI are not affected)"
+            "in without"
         )
     if not granted:
         notes.append(f"no --grant: this token may use only its own scope {personal}")
@@ -67,9 +73,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             request = TokenCreate(name=args.name, grants=args.grants, expires_in_days=args.expires)
             first = not service.tokens.list(caller)  # the server asks for tokens once any exists
             issued = service.tokens.create(request, caller)
+            local_made = ensure_local_token(service.tokens, settings)
             print(json.dumps(issued.model_dump(mode="json", exclude={"token"}), indent=2))
             print(f"\ntoken (shown once, keep it secret):\n{issued.token}")
-            for note in _notes(settings, first=first, granted=bool(args.grants), personal=issued.personal_scope):
+            notes = _notes(
+                settings, first=first, granted=bool(args.grants), personal=issued.personal_scope, local_made=local_made
+            )
+            for note in notes:
                 print(f"note: {note}", file=sys.stderr)
         elif args.token_command == "list":
             print(json.dumps([t.model_dump(mode="json") for t in service.tokens.list(caller)], indent=2))

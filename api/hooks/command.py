@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import signal
 import sys
@@ -24,6 +25,7 @@ from typing import Any
 
 from api.hooks.events import EVENTS, MIN_SIMILARITY, HookContext
 from api.hooks.session_log import log_line
+from api.local_token import client_token
 from api.remote import Remote, configured_server
 from hivemem.scope import derive_scope, validate_scope
 
@@ -76,17 +78,34 @@ def _project(payload: Mapping[str, Any]) -> Path | None:
     return None
 
 
-def _token(project: Path | None) -> str:
-    """HIVEMEM_TOKEN, else the bearer token of the project's MCP entry (``hivemem setup --token``)."""
-    token = os.environ.get("HIVEMEM_TOKEN", "")
-    if token or project is None:
+def _token(project: Path | None, url: str) -> str:
+    """HIVEMEM_TOKEN, else the bearer token of the project's MCP entry (``hivemem setup --token``),
+    else this machine's own token for a server on this machine (:mod:`api.local_token`)."""
+    token = os.environ.get("HIVEMEM_TOKEN", "") or (_entry_token(project) if project is not None else "")
+    if token:
         return token
+    from hivemem.config import Settings
+
+    return client_token(Settings(), url)
+
+
+def _entry_token(project: Path) -> str:
     try:
         entry = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]["hivemem"]
         header = str(entry.get("headers", {}).get("Authorization", ""))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return ""
-    return header.removeprefix("Bearer ").strip()
+    return _expanded(header.removeprefix("Bearer ").strip())
+
+
+_REFERENCE = re.compile(r"^\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+def _expanded(value: str) -> str:
+    """A header value as the client sends it: ``${NAME}`` or Cursor's ``${env:NAME}`` read from
+    the environment (``hivemem setup --token`` writes the reference, never the token)."""
+    match = _REFERENCE.match(value)
+    return os.environ.get(match.group(1), "") if match else value
 
 
 def _scope(given: str | None, project: Path | None) -> str | None:
@@ -114,7 +133,7 @@ def probe(command: str, project: Path) -> str:
     args, _ = parser.parse_known_args(words[words.index("hook") + 1 :])
     url = _server_url(args.url)
     scope = _scope(args.scope, project)
-    Remote(url, token=_token(project), scope=scope, timeout_s=_HTTP_TIMEOUT_S).briefing(scope)
+    Remote(url, token=_token(project, url), scope=scope, timeout_s=_HTTP_TIMEOUT_S).briefing(scope)
     return url
 
 
@@ -129,9 +148,10 @@ def main(argv: Sequence[str]) -> int:
             payload = _payload()
             project = _project(payload)
             scope = _scope(args.scope, project)
+            url = _server_url(args.url)
             remote = Remote(
-                _server_url(args.url),
-                token=_token(project),
+                url,
+                token=_token(project, url),
                 scope=scope,
                 timeout_s=_HTTP_TIMEOUT_S,
                 deadline=deadline,

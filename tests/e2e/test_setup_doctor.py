@@ -55,13 +55,15 @@ def test_setup_over_http_and_for_each_client(
     assert (
         cli_main(["setup", "print", "--url", "http://127.0.0.1:8765/", "--token", "hm_x", "--scope", "acme/api"]) == 0
     )
-    printed = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    printed = json.loads(said.out)
+    assert "hm_x" not in said.out and "export HIVEMEM_TOKEN=" in said.err  # the token stays out of files
     assert printed == {
         "mcpServers": {
             "hivemem": {
                 "type": "http",
                 "url": "http://127.0.0.1:8765/mcp",
-                "headers": {"X-Hivemem-Scope": "acme/api", "Authorization": "Bearer hm_x"},
+                "headers": {"X-Hivemem-Scope": "acme/api", "Authorization": "Bearer ${HIVEMEM_TOKEN}"},
             }
         }
     }
