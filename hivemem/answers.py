@@ -321,6 +321,11 @@ class Briefing(BaseModel):
     key_memories: list[BriefingItem] = Field(
         description="Current decisions, preferences, architecture and strategy notes, most important first."
     )
+    team_wide: list[BriefingItem] = Field(
+        default_factory=list,
+        description="The global scope's current decisions and preferences, when the caller may read it and "
+        "the briefing is a project's.",
+    )
     text: str
 
 

@@ -148,6 +148,11 @@ def main(argv: Sequence[str]) -> int:
             payload = _payload()
             project = _project(payload)
             scope = _scope(args.scope, project)
+            if scope is None:
+                # No project and no --scope (an empty event): a briefing would be the global
+                # scope's, which the session did not ask for. Say nothing.
+                log_line(args.event, "no project folder in the event and no --scope: nothing to do")
+                return 0
             url = _server_url(args.url)
             remote = Remote(
                 url,

@@ -13,7 +13,8 @@ from api.services.caller import Caller
 from api.services.handoffs import latest_handoff
 from api.services.status import unfinished_features
 from hivemem.answers import Briefing, BriefingItem, HandoffPublic, trust_label
-from hivemem.model import Memory, MemoryState, MemoryType
+from hivemem.errors import PermissionDeniedError
+from hivemem.model import GLOBAL_SCOPE, Memory, MemoryState, MemoryType
 from search import SearchFilter, Store
 
 __all__ = ["KEY_TYPES", "briefing"]
@@ -24,7 +25,10 @@ KEY_TYPES = (MemoryType.DECISION, MemoryType.PREFERENCE, MemoryType.ARCHITECTURE
 # How much of the scope a briefing reads and shows. About 1,500 tokens in all: 6,000 characters.
 _MAX_CHARS = 6000
 _KEY_SCAN = 200  # the newest key memories ranked by importance
-_KEY_SHOWN = 6
+# A team's first year holds a few dozen: show them all while they fit ("Deploys go through staging"
+# was the 7th of 8 decisions and left out), most important first, within the size bound.
+_KEY_SHOWN = 15
+_TEAM_WIDE_SHOWN = 5  # the global scope's, in a project's briefing
 _FAILURES_SHOWN = 5
 _FEATURES_SHOWN = 5
 _FEATURES_SCAN = 200  # the newest progress notes it reads
@@ -42,20 +46,37 @@ def briefing(store: Store, caller: Caller, scope: str | None, *, now: datetime) 
         vectors=False,
     )
     features = unfinished_features(store, name, _FEATURES_SCAN)[:_FEATURES_SHOWN]
-    keys = store.list_memories(
-        SearchFilter(scopes=[name], states=(MemoryState.WORKING,), memory_types=KEY_TYPES), _KEY_SCAN, vectors=False
-    )
-    current = [m for m in keys if not m.superseded_at(now)]
-    current.sort(key=lambda m: (-m.importance, -m.created_at.timestamp()))
+    current = _key_memories(store, name, now)
+    # A user's preferences live in the global scope, and a project's session keeps to them too.
+    team_wide = _key_memories(store, GLOBAL_SCOPE, now) if name != GLOBAL_SCOPE and _reads_global(caller) else []
     answer = Briefing(
         scope=name,
         handoff=handoff,
         open_failures=[_item(m) for m in failures],
         unfinished=features,
         key_memories=[_item(m) for m in current[:_KEY_SHOWN]],
+        team_wide=[_item(m) for m in team_wide[:_TEAM_WIDE_SHOWN]],
         text="",
     )
     return answer.model_copy(update={"text": render(answer)})
+
+
+def _key_memories(store: Store, scope: str, now: datetime) -> list[Memory]:
+    """The scope's current key memories, most important first, then newest."""
+    keys = store.list_memories(
+        SearchFilter(scopes=[scope], states=(MemoryState.WORKING,), memory_types=KEY_TYPES), _KEY_SCAN, vectors=False
+    )
+    current = [m for m in keys if not m.superseded_at(now)]
+    current.sort(key=lambda m: (-m.importance, -m.created_at.timestamp()))
+    return current
+
+
+def _reads_global(caller: Caller) -> bool:
+    try:
+        caller.scope_for(GLOBAL_SCOPE, write=False)
+    except PermissionDeniedError:
+        return False
+    return True
 
 
 def _item(memory: Memory) -> BriefingItem:
@@ -105,6 +126,11 @@ def render(answer: Briefing) -> str:
         lines.append("Decisions and preferences to keep to:")
         lines += [
             f"- {m.label} {m.memory_type.value}: {_cut(m.title, _LINE_CHARS)} (id {m.id})" for m in answer.key_memories
+        ]
+    if answer.team_wide:
+        lines.append("Team-wide (global scope):")
+        lines += [
+            f"- {m.label} {m.memory_type.value}: {_cut(m.title, _LINE_CHARS)} (id {m.id})" for m in answer.team_wide
         ]
     if len(lines) == 1:
         lines.append("Nothing is stored for this project yet.")

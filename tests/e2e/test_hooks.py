@@ -311,3 +311,19 @@ def test_a_briefing_longer_than_the_print_cap_is_cut_to_it() -> None:
     printed = _within_print_cap(answer)
     assert printed is not None and len(printed) <= PRINT_MAX_CHARS
     assert json.loads(printed)["hookSpecificOutput"]["additionalContext"].endswith("… (cut by hivemem)")
+
+
+def test_an_event_without_a_project_gets_silence_not_the_global_briefing(
+    server: HivememServer, stocked: dict[str, str], data_dir: Path, tmp_path: Path
+) -> None:
+    # Empty stdin, no CLAUDE_PROJECT_DIR, no --scope: the hook knows of no project to brief.
+    done = subprocess.run(
+        [*hivemem_command(), "hook", "session-start", "--url", server.url],
+        input="",
+        cwd=tmp_path,
+        env=hivemem_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (0, "")
