@@ -6,7 +6,8 @@ alone into a full-weight leg score. The set is Lucene's English stop set plus th
 is made of (pronouns, auxiliaries, question words: "how do we", "what can our"): a memory's text
 keeps them ("We lint with ruff"), so a question's "we" made that memory BM25's best match for
 "how do we release to production?" over "Deploys go through staging". A query of stop words only
-still searches them.
+still searches them. Each word also brings the other words of its meaning in software work
+(``_ONE_MEANING``: "prod" / "production", "release" / "deploy"), after the words asked.
 """
 
 from __future__ import annotations
@@ -40,6 +41,29 @@ ENGLISH_STOPWORDS = LUCENE_STOPWORDS | QUESTION_WORDS
 MAX_QUERY_TERMS = 64
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+# The words a team writes for one thing in its notes: a question's word finds a note's other one.
+# Each group is one meaning in software work: its short and long forms ("prod", "production") and
+# the verbs of getting a build out ("release", "deploy", "ship"). Searched besides the word asked.
+_ONE_MEANING: tuple[frozenset[str], ...] = tuple(
+    frozenset(group.split())
+    for group in (
+        "prod production",
+        "release releases deploy deploys deployment deployments ship ships",
+        "db database databases",
+        "repo repos repository repositories",
+        "env envs environment environments",
+        "config configs configuration",
+        "auth authentication",
+        "docs documentation",
+        "deps dependencies dependency",
+        "infra infrastructure",
+        "perf performance",
+        "k8s kubernetes",
+        "ci pipeline pipelines",
+    )
+)
+_ALSO = {word: sorted(group - {word}) for group in _ONE_MEANING for word in group}
+
 
 def query_terms(text: str) -> tuple[list[str], bool] | None:
     """The terms to search (at most ``MAX_QUERY_TERMS``) and whether they are stopwords only;
@@ -48,4 +72,7 @@ def query_terms(text: str) -> tuple[list[str], bool] | None:
     if not words:
         return None
     kept = [w for w in words if w not in ENGLISH_STOPWORDS]
-    return (kept or words)[:MAX_QUERY_TERMS], not kept
+    if not kept:
+        return words[:MAX_QUERY_TERMS], True
+    also = [other for w in kept for other in _ALSO.get(w, ()) if other not in kept]
+    return list(dict.fromkeys(kept + also))[:MAX_QUERY_TERMS], False

@@ -212,10 +212,12 @@ def test_stopwords_match_the_sqlite_store() -> None:
     # search analyzer drops too) and the words questions are made of.
     assert len(LUCENE_STOPWORDS) == 33 and LUCENE_STOPWORDS < ENGLISH_STOPWORDS
     assert {"the", "of", "with", "how", "do", "we", "our", "what", "can"} <= ENGLISH_STOPWORDS
-    assert fts_query("The deploy of THE service") == '"deploy" OR "service"'
-    assert fts_query("how do we release to production?") == '"release" OR "production"'
-    assert bodies.query_words("The deploy of THE service") == ("deploy service", False)
-    assert bodies.query_words("What can our team deploy") == ("team deploy", False)
+    assert fts_query("The rollout of THE service") == '"rollout" OR "service"'
+    assert fts_query("how do we release to production?").startswith('"release" OR "production" OR ')
+    assert bodies.query_words("The rollout of THE service") == ("rollout service", False)
+    assert bodies.query_words("What can our team roll out") == ("team roll", False)
+    # The words of one meaning (search.query_terms) reach both stores alike.
+    assert fts_query("prod") == '"prod" OR "production"' and bodies.query_words("prod") == ("prod production", False)
     assert bodies.query_words("the of") == ("the of", True)
     assert bodies.query_words("?!") is None
 

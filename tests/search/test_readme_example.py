@@ -82,6 +82,21 @@ def test_the_deploy_decision_answers_how_we_release_beside_three_others(service:
     assert titles(service, "how do we release to production?")[0] == DEPLOY.title
 
 
+@pytest.mark.parametrize("others", [15, len(OTHERS)])
+def test_an_inferred_deploy_decision_answers_first_among_a_projects_first_memories(tmp_path: Path, others: int) -> None:
+    # Not confirmed by a user, so no boost: "release" is the word of "Commit message style" and
+    # "Hotfix branches" (release notes, release tag), and only the meaning of the deploy decision's.
+    fresh = MemoryService.from_settings(Settings(data_dir=tmp_path))
+    try:
+        fresh.memorize(MemoryCreate(**(DEPLOY.model_dump() | {"source": "agent_inferred"})))
+        for title, content, kind in OTHERS[:others]:
+            fresh.memorize(MemoryCreate(title=title, content=content, scope=SCOPE, memory_type=kind))
+        for question in ("how do we release to production?", "what is the release process?"):
+            assert titles(fresh, question)[0] == DEPLOY.title, question
+    finally:
+        fresh.close()
+
+
 def test_and_beside_twenty(service: MemoryService) -> None:
     for title, content, kind in OTHERS[3:]:
         service.memorize(MemoryCreate(title=title, content=content, scope=SCOPE, memory_type=kind))
