@@ -96,6 +96,7 @@ def _add_memorize(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     memorize.add_argument(
         "--thread", default=None, help="the conversation or task this is one step of (recall reads its neighbours)"
     )
+    memorize.add_argument("--json", action="store_true", help="print the whole answer as JSON (default: what was done)")
 
 
 def _add_remember(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -193,6 +194,19 @@ def print_json(value: object) -> None:
     print(json.dumps(value, indent=2, default=str))
 
 
+def _print_memorized(answer: dict[str, Any], *, as_json: bool) -> None:
+    """A memorize's answer: the sentence saying what was done (and what was redacted), or its JSON."""
+    if as_json:
+        print_json(answer)
+        return
+    if "said" not in answer:  # 202: the job is still running
+        print(f"accepted as memory {answer['id']}; job {answer['job_id']} is {answer.get('state', 'queued')}")
+        return
+    print(answer["said"])
+    for redaction in answer.get("redacted") or []:
+        print(f"redacted a {redaction['kind']} in {redaction['field']} before storing it")
+
+
 def _print_recall(response: dict[str, Any], *, as_json: bool) -> None:
     """A recall's answer (``RecallResponse`` as JSON): all of it, or a line and the content per result."""
     if as_json:
@@ -261,7 +275,9 @@ def _through(remote: Remote, args: argparse.Namespace) -> int:
     """Run a client command on the server (:mod:`api.cli.client`), printing what the in-process one does.
     Nothing here imports a request schema: the server validates, and a CLI call is mostly its imports."""
     if args.command == "memorize":
-        print_json(remote.memorize({k: v for k, v in _memorize_body(args).items() if v is not None}))
+        _print_memorized(
+            remote.memorize({k: v for k, v in _memorize_body(args).items() if v is not None}), as_json=args.json
+        )
     elif args.command == "remember":
         _print_recall(
             remote.remember({k: v for k, v in _recall_body(args).items() if v is not None}), as_json=args.json
@@ -344,7 +360,7 @@ def _memorize(service: MemoryService, args: argparse.Namespace, caller: Caller, 
     if not service.settings.broker_url:
         # The job ran in this process and ended with it: no one could look its id up.
         stored.pop("job_id", None)
-    print_json(stored)
+    _print_memorized(stored, as_json=args.json)
 
 
 def _remember(service: MemoryService, args: argparse.Namespace, caller: Caller, request: Any) -> None:

@@ -36,7 +36,16 @@ def test_the_cli_memorizes_a_failure_with_its_details_and_refuses_broken_json(
 
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
-    command = ["memorize", "--title", "Checkout timeouts", "--content", "Checkout timed out.", "--scope", SCOPE]
+    command = [
+        "memorize",
+        "--json",
+        "--title",
+        "Checkout timeouts",
+        "--content",
+        "Checkout timed out.",
+        "--scope",
+        SCOPE,
+    ]
     details = json.dumps({"error": "TimeoutError", "component": "billing", "severity": "critical"})
     assert main([*command, "--type", "failure", "--details", details]) == 0
     stored = json.loads(capsys.readouterr().out)

@@ -257,11 +257,11 @@ def test_the_cli_links_on_memorize_consolidates_a_goal_and_sleeps(
         return json.loads(capsys.readouterr().out)
 
     goal = cli_json(
-        "memorize", "--title", "Goal: a green CI", "--content", "Goal: every CI run green on main.",
+        "memorize", "--json", "--title", "Goal: a green CI", "--content", "Goal: every CI run green on main.",
         "--type", "goal", "--scope", SCOPE,
     )  # fmt: skip
     finding = cli_json(
-        "memorize", "--title", "Flaky upload test",
+        "memorize", "--json", "--title", "Flaky upload test",
         "--content", "test_upload waited on a sleep; it waits on the file now.",
         "--scope", SCOPE, "--related-to", f"achieves:{goal['id']}",
     )  # fmt: skip
@@ -272,7 +272,8 @@ def test_the_cli_links_on_memorize_consolidates_a_goal_and_sleeps(
     whole = cli_json("sleep", "--scope", SCOPE, "--dry-run")
     assert whole["dry_run"] is True and whole["archived"] == [] and whole["consolidations"] == []
     newer = cli_json(
-        "memorize", "--title", "Upload test fixed", "--content", "test_upload waits on the file, no sleep left in it.",
+        "memorize", "--json", "--title", "Upload test fixed",
+        "--content", "test_upload waits on the file, no sleep left in it.",
         "--scope", SCOPE, "--related-to", f"supersedes:{finding['id']}",
     )  # fmt: skip
     assert main(["remember", "test_upload waits", "--scope", SCOPE, "--limit", "5"]) == 0
@@ -281,7 +282,18 @@ def test_the_cli_links_on_memorize_consolidates_a_goal_and_sleeps(
     assert any(f"{finding['id']}, superseded " in line and line.endswith(", consolidated)") for line in lines)
     assert f"fact, {SCOPE}, {newer['id']})" in lines
     with pytest.raises(SystemExit) as usage:
-        main(["memorize", "--title", "A title here", "--content", "Some content for it.", "--related-to", "achieves"])
+        main(
+            [
+                "memorize",
+                "--json",
+                "--title",
+                "A title here",
+                "--content",
+                "Some content for it.",
+                "--related-to",
+                "achieves",
+            ]
+        )
     assert usage.value.code == 2
     assert "TYPE:ID" in capsys.readouterr().err
 

@@ -172,7 +172,7 @@ def test_mcp_and_the_cli_refuse_it_too(
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "cli"))
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
     monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
-    assert cli_main(["memorize", "--title", "Mirror access", "--content", DEPLOY_NOTE, "--scope", SCOPE]) == 2
+    assert cli_main(["memorize", "--json", "--title", "Mirror access", "--content", DEPLOY_NOTE, "--scope", SCOPE]) == 2
     out = capsys.readouterr()
     assert "credential (github_token" in out.err and GITHUB not in out.err + out.out
 
@@ -201,7 +201,18 @@ def test_mcp_and_the_cli_redact_under_the_redact_policy(
     monkeypatch.setenv("HIVEMEM_SERVER_URL", "off")
     monkeypatch.setenv("HIVEMEM_SECRET_POLICY", "redact")
     assert (
-        cli_main(["memorize", "--title", "Billing key", "--content", f"Billing uses {STRIPE} now.", "--scope", SCOPE])
+        cli_main(
+            [
+                "memorize",
+                "--json",
+                "--title",
+                "Billing key",
+                "--content",
+                f"Billing uses {STRIPE} now.",
+                "--scope",
+                SCOPE,
+            ]
+        )
         == 0
     )
     out = capsys.readouterr()

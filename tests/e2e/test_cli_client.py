@@ -47,7 +47,14 @@ def test_cli_commands_go_through_a_server_on_the_same_store(
         return run_cli(*args, data_dir=data, cwd=tmp_path, HIVEMEM_PORT=port, **env)
 
     stored = cli(
-        "memorize", "--title", "Release trains", "--content", "Releases leave every other Tuesday.", "--scope", SCOPE
+        "memorize",
+        "--json",
+        "--title",
+        "Release trains",
+        "--content",
+        "Releases leave every other Tuesday.",
+        "--scope",
+        SCOPE,
     )
     assert stored.returncode == 0, stored.stderr
     memory_id = json.loads(stored.stdout)["id"]

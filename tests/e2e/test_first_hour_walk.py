@@ -64,6 +64,8 @@ def test_a_first_token_leaves_this_machines_hooks_and_cli_working_and_commits_no
         "--type", "decision", "--scope", SCOPE, data_dir=data_dir, cwd=project, HIVEMEM_PORT=port,
     )  # fmt: skip
     assert stored.returncode == 0, stored.stderr
+    # A person reads what was done, in one line (`--json` prints the whole answer).
+    assert stored.stdout.startswith("stored as memory ") and stored.stdout.count("\n") == 1, stored.stdout
 
     created = run_cli(
         "token", "create", "bob", "--grant", "github.com/acme/billing:write", data_dir=data_dir, cwd=project

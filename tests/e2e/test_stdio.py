@@ -71,7 +71,7 @@ def test_mcp_stdio_scope_comes_from_the_git_remote(data_dir: Path, git_checkout:
 def test_mcp_stdio_scope_flag_locks_the_session(data_dir: Path, git_checkout: Path) -> None:
     """``--scope`` wins over the git remote and locks the session: no other scope, in or out."""
     secret = run_cli_json(
-        "memorize", "--title", "Beta secret", "--content", "Beta's private deploy key lives in vault.",
+        "memorize", "--json", "--title", "Beta secret", "--content", "Beta's private deploy key lives in vault.",
         "--scope", "github.com/acme/beta", data_dir=data_dir, cwd=git_checkout,
     )  # fmt: skip
     seen: dict[str, Any] = {}
@@ -127,6 +127,7 @@ def test_mcp_stdio_scope_flag_locks_the_session(data_dir: Path, git_checkout: Pa
 def test_cli_commands_see_each_others_writes(data_dir: Path, git_checkout: Path) -> None:
     created = run_cli_json(
         "memorize",
+        "--json",
         "--title",
         "Widget build cache",
         "--content",
@@ -153,6 +154,7 @@ def test_cli_commands_see_each_others_writes(data_dir: Path, git_checkout: Path)
 
     again = run_cli_json(
         "memorize",
+        "--json",
         "--title",
         "Same thing",
         "--content",
@@ -175,6 +177,7 @@ def test_cli_commands_see_each_others_writes(data_dir: Path, git_checkout: Path)
 def test_cli_remember_json_output_is_json(data_dir: Path, git_checkout: Path) -> None:
     memory_id = run_cli_json(
         "memorize",
+        "--json",
         "--title",
         "JSON output",
         "--content",
@@ -191,7 +194,15 @@ def test_cli_scope_outside_git_is_local_parent_dir(data_dir: Path, tmp_path: Pat
     plain = tmp_path / "projects" / "notes"
     plain.mkdir(parents=True)
     created = run_cli_json(
-        "memorize", "--title", "Plain folder", "--content", "No git here, scope is local.", data_dir=data_dir, cwd=plain
+        "memorize",
+        "--json",
+        "--json",
+        "--title",
+        "Plain folder",
+        "--content",
+        "No git here, scope is local.",
+        data_dir=data_dir,
+        cwd=plain,
     )
     assert run_cli_json("get", created["id"], data_dir=data_dir, cwd=plain)["scope"] == "local/projects/notes"
     # Its job ran in the CLI's own process and ended with it: no id is printed that no one could look up.
@@ -199,6 +210,7 @@ def test_cli_scope_outside_git_is_local_parent_dir(data_dir: Path, tmp_path: Pat
 
     glob = run_cli_json(
         "memorize",
+        "--json",
         "--global",
         "--title",
         "Global one",
@@ -215,6 +227,7 @@ def test_cli_recall_in_another_project_does_not_see_this_one(
 ) -> None:
     run_cli_json(
         "memorize",
+        "--json",
         "--title",
         "Widget secret",
         "--content",
@@ -233,6 +246,7 @@ def test_cli_recall_in_another_project_does_not_see_this_one(
 def test_cli_forget_without_confirm_refuses_and_keeps_the_memory(data_dir: Path, git_checkout: Path) -> None:
     memory_id = run_cli_json(
         "memorize",
+        "--json",
         "--title",
         "Do not lose me",
         "--content",
@@ -248,13 +262,16 @@ def test_cli_forget_without_confirm_refuses_and_keeps_the_memory(data_dir: Path,
 
 
 def test_cli_invalid_input_is_a_clear_error(data_dir: Path, tmp_path: Path) -> None:
-    short = run_cli("memorize", "--title", "ab", "--content", "Long enough content.", data_dir=data_dir, cwd=tmp_path)
+    short = run_cli(
+        "memorize", "--json", "--title", "ab", "--content", "Long enough content.", data_dir=data_dir, cwd=tmp_path
+    )
     assert short.returncode == 2
     assert "title" in short.stderr
     assert "Traceback" not in short.stderr
 
     bad_scope = run_cli(
         "memorize",
+        "--json",
         "--title",
         "Fine title",
         "--content",
