@@ -192,6 +192,26 @@ def test_the_indexed_documents_list_a_page_at_a_time(server: HivememServer, page
     expect(listed.last).to_contain_text("Note 129.")  # the last, by key: each document once
 
 
+def test_the_pages_open_on_the_project_the_caller_works_in(server: HivememServer, page: Page) -> None:
+    # A first hour: 2 global preferences, 5 memories and 2 documents of the project.
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        for n in range(2):
+            memorize(http, f"Global preference {n}", f"The user prefers option {n}.", scope="")
+        for n in range(5):
+            memorize(http, f"Project decision {n}", f"The project decided thing {n}.")
+        for n in range(2):
+            stored = http.post("/v1/knowledge/store", json={"key": f"doc-{n}", "text": f"Doc {n}.", "scope": SCOPE})
+            assert stored.status_code == 201, stored.text
+    page.goto(f"{server.url}/ui#/memories")
+    expect(page.get_by_role("table", name="Memories, newest first").locator("tbody tr")).to_have_count(5)
+    expect(page.locator("#scope")).to_have_value(SCOPE)
+    page.goto(f"{server.url}/ui#/knowledge")
+    expect(page.get_by_role("table", name="Indexed documents").locator("tbody tr")).to_have_count(2)
+    # Named in the address, the global scope is still there to look at.
+    page.goto(f"{server.url}/ui#/memories?scope=")
+    expect(page.get_by_role("table", name="Memories, newest first").locator("tbody tr")).to_have_count(2)
+
+
 def _handbook(folder: Path, count: int) -> None:
     folder.mkdir(parents=True)
     for n in range(count):

@@ -13,6 +13,23 @@ export async function choicePicker(id, name, chosen, anyLabel) {
   );
 }
 
+/**
+ * The scope a page opens on when its address names none: the project scope holding the most
+ * memories and documents that the caller can read, else "" (the caller's default). A first look
+ * at the dashboard showed the global scope's 2 memories while the project held 19.
+ */
+export async function landingScope() {
+  let scopes = [];
+  try {
+    scopes = await get("/v1/scopes");
+  } catch {
+    return "";
+  }
+  const projects = scopes.filter((s) => s.scope !== "" && s.memories + s.documents > 0);
+  projects.sort((a, b) => b.memories + b.documents - (a.memories + a.documents));
+  return projects.length ? projects[0].scope : "";
+}
+
 /** A <select> of the scopes the caller can read ("" = the caller's default scope). */
 export async function scopePicker(id, chosen) {
   const select = h("select", { id, name: "scope" }, h("option", { value: "" }, "your default scope"));

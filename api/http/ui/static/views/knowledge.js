@@ -4,7 +4,7 @@
 
 import { get, post, upload } from "../api.js";
 import { confirmAction, failure, fill, h, notify, number, scopeName, searchForm, table, when } from "../dom.js";
-import { scopePicker } from "../pickers.js";
+import { landingScope, scopePicker } from "../pickers.js";
 import { documentLink } from "./document.js";
 
 const POLL_MS = 500;
@@ -156,7 +156,7 @@ async function watch(jobId, panel, alive, finished) {
 }
 
 export async function renderKnowledge(main, { query }) {
-  const scope = query.get("scope") || "";
+  const scope = query.has("scope") ? query.get("scope") : await landingScope();
   const asked = query.get("q") || "";
   let alive = true;
   const input = h("input", { id: "knowledge-query", type: "search", value: asked, required: true, size: 50 });

@@ -4,13 +4,14 @@
 
 import { get } from "../api.js";
 import { failure, fill, h, scopeName, when } from "../dom.js";
-import { choicePicker, scopePicker } from "../pickers.js";
+import { choicePicker, landingScope, scopePicker } from "../pickers.js";
 import { memoryLink } from "./search.js";
 
 const FILTERS = ["scope", "type", "state", "tag", "author"];
 
 export async function renderMemories(main, { query }) {
   const chosen = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) || ""]));
+  if (!query.has("scope")) chosen.scope = await landingScope();
   const scopeSelect = await scopePicker("scope", chosen.scope);
   const typeSelect = await choicePicker("type", "MemoryType", chosen.type, "any type");
   const stateSelect = await choicePicker("state", "MemoryState", chosen.state, "any state");

@@ -3,7 +3,7 @@
 
 import { post } from "../api.js";
 import { facts, failure, fill, h, number, scopeName, searchForm } from "../dom.js";
-import { choicePicker, scopePicker } from "../pickers.js";
+import { choicePicker, landingScope, scopePicker } from "../pickers.js";
 
 function explanation(explain) {
   const rows = Object.entries(explain).map(([key, value]) => {
@@ -56,7 +56,7 @@ function resultCard(result, scope) {
 
 export async function renderSearch(main, { query }) {
   const asked = query.get("q") || "";
-  const scope = query.get("scope") || "";
+  const scope = query.has("scope") ? query.get("scope") : await landingScope();
   const type = query.get("type") || "";
   const input = h("input", { id: "query", name: "q", type: "search", value: asked, required: true, size: 50 });
   const typeSelect = await choicePicker("type", "MemoryType", type, "any type");
