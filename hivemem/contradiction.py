@@ -48,6 +48,7 @@ __all__ = [
     "names_a_transition",
     "restates",
     "speaks_of_change",
+    "stem_of",
     "titles_apart",
 ]
 
@@ -189,6 +190,11 @@ def _stemmer() -> snowballstemmer.stemmer:
 @lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
     return str(_stemmer().stemWord(word))
+
+
+def stem_of(word: str) -> str:
+    """A word as the rules compare it (folded, stemmed): what their reasons name."""
+    return _stem(_normal(word.lower()))
 
 
 def _normal(word: str) -> str:
@@ -427,8 +433,6 @@ def _named(title: str) -> frozenset[str]:
 
 _DAYS = _words("monday tuesday wednesday thursday friday saturday sunday")
 _CODE_MARKS = re.compile(r"[0-9#@$_./:-]")
-
-
 _NUMBER_LED = re.compile(r"\d[\d.,:]*\d|\d")
 
 

@@ -55,6 +55,7 @@ from hivemem.hashing import content_hash
 from hivemem.limits import DEFAULT_LIMITS, details_problem
 from hivemem.link_effects import NO_EFFECTS, LinkEffects
 from hivemem.model import AuditEvent, Memory, MemoryState, MemoryType, Relation, RelationType, Source, WriteOutcome
+from hivemem.reason_words import in_their_words
 from hivemem.subjects import subjects_apart
 
 __all__ = [
@@ -341,7 +342,22 @@ def resolve(
 ) -> Resolution:
     """Decide what writing ``incoming`` does, given the memory holding its content hash and its
     nearest memories in the scope (any order; archived ones, ones no longer valid, other types and
-    itself are ignored)."""
+    itself are ignored). Its ``reason`` names words as the memories wrote them."""
+    decided = _resolve(incoming, exact_duplicate, now, neighbours, policy)
+    if not decided.reason or decided.target_id is None:
+        return decided
+    target = next((n.memory for n in neighbours if n.memory.id == decided.target_id), None)
+    texts = (incoming.title, incoming.content) + (() if target is None else (target.title, target.content))
+    return replace(decided, reason=in_their_words(decided.reason, *texts))
+
+
+def _resolve(
+    incoming: Memory,
+    exact_duplicate: Memory | None,
+    now: datetime,
+    neighbours: Sequence[Neighbour],
+    policy: ResolutionPolicy,
+) -> Resolution:
     if exact_duplicate is not None:
         return _exact(incoming, exact_duplicate, now)
     candidates = _candidates(incoming, neighbours, now)

@@ -166,3 +166,18 @@ def test_two_entries_are_stored_apart_however_close_their_vectors() -> None:
     resolution = resolve(_memory("new", *TRACE_LOCK_TABLE), None, utcnow(), [Neighbour(old, 0.97)], POLICY)
     assert resolution.outcome is WriteOutcome.STORED and resolution.memory.id == "new"
     assert [r.target_id for r in resolution.relations] == ["old"]  # linked `similar`, found together
+
+
+def test_a_reason_names_the_words_the_memories_wrote_not_their_stems() -> None:
+    from hivemem.reason_words import in_their_words
+
+    texts = ("Database", "Database is Postgres 14", "Postgres version", "We run Postgres 16 since the upgrade.")
+    assert in_their_words("different subjects: databas / postgr", *texts) == "different subjects: Database / Postgres"
+    assert in_their_words("same subject (deploy, stage), no conflict", "Deploys go through staging") == (
+        "same subject (Deploys, staging), no conflict"
+    )
+    # Through resolve: the stems were "monday" / "tuesday".
+    old = _memory("old", "On-call rota", "Alice is on call on Mondays.")
+    new = _memory("new", "On-call rota", "Bob is on call on Tuesdays.")
+    resolution = resolve(new, None, utcnow(), [Neighbour(old, 0.9)], POLICY)
+    assert resolution.reason == "different values: Mondays / Tuesdays"
