@@ -179,3 +179,32 @@ def test_a_word_hyphenated_at_a_line_end_is_read_whole() -> None:
     _paragraph(pdf, "The alarm is sent in addi-\ntion to the pager message.")
 
     assert "in addition to the pager" in _parse(pdf).text
+
+
+class _BrowserPrint(fpdf.FPDF):  # type: ignore[misc, name-defined]
+    """A web page saved as PDF from a browser: the date, time and title above, the address and
+    "page/pages" below (Chromium's print layout)."""
+
+    def header(self) -> None:
+        self.set_font("Helvetica", "", 8)
+        self.cell(0, 6, "12/7/26, 10:15 AM")
+        self.set_x(self.l_margin)
+        self.cell(0, 6, "Deploy guide - Acme wiki", align="C", new_x="LMARGIN", new_y="NEXT")
+
+    def footer(self) -> None:
+        self.set_y(-15)
+        self.set_font("Helvetica", "", 8)
+        self.cell(0, 6, "https://wiki.acme.example/deploy-guide")
+        self.set_x(self.l_margin)
+        self.cell(0, 6, f"{self.page_no()}/1", align="R")
+
+
+def test_a_browsers_print_header_and_footer_are_left_out_of_a_one_page_print() -> None:
+    pdf = _BrowserPrint()
+    pdf.add_page()
+    _paragraph(pdf, f"Every deploy goes to staging first. {_FILLER}")
+
+    text = _parse(pdf).text
+
+    assert "Every deploy goes to staging first." in text
+    assert "10:15 AM" not in text and "wiki.acme.example" not in text

@@ -11,7 +11,8 @@ heading in the right column of a page of two does not split the left one. A page
 line that recurs on at least :data:`RUNNING_LINE_PAGES` pages with only its numbers changed is a
 running header or footer ("Chapter 3: Basic Shell Features 35", "GNU Bash 5.2 … 4") and its
 characters are left out: repeated in every chunk it would match every query about a chapter's name,
-and it splits the paragraphs that cross a page.
+and it splits the paragraphs that cross a page. So is a browser's print header ("12/7/26, 10:15 AM
+… title") and footer ("https://… 1/2") on a document of any length.
 """
 
 from __future__ import annotations
@@ -165,13 +166,23 @@ def page_lines(textpage: Any, box: Box, *, sizes: bool) -> PageLines:
     return PageLines(lines, _line_text(textpage, box, lines[0]), _line_text(textpage, box, lines[-1]))
 
 
+# What a browser prints at the top and the bottom of every page of a saved web page: the date and
+# time (and the title) above, the address and "page/pages" below. A team's first documents are
+# often such one- or two-page prints, fewer pages than a running line needs.
+_PRINT_HEADER = re.compile(r"^\d{1,2}/\d{1,2}/\d{2,4},?\s+\d{1,2}:\d{2}(?::\d{2})?(?:\s?[AaPp][Mm])?\b")
+_PRINT_FOOTER = re.compile(r"^(?:https?|file)://\S+.*\s\d+\s?/\s?\d+$|^\d+\s?/\s?\d+\s+(?:https?|file)://\S+$")
+
+
 def running_lines(pages: list[PageLines]) -> tuple[set[str], set[str]]:
-    """The first-line and last-line keys that recur on enough pages to be running headers and footers."""
+    """The first-line and last-line keys that recur on enough pages to be running headers and
+    footers, and those of a browser's print header and footer on any page."""
     firsts = Counter(page.first for page in pages if page.first)
     lasts = Counter(page.last for page in pages if page.last)
+    printed_heads = {page.first for page in pages if page.first and _PRINT_HEADER.match(page.first_text)}
+    printed_feet = {page.last for page in pages if page.last and _PRINT_FOOTER.match(page.last_text.strip())}
     return (
-        {key for key, count in firsts.items() if count >= RUNNING_LINE_PAGES},
-        {key for key, count in lasts.items() if count >= RUNNING_LINE_PAGES},
+        {key for key, count in firsts.items() if count >= RUNNING_LINE_PAGES} | printed_heads,
+        {key for key, count in lasts.items() if count >= RUNNING_LINE_PAGES} | printed_feet,
     )
 
 
