@@ -198,7 +198,11 @@ class MemoryJobBoard:
         with self._lock:
             entry = self._jobs.get(job_id)
             if entry is None or entry[0].updated_at <= utcnow() - self._ttl:
-                raise JobNotFoundError(f"no job {job_id!r} (unknown, or expired)")
+                raise JobNotFoundError(
+                    f"no job {job_id!r} (unknown, or expired); without a broker each process keeps its own "
+                    "jobs, so one run by `hivemem mcp` over stdio or by a CLI call is known only there (what it "
+                    "wrote is in the store)"
+                )
             return replace(entry[0])
 
     def start(self, job_id: str) -> None:

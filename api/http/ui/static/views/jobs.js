@@ -7,7 +7,14 @@ import { failure, fill, h, table, when } from "../dom.js";
 const REFRESH_MS = 2000;
 
 function jobsTable(jobs) {
-  if (!jobs.length) return h("p", { class: "muted" }, "No jobs yet.");
+  if (!jobs.length) {
+    return h(
+      "p",
+      { class: "muted" },
+      "No jobs yet in this server. Writes through `hivemem mcp` over stdio or the CLI run as jobs of their own " +
+        "process and are not listed here (their memories are); with a broker (HIVEMEM_BROKER_URL) every process's are.",
+    );
+  }
   const rows = jobs.map((job) => [
     h("code", {}, job.id),
     job.kind,
