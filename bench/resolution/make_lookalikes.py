@@ -206,7 +206,8 @@ def main() -> None:
             handle.write(json.dumps(pair, ensure_ascii=False) + "\n")
     for template in sets:
         print(f"{len(template['memories']):5d}  {template['name']}")
-    print(f"{sum(1 for _ in (args.out / 'pairs.jsonl').open()):5d}  changed settings (pairs.jsonl)")
+    changed = len((args.out / "pairs.jsonl").read_text(encoding="utf-8").splitlines())
+    print(f"{changed:5d}  changed settings (pairs.jsonl)")
 
 
 if __name__ == "__main__":

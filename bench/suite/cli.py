@@ -121,6 +121,9 @@ def _add_store_and_client(bench_sub: Any) -> None:
     rs.add_argument(
         "--opensearch", default=None, help="a cluster (opensearch+http://…): write to a fresh index there, not SQLite"
     )
+    ms = bench_sub.add_parser("model-switch", help="an existing store switched to another model: re-embed, then recall")
+    ms.add_argument("--data", type=Path, default=Path("bench/smallstore/adr.jsonl"), help="a small-store set")
+    ms.add_argument("--to", required=True, help="the model to switch to, e.g. bge-small-en-v1.5")
     kn = bench_sub.add_parser("knowledge", help="ingest a folder of real documents, then ask questions of it")
     kn.add_argument("--corpus", type=Path, required=True, help="folder of documents")
     kn.add_argument(
@@ -320,6 +323,7 @@ _BENCHES: dict[str, Bench] = {
     "embed": _embed,
     "rerank-pool": _flags_by_name("bench.suite.rerank_pool:run_rerank_pool"),
     "resolution": _flags_by_name("bench.suite.resolution:run_resolution"),
+    "model-switch": _flags_by_name("bench.suite.model_switch:run_model_switch", existing=("data",)),
     "secrets": _flags_by_name("bench.suite.secrets:run_secrets_bench", existing=("data",)),
     "knowledge": _flags_by_name("bench.suite.knowledge:run_knowledge", existing=("corpus", "questions_file")),
     "locomo": _quality,

@@ -602,3 +602,53 @@ def test_resolution_bench_refuses_a_pair_of_another_label(tmp_path: Path, capsys
     (tmp_path / "templates.json").write_text("[]")
     assert main(["bench", "resolution", "--data", str(tmp_path)]) == 2
     assert "unknown label 'maybe'" in capsys.readouterr().err
+
+
+def test_the_model_switch_bench_reembeds_an_existing_store_and_asks_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two model-free embedders of different dimensions: the switch is a real re-embed job.
+    out = tmp_path / "report.json"
+    monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    assert main(["bench", "model-switch", "--to", "hash:128", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["memories"] == report["kept_their_text"] > 0 and report["questions"] > 0
+    assert report["reembed"]["state"] == "done"
+    assert report["before"]["model"] != report["after"]["model"]
+    assert 0 < report["after"]["hit@5"] <= report["questions"]
+
+
+def test_the_lookalike_sets_are_built_from_the_reference_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.resolution import make_lookalikes as make
+
+    html_dir = tmp_path / "pg"
+    html_dir.mkdir()
+    entry = (
+        '<dt id="GUC-{u}"><span class="term"><code class="varname">{n}</code> (<code class="type">boolean</code>)'
+        "</span></dt><dd><p>Enables {n}. The default is off.</p></dd>"
+    )
+    (html_dir / "runtime-config-logging.html").write_text(
+        entry.format(u="LOG-DURATION", n="log_duration") + entry.format(u="LOG-LOCK-WAITS", n="log_lock_waits")
+    )
+    (tmp_path / "services").write_text("ssh\t\t22/tcp\t\t\t# SSH Remote Login Protocol\ntelnet\t\t23/tcp\n")
+    (tmp_path / "redis.conf").write_text("# Accept connections on the specified port, default is 6379.\nport 6379\n")
+    (tmp_path / "bash.html").write_text("")
+    for name, path in (("POSTGRES_HTML", html_dir), ("SERVICES", tmp_path / "services"),
+                       ("REDIS_CONF", tmp_path / "redis.conf"), ("BASH_MANUAL", tmp_path / "bash.html")):  # fmt: skip
+        monkeypatch.setattr(make, name, path)
+    monkeypatch.setattr("sys.argv", ["make_lookalikes", str(tmp_path / "out")])
+    make.main()
+    sets = {s["name"]: s["memories"] for s in json.loads((tmp_path / "out" / "templates.json").read_text())}
+    assert [m["title"] for m in sets["postgresql parameters, titled by name"]] == [
+        "log_duration (boolean)",
+        "log_lock_waits (boolean)",
+    ]
+    assert sets["service ports (/etc/services)"][0] == {
+        "title": "Port of ssh",
+        "content": "ssh uses port 22/tcp. SSH Remote Login Protocol.",
+    }
+    assert [m["title"] for m in sets["redis.conf directives"]] == ["redis.conf port"]
+    assert len(sets["numbered runbook (the issue's repro)"]) == 1000
+    changed = [json.loads(line) for line in (tmp_path / "out" / "pairs.jsonl").read_text().splitlines()]
+    assert [(p["label"], p["changed"]) for p in changed] == [("contradicts", "off -> on")] * 2
