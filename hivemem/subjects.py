@@ -94,8 +94,14 @@ def _entry_names(older: tuple[str, str], newer: tuple[str, str]) -> tuple[str, s
         _TEXT_WORD.findall(_TYPE_NOTE.sub("", older[0]).lower()),
         _TEXT_WORD.findall(_TYPE_NOTE.sub("", newer[0]).lower()),
     )
-    left, right = [w for w in a if w not in b], [w for w in b if w not in a]
-    if not left or not right or len(a) != len(b) or max(len(left), len(right)) > _ENTRY_WORDS:
+    if len(a) != len(b):
+        return None
+    # One template: the titles agree word for word but where they name their entries, in place
+    # ("count parameter analyzer" / "count parameter q"). Titles cut from their texts at a length
+    # ("note: the billing client …" / "the billing client … thirt") are shifted, not a template.
+    differing = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    left, right = [a[i] for i in differing], [b[i] for i in differing]
+    if not differing or len(differing) > _ENTRY_WORDS or set(left) & set(b) or set(right) & set(a):
         return None
     if any(w.isdigit() for w in (*left, *right)):
         return None  # a number is an item's (see _numbered) or a value ("Python 3.11" / "Python 3.12")
@@ -122,13 +128,18 @@ _CODED = re.compile(r"\w[-_./]\w|^_|[a-z]\d|\d[a-z]")
 _TEMPLATE_WORDS = 2  # words two titles share when they are one template's entries
 _ENTRY_WORDS = 2  # words of a title that name its entry, where one of them is an identifier
 _TEXT_WORD = re.compile(r"\w+(?:[-_./]\w+)*")
-_LEADING_NAME = re.compile(r"^\s*([\w.-]{3,})\s*[(:]")  # "ssl (boolean): …", "bind: …"
+# "ssl (boolean): …": a name and its type open an entry. A word and a colon alone do not ("note: …",
+# "reminder: …" open a note, not an entry), unless the word is written as code ("max_wal_size: …").
+_LEADING_NAME = re.compile(r"^\s*([\w.-]{3,})\s*(?:\(|:)")
 
 
 def _head_names(content: str) -> set[str]:
     """The identifiers among a text's first words, and the name it opens with as an entry does."""
     lead = _LEADING_NAME.match(content)
-    return _identifiers(" ".join(content.split()[:_HEAD_WORDS])) | ({lead.group(1).lower()} if lead else set())
+    named = lead is not None and (lead.group().rstrip().endswith("(") or _CODED.search(lead.group(1)) is not None)
+    return _identifiers(" ".join(content.split()[:_HEAD_WORDS])) | (
+        {lead.group(1).lower()} if lead and named else set()
+    )
 
 
 def _numbered(text: str) -> set[str]:

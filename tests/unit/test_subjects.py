@@ -114,6 +114,15 @@ def test_entries_of_one_reference_are_different_subjects(older: tuple[str, str],
             ),
         )
         * 2,
+        # A note's opening word is no entry's name, and titles cut from their texts are no template.
+        (
+            ("note: the billing client times out after", "note: the billing client times out after thirty seconds."),
+            ("the billing client times out after thirt", "the billing client times out after thirty seconds as agreed"),
+        ),
+        (
+            ("note: the nightly backup job runs at two", "note: the nightly backup job runs at two in the morning utc"),
+            ("reminder: the nightly backup job runs at", "reminder: the nightly backup job runs at two in the morning"),
+        ),
     ],
 )
 def test_updates_of_one_subject_are_not_kept_apart(older: tuple[str, str], newer: tuple[str, str]) -> None:
