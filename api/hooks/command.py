@@ -25,7 +25,6 @@ from typing import Any
 
 from api.hooks.events import EVENTS, MIN_SIMILARITY, HookContext
 from api.hooks.session_log import log_line
-from api.local_token import client_token
 from api.remote import Remote, configured_server
 from hivemem.scope import derive_scope, validate_scope
 
@@ -84,6 +83,8 @@ def _token(project: Path | None, url: str) -> str:
     token = os.environ.get("HIVEMEM_TOKEN", "") or (_entry_token(project) if project is not None else "")
     if token:
         return token
+    # Imported here, as the settings are: a hook given a token (or --url and a token) pays for neither.
+    from api.local_token import client_token
     from hivemem.config import Settings
 
     return client_token(Settings(), url)
