@@ -52,7 +52,8 @@ SourceRef = Annotated[
         min_length=1,
         max_length=4096,
         json_schema_extra=_TEXT_1.schema(),
-        description="A file path, an http(s) URL, or `key:NAME` for text stored under a key.",
+        description="A file path, an http(s) URL, `key:NAME` for text stored under a key, or `repo:PATH` for a "
+        "file of the project's checkout (how its documents are named).",
     ),
     AfterValidator(_TEXT_1),
 ]

@@ -66,7 +66,8 @@ def run_document_items(
         def reader(item: JobItem):  # type: ignore[no-untyped-def]
             allowed = item["document"]["allowed"]
             access = FileAccess(None if allowed is None else tuple(Path(folder) for folder in allowed))
-            return lambda: read_source(str(item["document"]["source"]), access, settings)
+            source, named_in = str(item["document"]["source"]), str(item["document"]["scope"])
+            return lambda: read_source(access.located(source, named_in), access, settings)
 
         documents = [reader(i) for i in group]
         for outcome in index_documents(store, embedder, scope, documents, settings, force=force, times=times):

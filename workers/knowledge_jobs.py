@@ -26,6 +26,7 @@ from hivemem.model import utcnow
 from hivemem.secret_scan import find_secrets, redact
 from search.base import Store
 from workers.documents import GuardLimits, format_of, parse_document
+from workers.documents.checkouts import indexed_name
 from workers.documents.knowledge_tuning import KnowledgeTuning
 from workers.spans import step
 
@@ -206,7 +207,7 @@ def _record_failure(store: Store, scope: str, exc: DocumentError) -> None:
         fmt = format_of(exc.source)
     except DocumentError:
         fmt = DocumentFormat.TEXT
-    store.record_source_error(_failure(scope, exc.source, fmt, "", 0, exc.reason))
+    store.record_source_error(_failure(scope, indexed_name(exc.source, scope), fmt, "", 0, exc.reason))
 
 
 def embedded_documents(
@@ -254,7 +255,8 @@ def index_documents(
 
     A document may be given as a function that reads it: a read that fails with ``DocumentError``
     (a missing file, a refused URL) is that document's failure, not the run's. ``force`` indexes
-    unchanged documents again. ``times`` adds up the seconds of each phase.
+    unchanged documents again. ``times`` adds up the seconds of each phase. A file of a checkout of
+    ``scope``'s project is indexed as ``repo:PATH`` (:mod:`workers.documents.checkouts`).
     """
     times = times or PhaseTimes()
     pending: list[_Prepared] = []
@@ -271,6 +273,8 @@ def index_documents(
             _record_failure(store, scope, exc)
             yield IndexOutcome(exc.source, "failed", error=exc.reason, position=position)
             continue
+        # A file of the scope's own checkout is named by its path there, the same on every machine.
+        document = replace(document, uri=indexed_name(document.uri, scope))
         prepared = _prepare(store, scope, document, settings, force, position, times)
         if isinstance(prepared, IndexOutcome):
             yield prepared

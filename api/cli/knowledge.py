@@ -158,7 +158,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from workers.documents.sources import FileAccess
 
     caller = Caller(principal="cli", default_scope=derive_scope(Path.cwd()))
-    access = FileAccess()
+    access = FileAccess(project=Path.cwd())
     with opened_service(settings) as service:
         handler = _HANDLERS.get(args.knowledge)
         if handler is None:
@@ -240,7 +240,7 @@ def _prune(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller
         print(f"  {gone.source} ({counted(gone.chunks, 'chunk')})")
 
 
-def _sources(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, _: FileAccess) -> None:
+def _sources(args: argparse.Namespace, knowledge: KnowledgeService, caller: Caller, access: FileAccess) -> None:
     from api.services.knowledge_paths import file_gone
 
     listed = knowledge.sources(caller, args.scope)
@@ -251,7 +251,7 @@ def _sources(args: argparse.Namespace, knowledge: KnowledgeService, caller: Call
         print("no documents indexed")
     for s in listed:
         state = f"error: {s.last_error}" if s.last_error else counted(s.chunk_count, "chunk")
-        hint = ", its file is gone (knowledge prune)" if file_gone(s.uri) else ""
+        hint = ", its file is gone (knowledge prune)" if file_gone(s.uri, s.scope, project=access.project) else ""
         print(f"{s.scope or 'global'}  {s.uri}  ({s.format.value}, {state}{hint})")
 
 

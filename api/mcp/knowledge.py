@@ -6,6 +6,7 @@ message that says which ones this command uses, so an agent learns the interface
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -36,7 +37,8 @@ web pages (pdf, docx, html, md, txt, http(s) URLs). Memories (`remember`) hold w
 knowledge holds what was read. Commands:
 - `search` (`query`; optional `source`, one file or URL, indexed first when new or changed; `limit`): \
 chunks best first, each citing its source, title, section path, page and offsets.
-- `read` (`source`: a file, URL or `key:NAME`; `offset`, `limit` in characters): the full text, a page at a time, \
+- `read` (`source`: a file, URL, `key:NAME` or `repo:PATH`, a file of this project's checkout as cited; \
+`offset`, `limit` in characters): the full text, a page at a time, \
 with the headings (and PDF pages) in force in it as `sections`; a document that cannot be \
 read now (not allowed here, gone, a site down) is read from its indexed copy (`stored`).
 - `match` (`pattern`, a regular expression; optional `source`, `ignore_case`, `limit`): exact matches in \
@@ -87,7 +89,7 @@ def knowledge(
     query: Annotated[QueryText | None, Field(description="search: what to look for.")] = None,
     source: Annotated[
         Annotated[StrictStr, Field(min_length=1, max_length=4096)] | None,
-        Field(description="A file path, an http(s) URL, or key:NAME."),
+        Field(description="A file path, an http(s) URL, key:NAME, or repo:PATH (a file of the project's checkout)."),
     ] = None,
     pattern: Annotated[
         Annotated[StrictStr, Field(min_length=1, max_length=500)] | None,
@@ -124,7 +126,8 @@ def knowledge(
     }
     _check(command, {name for name, value in values.items() if value is not None})
     host = host_of(ctx)
-    access = FileAccess() if host.over_stdio else FileAccess.over_http(host.service().settings)
+    # Over stdio the client started this server in its project folder: `repo:` names are found there.
+    access = FileAccess(project=Path.cwd()) if host.over_stdio else FileAccess.over_http(host.service().settings)
     return _answer(command, host.service().knowledge, host.caller(ctx), access, values)
 
 

@@ -62,6 +62,7 @@ from search.base import ChunkFilter
 from search.knowledge_recall import KnowledgeSearcher
 from search.recall import RecallParams
 from workers.documents import format_of, parse_document
+from workers.documents.checkouts import indexed_name, is_checkout_name
 from workers.documents.knowledge_tuning import KnowledgeTuning
 from workers.documents.sources import STORED_PREFIXES, FileAccess, is_url, key_uri, read_source
 from workers.ingest_jobs import document_item, outcome_record
@@ -105,23 +106,26 @@ class KnowledgeService:
 
     # -- reading sources -------------------------------------------------------------------------
 
-    def _document(self, source: str, access: FileAccess) -> Document:
-        return read_source(source, access, self.settings)
+    def _document(self, source: str, access: FileAccess, scope: str) -> Document:
+        return read_source(access.located(source, scope), access, self.settings)
 
-    def _uri(self, source: str, access: FileAccess) -> str:
-        if source.startswith(STORED_PREFIXES) or is_url(source):
+    def _uri(self, source: str, access: FileAccess, scope: str) -> str:
+        """The name ``source`` is indexed under in ``scope``, once checked as this caller's to read."""
+        if source.startswith(STORED_PREFIXES) or is_url(source) or is_checkout_name(source):
             return source
-        return str(access.resolve(source))
+        return indexed_name(str(access.resolve(source)), scope)
 
     def _indexed_uri(self, source: str, caller: Caller, requested: str | None, access: FileAccess) -> str:
-        """The uri of ``source`` among the indexed documents: a file's real path, or, for a file this
-        caller cannot read now (not allowed, gone) that one of its scopes holds indexed, the name given."""
+        """The uri of ``source`` among the indexed documents: a file's name in the scope, or, for a
+        file this caller cannot read now (not allowed, gone) that one of its scopes holds indexed,
+        the name it is held under."""
         try:
-            return self._uri(source, access)
+            return self._uri(source, access, _naming_scope(caller, requested))
         except DocumentError:  # not readable now (refused, gone, unreachable): the indexed copy, if any
-            if not self._held(source, caller, requested):
+            held = self._holding(source, caller, requested)
+            if held is None:
                 raise
-            return source
+            return held.uri
 
     def _fresh(self, scope: str, source: str, access: FileAccess) -> IndexOutcome | None:
         """Index ``source`` into ``scope`` when it is new or changed (a URL: when older than the max age)."""
@@ -133,7 +137,7 @@ class KnowledgeService:
             if held is not None and held.last_error is None and utcnow() - held.fetched_at < max_age:
                 return None
         # Read first: a file that is missing or not this caller's is that error (404, 403), not an index failure.
-        document = self._document(source, access)
+        document = self._document(source, access, scope)
         with self.model_gate.reading():  # embedded and written with one model (a re-embed swaps between)
             return next(iter(index_documents(self.store, self.embedder, scope, [document], self.settings)))
 
@@ -161,32 +165,31 @@ class KnowledgeService:
         if source.startswith(STORED_PREFIXES):
             return source, None  # text stored under a key, an upload: nothing to index again
         wanted = caller.default_scope if requested is None else requested
-        if wanted is not None and not caller.may(wanted, Role.WRITE) and self._held(source, caller, requested):
-            return source, STORED  # checked first: a reader's search is no refusal to record
+        if wanted is not None and not caller.may(wanted, Role.WRITE):
+            held = self._holding(source, caller, requested)
+            if held is not None:
+                return held.uri, STORED  # checked first: a reader's search is no refusal to record
         scope = caller.scope_for(requested, write=True)
         try:
             outcome = self._fresh(scope, source, access)
         except DocumentError:  # not readable now (refused, gone, unreachable): the indexed copy, if any
-            if not self._held(source, caller, requested):
+            held = self._holding(source, caller, requested)
+            if held is None:
                 raise
-            return source, STORED
+            return held.uri, STORED
         if outcome is not None and outcome.status == "failed":
             raise DocumentError(outcome.error or "could not be indexed", source=source)
-        return self._uri(source, access), None if outcome is None else outcome.status
+        return self._uri(source, access, scope), None if outcome is None else outcome.status
 
-    def _holding(self, uri: str, caller: Caller, requested: str | None) -> KnowledgeSource | None:
-        """The indexed ``uri`` of the scope set a read in ``requested`` searches (scope first, then
+    def _holding(self, source: str, caller: Caller, requested: str | None) -> KnowledgeSource | None:
+        """The indexed ``source`` of the scope set a read in ``requested`` searches (scope first, then
         global), with chunks: a document whose every indexing failed is on record, but there is no
-        copy of it."""
+        copy of it. A file is looked for under the name each scope would give it."""
         for scope in caller.readable(requested):
-            held = self.store.get_source(scope, uri)
+            held = self.store.get_source(scope, _name_in(source, scope))
             if held is not None and held.searchable:
                 return held
         return None
-
-    def _held(self, uri: str, caller: Caller, requested: str | None) -> bool:
-        """Whether the scope set holds an indexed copy of ``uri`` (see :meth:`_holding`)."""
-        return self._holding(uri, caller, requested) is not None
 
     def read(self, request: KnowledgeReadRequest, caller: Caller, access: FileAccess) -> KnowledgeReadResponse:
         """A document's text from ``offset``, at most ``limit`` characters (default: the read page size).
@@ -200,7 +203,7 @@ class KnowledgeService:
         found = self._stored(source, caller, request.scope) if source.startswith(STORED_PREFIXES) else None
         if found is None:
             try:
-                document = self._document(source, access)
+                document = self._document(source, access, _naming_scope(caller, request.scope))
             except DocumentError:  # not readable now (refused, gone, unreachable): the indexed copy, if any
                 found = self._find_stored(source, caller, request.scope)
                 if found is None:
@@ -232,7 +235,7 @@ class KnowledgeService:
     ) -> tuple[KnowledgeSource, list[KnowledgeChunk]] | None:
         """The stored document ``uri`` of the scope set (see :meth:`_holding`) and its chunks."""
         held = self._holding(uri, caller, requested)
-        return None if held is None else (held, self.store.source_chunks(held.scope, uri))
+        return None if held is None else (held, self.store.source_chunks(held.scope, held.uri))
 
     def _stored(self, uri: str, caller: Caller, requested: str | None) -> tuple[KnowledgeSource, list[KnowledgeChunk]]:
         """As :meth:`_find_stored`; raises ``SourceNotFoundError`` when the scope set holds none."""
@@ -351,10 +354,7 @@ class KnowledgeService:
     def delete(self, request: KnowledgeDeleteRequest, caller: Caller, access: FileAccess) -> KnowledgeDeleted:
         """Remove a document and its chunks from the caller's scope."""
         scope = caller.scope_for(request.scope, write=True)
-        source = request.source
-        uri = (
-            source if source.startswith(STORED_PREFIXES) or is_url(source) else str(Path(source).expanduser().resolve())
-        )
+        uri = _name_in(request.source, scope)
         removed = self.store.delete_source(scope, uri)
         return KnowledgeDeleted(source=uri, scope=scope, chunks=removed.chunk_count)
 
@@ -365,7 +365,7 @@ class KnowledgeService:
         removed: a file, or a folder outside those this caller may name, is refused."""
         scope = caller.scope_for(request.scope, write=True)
         folders = [prune_folder(given, access) for given in request.folders]
-        gone = [s for s in self.store.sources([scope]) if file_gone(s.uri, folders)]
+        gone = [s for s in self.store.sources([scope]) if file_gone(s.uri, scope, folders)]
         if not request.dry_run:
             # One batch, whatever the number (a folder gone whole); a source removed meanwhile (by
             # another prune, a delete) is left out of what it answers.
@@ -404,7 +404,7 @@ class KnowledgeService:
             self.store,
             self.embedder,
             scope,
-            self._readers(expansion.sources, access),
+            self._readers(expansion.sources, access, scope),
             self.settings,
             force=request.force,
             times=times,
@@ -430,16 +430,32 @@ class KnowledgeService:
         Its progress and, when done, each document's outcome are at ``GET /v1/jobs/{id}``."""
         scope = caller.scope_for(request.scope, write=True)
         expansion = expand_paths(request.paths, request.glob, access)
-        checked = [checked_source(source, access) for source in expansion.sources]
+        checked = [checked_source(source, access, scope) for source in expansion.sources]
         job = Job(id=new_job_id(), kind=JobKind.INGEST, total=len(checked), owner=caller.principal, scopes=(scope,))
         items = [document_item(job.id, i, scope, s, access, force=request.force) for i, s in enumerate(checked)]
         self.runner.ingest(job, items)
         started = JobPublic.of(self.runner.board.get(job.id))
         return IngestAccepted(**started.model_dump(), left_out=expansion.left_out)
 
-    def _readers(self, sources: Sequence[str], access: FileAccess) -> Iterator[Callable[[], Document]]:
+    def _readers(self, sources: Sequence[str], access: FileAccess, scope: str) -> Iterator[Callable[[], Document]]:
         for source in sources:
-            yield lambda source=source: self._document(source, access)  # type: ignore[misc]
+            yield lambda source=source: self._document(source, access, scope)  # type: ignore[misc]
+
+
+def _naming_scope(caller: Caller, requested: str | None) -> str:
+    """The scope whose names a read or search in ``requested`` gives the files it names."""
+    return (caller.default_scope if requested is None else requested) or ""
+
+
+def _name_in(source: str, scope: str) -> str:
+    """The name ``source`` is indexed under in ``scope`` (a file's: its real path, or its path in a
+    checkout of the scope), without reading it: what a gone or refused file is looked up by."""
+    if source.startswith(STORED_PREFIXES) or is_url(source) or is_checkout_name(source):
+        return source
+    try:
+        return indexed_name(str(Path(source).expanduser().resolve()), scope)
+    except (OSError, RuntimeError):  # a name no file can have: looked up as it was given
+        return source
 
 
 def _citation(chunk: KnowledgeChunk, score: float) -> ChunkCitation:

@@ -14,6 +14,7 @@ from pathlib import Path
 from hivemem.errors import DocumentAccessDenied, DocumentError, ValidationError
 from hivemem.wording import counted
 from workers.documents import EXTENSIONS
+from workers.documents.checkouts import checkout_root, is_checkout_name, path_in_checkout
 from workers.documents.sources import STORED_PREFIXES, FileAccess, is_url
 
 __all__ = ["Expansion", "checked_source", "expand_paths", "file_gone", "left_out_words", "prune_folder"]
@@ -95,13 +96,14 @@ def expand_paths(paths: Sequence[str], globs: Sequence[str], access: FileAccess)
     return Expansion(sources, dict(left_out.most_common()))
 
 
-def checked_source(source: str, access: FileAccess) -> str:
+def checked_source(source: str, access: FileAccess, scope: str) -> str:
     """A source as the job carries it: a file the caller may not read is refused now, for the whole
-    request; one that is missing stays, and fails as that document's outcome."""
+    request; one that is missing (or a ``repo:`` name of a checkout not on this machine) stays, and
+    fails as that document's outcome."""
     if is_url(source):
         return source
     try:
-        return str(access.resolve(source))
+        return str(access.resolve(access.located(source, scope)))
     except DocumentAccessDenied:
         raise
     except DocumentError:
@@ -132,14 +134,32 @@ def prune_folder(given: str, access: FileAccess) -> Path:
     return real
 
 
-def file_gone(uri: str, folders: Sequence[Path] | None = None) -> bool:
-    """Whether the indexed ``uri`` is a file's path (under one of ``folders``, when given) that no
-    longer names a file on this machine; a URL or stored text never is."""
+def file_gone(uri: str, scope: str, folders: Sequence[Path] | None = None, project: Path | None = None) -> bool:
+    """Whether the indexed ``uri`` of ``scope`` is a file (under one of ``folders``, when given) that
+    no longer exists on this machine; a URL or stored text never is. A ``repo:`` name is looked for
+    in the checkout each folder lies in (without folders: the one ``project`` lies in); where no
+    checkout of the scope is known, it is not gone: this machine cannot tell."""
     if uri.startswith(STORED_PREFIXES) or is_url(uri):
         return False
-    path = Path(uri)
     try:
+        if is_checkout_name(uri):
+            return any(not path.is_file() for path in _checkout_paths(uri, scope, folders, project))
+        path = Path(uri)
         under = folders is None or any(path.is_relative_to(folder) for folder in folders)
         return under and not path.is_file()
-    except (OSError, ValueError):  # a path the file system refuses to look at now: kept
+    except (OSError, ValueError, DocumentError):  # a path the file system refuses to look at now: kept
         return False
+
+
+def _checkout_paths(name: str, scope: str, folders: Sequence[Path] | None, project: Path | None) -> list[Path]:
+    """Where the file ``name`` of ``scope`` would be: in the checkout of each folder, when it is
+    under that folder (without folders: in ``project``'s checkout)."""
+    if folders is None:
+        root = checkout_root(project, scope)
+        return [] if root is None else [path_in_checkout(name, root)]
+    paths: list[Path] = []
+    for folder in folders:
+        root = checkout_root(folder, scope)
+        if root is not None and (path := path_in_checkout(name, root)).is_relative_to(folder):
+            paths.append(path)
+    return paths

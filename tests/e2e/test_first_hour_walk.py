@@ -21,6 +21,14 @@ SCOPE = "github.com/acme/payments"
 COMMITTED = (".mcp.json", ".cursor/mcp.json", ".claude/settings.json", "CLAUDE.md", ".cursor/rules/hivemem.mdc")
 
 
+def git_checkout(folder: Path) -> Path:
+    """A real git checkout of the project at ``folder`` (its remote gives the scope)."""
+    folder.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    subprocess.run(["git", "-C", str(folder), "remote", "add", "origin", f"https://{SCOPE}.git"], check=True)
+    return folder
+
+
 def run_hook(command: str, project: Path, data_dir: Path, port: int) -> dict[str, object]:
     """The installed hook command, run as Claude Code runs it: a shell, the event's JSON on stdin."""
     done = subprocess.run(
@@ -46,8 +54,7 @@ def assert_refused_without_a_token(url: str) -> None:
 def test_a_first_token_leaves_this_machines_hooks_and_cli_working_and_commits_no_machine_path(
     server: HivememServer, data_dir: Path, tmp_path: Path
 ) -> None:
-    project = tmp_path / "payments"
-    project.mkdir()
+    project = git_checkout(tmp_path / "payments")
     port = str(server.port)
     for client in ("claude-code", "cursor"):
         setup = run_cli(
@@ -87,7 +94,22 @@ def test_a_first_token_leaves_this_machines_hooks_and_cli_working_and_commits_no
     assert recalled.returncode == 0, recalled.stderr
     assert "Deploys go through staging" in recalled.stdout
 
+    # The project's documents are named by their path in it, and a teammate reads their own copy.
+    runbook = project / "docs" / "runbook.md"
+    runbook.parent.mkdir()
+    runbook.write_text("# Runbook\n\nRestart the payment worker with make restart.\n", encoding="utf-8")
+    indexed = run_cli("knowledge", "ingest", "docs", data_dir=data_dir, cwd=project, HIVEMEM_PORT=port)
+    assert indexed.returncode == 0, indexed.stderr
+    listed = run_cli("knowledge", "sources", data_dir=data_dir, cwd=project, HIVEMEM_PORT=port).stdout
+    assert f"{SCOPE}  repo:docs/runbook.md  (markdown" in listed, listed
+    teammate = git_checkout(tmp_path / "bob" / "payments-clone")
+    (teammate / "docs").mkdir()
+    (teammate / "docs" / "runbook.md").write_text("# Runbook\n\nRestart it with make bounce.\n", encoding="utf-8")
+    read = run_cli("knowledge", "read", "repo:docs/runbook.md", data_dir=data_dir, cwd=teammate, HIVEMEM_PORT=port)
+    assert "make bounce" in read.stdout, read.stderr
+
     machine = {str(tmp_path), str(Path(sys.executable).parent), sys.prefix, os.path.expanduser("~")}
+    assert not [m for m in machine if m in listed], listed
     for name in COMMITTED:
         text = (project / name).read_text(encoding="utf-8")
         assert not [m for m in machine if m in text], f"{name} names a path of this machine:\n{text}"

@@ -18,6 +18,7 @@ from pathlib import Path
 from hivemem.config import Settings
 from hivemem.errors import DocumentAccessDenied, DocumentError, DocumentNotFoundError
 from hivemem.knowledge import Document
+from workers.documents.checkouts import checkout_file, is_checkout_name
 from workers.documents.fetch import FetchLimits, fetch_url
 from workers.documents.knowledge_tuning import KnowledgeTuning
 
@@ -42,14 +43,24 @@ def key_uri(key: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class FileAccess:
-    """Which local files a caller may name: any (``allowed`` None: stdio, CLI) or those under ``allowed``."""
+    """Which local files a caller may name: any (``allowed`` None: stdio, CLI) or those under ``allowed``;
+    and the caller's ``project`` folder, whose checkout the files named ``repo:PATH`` are found in
+    (:mod:`workers.documents.checkouts`; None over HTTP: a server cannot see the client's folder)."""
 
     allowed: tuple[Path, ...] | None = None
+    project: Path | None = None
 
     @classmethod
     def over_http(cls, settings: Settings) -> FileAccess:
         """The files an HTTP client may name: those under the configured folders."""
         return cls(tuple(Path(p).expanduser().resolve() for p in settings.knowledge_allowed_paths))
+
+    def located(self, source: str, scope: str) -> str:
+        """``source`` as a path or URL to read: a ``repo:PATH`` name of ``scope`` becomes the file's
+        path in this machine's checkout of it (raises ``DocumentError`` when none is known)."""
+        if not is_checkout_name(source):
+            return source
+        return str(checkout_file(source, scope, self.project))
 
     def resolve(self, source: str) -> Path:
         """The real path of a file source, checked. Raises ``DocumentError``."""
