@@ -162,7 +162,8 @@ class JobBoard(Protocol):
 
 
 class MemoryJobBoard:
-    """The embedded shape's board: a bounded, thread-safe dict. Jobs there finish before they are read."""
+    """A board of this process alone: a bounded, thread-safe dict (a CLI call's, and where the shared
+    file of :class:`workers.local_job_board.LocalJobBoard` cannot be opened)."""
 
     def __init__(self, ttl_s: int = 7 * 24 * 3600, max_jobs: int = 10_000) -> None:
         self._ttl = timedelta(seconds=ttl_s)
@@ -198,11 +199,7 @@ class MemoryJobBoard:
         with self._lock:
             entry = self._jobs.get(job_id)
             if entry is None or entry[0].updated_at <= utcnow() - self._ttl:
-                raise JobNotFoundError(
-                    f"no job {job_id!r} (unknown, or expired); without a broker each process keeps its own "
-                    "jobs, so one run by `hivemem mcp` over stdio or by a CLI call is known only there (what it "
-                    "wrote is in the store)"
-                )
+                raise JobNotFoundError(f"no job {job_id!r} (unknown, or expired; this process keeps its jobs alone)")
             return replace(entry[0])
 
     def start(self, job_id: str) -> None:

@@ -25,6 +25,7 @@ from search.base import Store
 from workers import jobs
 from workers.ingest_jobs import outcome_record, run_document_items
 from workers.job_board import JobBoard, JobItem, MemoryJobBoard, item_key, item_outcome
+from workers.local_job_board import LocalJobBoard
 
 __all__ = ["InProcessRunner", "Runner"]
 
@@ -193,6 +194,8 @@ class InProcessRunner:
         self._ingests.submit(lambda: None).result()
 
     def close(self) -> None:
-        """Finish queued jobs and stop the background threads."""
+        """Finish queued jobs, stop the background threads and close the board's file (if it has one)."""
         self._background.shutdown(wait=True)
         self._ingests.shutdown(wait=True)
+        if isinstance(self._board, LocalJobBoard):
+            self._board.close()

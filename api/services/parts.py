@@ -16,13 +16,15 @@ from hivemem.admission import search_gate_for
 from hivemem.config import Settings
 from hivemem.embedding import Embedder, parallel_calls
 from hivemem.embedding_queue import QueuedEmbedder
-from hivemem.errors import ConfigError, EmbeddingError, EmbeddingMismatchError, StoreError
+from hivemem.errors import ConfigError, EmbeddingError, EmbeddingMismatchError, StoreError, StoreUnavailableError
 from hivemem.jobs import Job
 from hivemem.lazy_embedder import LazyEmbedder
 from hivemem.read_write_lock import ReadWriteLock
 from hivemem.rerank import Reranker
 from search import Store, open_store, recorded_embedding
 from search.capabilities import KeepsSecondVectors, ReEmbeds, Warms
+from workers.job_board import JobBoard, MemoryJobBoard
+from workers.local_job_board import JOB_BOARD_FILE, LocalJobBoard
 from workers.models.embed import load_embedder
 from workers.models.embed_tuning import EmbedTuning
 from workers.models.rerankers import load_reranker
@@ -30,7 +32,15 @@ from workers.reembed import Reembedding
 from workers.runner import InProcessRunner, Runner
 from workers.second_model import SecondLeg, second_model_settings
 
-__all__ = ["Parts", "make_reranker", "make_runner", "make_second_leg", "open_configured", "queued"]
+__all__ = [
+    "Parts",
+    "make_reranker",
+    "make_runner",
+    "make_second_leg",
+    "open_configured",
+    "queued",
+    "shared_job_board",
+]
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +66,7 @@ class Parts:
         self.settings = settings
         self.store = store
         self.embedder = embedder
-        self.runner = runner or make_runner(settings, store, embedder)
+        self.runner = runner or make_runner(settings, store, embedder, one_off=one_off)
         # Recalls and knowledge searches share one gate: they share the cores (hivemem.admission).
         self.search_gate = search_gate_for(settings)
         # Recalls hold it shared from embedding their query to searching; a re-embed's swap holds it
@@ -187,13 +197,27 @@ def open_configured(
     return store, embedder, None
 
 
-def make_runner(settings: Settings, store: Store, embedder: Embedder) -> Runner:
-    """The runner the settings ask for: Celery workers when a broker is set, else this process."""
+def make_runner(settings: Settings, store: Store, embedder: Embedder, *, one_off: bool = False) -> Runner:
+    """The runner the settings ask for: Celery workers when a broker is set, else this process, with
+    the job board this machine's hivemem processes share (``DATA/jobs.db``): the jobs of a stdio
+    server answer on `hivemem serve` and fill its Jobs page. A CLI call (``one_off``) keeps its one
+    job to itself: it prints no job id, and ends with it."""
     if settings.broker_url:
         from workers.celery_runner import CeleryRunner
 
         return CeleryRunner(settings)
-    return InProcessRunner(store, embedder, settings=settings)
+    return InProcessRunner(store, embedder, board=None if one_off else shared_job_board(settings), settings=settings)
+
+
+def shared_job_board(settings: Settings) -> JobBoard:
+    """The job board in the data folder; where it cannot be opened (a read-only folder), one of
+    this process alone, said in the log."""
+    path = settings.data_dir.expanduser() / JOB_BOARD_FILE
+    try:
+        return LocalJobBoard(path)
+    except StoreUnavailableError as exc:
+        log.warning("jobs are kept in this process only: %s", exc)
+        return MemoryJobBoard()
 
 
 def make_reranker(settings: Settings) -> Reranker | None:

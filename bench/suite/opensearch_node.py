@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from workers.process_alive import process_alive
+
 __all__ = ["NODE_SCRIPT", "NodeUnavailableError", "OpenSearchNode", "node_prerequisites"]
 
 NODE_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "opensearch-node"
@@ -109,17 +111,7 @@ class OpenSearchNode:
             pid = int((self.node_dir / "opensearch.pid").read_text().strip())
         except (OSError, ValueError):
             return None
-        return pid if self._alive(pid) else None
-
-    @staticmethod
-    def _alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return pid if process_alive(pid) else None
 
     @staticmethod
     def _wait_gone(pid: int) -> None:

@@ -72,8 +72,7 @@ def test_on_a_team_server_only_an_admin_of_everything_lists_jobs_and_dead_letter
     assert [j["kind"] for j in client.get("/v1/jobs", headers=bearer(admin.token)).json()] == ["memorize"]
 
 
-def test_a_job_of_another_process_is_not_found_and_the_answer_says_where_it_is(client: TestClient) -> None:
-    # The job id a `hivemem mcp` over stdio answered: that process keeps its jobs (no broker).
+def test_an_unknown_job_is_not_found_and_the_answer_says_which_jobs_are_known(client: TestClient) -> None:
     answer = client.get("/v1/jobs/job_0123456789abcdef0123456789abcdef")
     assert answer.status_code == 404 and answer.json()["error"] == "job_not_found"
-    assert "`hivemem mcp` over stdio" in answer.json()["message"]
+    assert "another data folder, or of a CLI call" in answer.json()["message"]

@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from fastapi.testclient import TestClient
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from api.main import create_app
+from hivemem.config import Settings
+from tests.api.conftest import LOCAL_URL
 from tests.e2e.helpers import free_port, hivemem_command, hivemem_env, run_cli, run_cli_json
 
 WIDGETS = "github.com/acme/widgets"
@@ -43,6 +47,7 @@ def test_mcp_stdio_scope_comes_from_the_git_remote(data_dir: Path, git_checkout:
             )
             assert not created.is_error, created.content
             seen["id"] = created.structured_content["id"]
+            seen["job_id"] = created.structured_content["job_id"]
 
             found = await client.call_tool("remember", {"query": "widgets render twice strict mode"})
             assert not found.is_error, found.content
@@ -66,6 +71,12 @@ def test_mcp_stdio_scope_comes_from_the_git_remote(data_dir: Path, git_checkout:
     assert top["label"] == "[CONFIRMED]"
     assert seen["refused"] is True
     assert seen["id"] not in seen["after"]
+    # Its job is on the board this machine's processes share: the server answers it, and lists it.
+    with TestClient(create_app(Settings(data_dir=data_dir, embed_model="hash:64")), base_url=LOCAL_URL) as server:
+        job = server.get(f"/v1/jobs/{seen['job_id']}")
+        assert job.status_code == 200, job.text
+        assert (job.json()["state"], job.json()["result"]["stored"]) == ("done", 1)
+        assert seen["job_id"] in [listed["id"] for listed in server.get("/v1/jobs").json()]
 
 
 def test_mcp_stdio_scope_flag_locks_the_session(data_dir: Path, git_checkout: Path) -> None:

@@ -1,10 +1,12 @@
-"""The JobBoard contract (workers/job_board.py) on both boards: in-process and a real Redis."""
+"""The JobBoard contract (workers/job_board.py) on every board: in-process, the data folder's file
+that a machine's processes share, and a real Redis."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -12,12 +14,17 @@ from hivemem.errors import BrokerUnavailableError, JobNotFoundError
 from hivemem.jobs import DeadLetter, Job, JobKind, JobState, new_job_id
 from hivemem.model import utcnow
 from workers.job_board import JobBoard, MemoryJobBoard, RedisJobBoard
+from workers.local_job_board import LocalJobBoard
 
 
-@pytest.fixture(params=["memory", "redis"])
-def board(request: pytest.FixtureRequest) -> Iterator[JobBoard]:
+@pytest.fixture(params=["memory", "file", "redis"])
+def board(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JobBoard]:
     if request.param == "memory":
         yield MemoryJobBoard()
+    elif request.param == "file":
+        shared = LocalJobBoard(tmp_path / "jobs.db")
+        yield shared
+        shared.close()
     else:
         yield RedisJobBoard.from_url(request.getfixturevalue("redis_url"))
 

@@ -11,8 +11,8 @@ function jobsTable(jobs) {
     return h(
       "p",
       { class: "muted" },
-      "No jobs yet in this server. Writes through `hivemem mcp` over stdio or the CLI run as jobs of their own " +
-        "process and are not listed here (their memories are); with a broker (HIVEMEM_BROKER_URL) every process's are.",
+      "No jobs yet. The writes and ingests of every hivemem process on this data folder are listed here, " +
+        "an agent's `hivemem mcp` over stdio too; a CLI call's are not (its memories are in the store).",
     );
   }
   const rows = jobs.map((job) => [
