@@ -150,7 +150,7 @@ def run_resolution(data: Path, settings: Settings, opensearch: str | None = None
     pairs, sets = _pairs(data / "pairs.jsonl"), _templates(data / "templates.json")
     with tempfile.TemporaryDirectory(prefix="hivemem-bench-resolution-") as folder:
         run_settings = settings.model_copy(
-            update={"store_url": _store_url(folder, opensearch), "data_dir": folder, "broker_url": ""}
+            update={"store_url": _store_url(folder, opensearch), "data_dir": Path(folder), "broker_url": ""}
         )
         service = MemoryService.from_settings(run_settings)
         lifecycle = LifecycleTuning()
