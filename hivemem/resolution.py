@@ -2,7 +2,8 @@
 
 The whole dedup and contradiction policy is here, pure; a store hands it the incoming memory, the
 memory holding the same content hash (if any) and the nearest memories of the scope with their
-cosines, and applies the :class:`Resolution` it returns as one unit. The thresholds are Engram's;
+cosines, and applies the :class:`Resolution` it returns as one unit. The thresholds are Engram's
+(MiniLM's cosines; each model reads its own bands, :mod:`hivemem.cosine_bands`);
 unlike Engram, a contradiction is looked for above the reinforce threshold too:
 
 - the same content hash: **reinforce** the memory that holds it;
@@ -17,8 +18,8 @@ unlike Engram, a contradiction is looked for above the reinforce threshold too:
   (:func:`hivemem.contradiction.restates`) is **merged** into it, its text kept word for word,
   when their titles name one subject (:func:`hivemem.contradiction.titles_apart`); one with words
   of its own is stored and linked;
-- below ``contradiction_at`` but linked ``similar`` (≥ 0.40): a write that names a change whose old
-  side a neighbour states ("we moved from Postgres 14 to 16") **supersedes** it;
+- below ``contradiction_at`` but at least ``named_change_at`` (0.40): a write that names a change
+  whose old side a neighbour states ("we moved from Postgres 14 to 16") **supersedes** it;
 - anything else is **stored**.
 
 A memory stored new (or superseding) is linked ``similar`` to up to ``auto_links`` (5) of those
@@ -85,7 +86,8 @@ class Neighbour:
 @dataclass(frozen=True, slots=True)
 class ResolutionPolicy:
     """The thresholds of semantic resolution; ``neighbours`` 0 resolves exact duplicates only. The
-    configured ones are the lifecycle tuning's (``workers.jobs.resolution_policy``)."""
+    configured ones are the lifecycle tuning's, on the embedding model's cosine bands
+    (``workers.jobs.resolution_policy``, :mod:`hivemem.cosine_bands`); these defaults are MiniLM's."""
 
     neighbours: int
     reinforce_at: float
@@ -93,6 +95,7 @@ class ResolutionPolicy:
     merge_max_chars: int = 2000
     auto_links: int = 5
     auto_link_at: float = 0.40
+    named_change_at: float = 0.40
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.contradiction_at <= self.reinforce_at <= 1.0:
@@ -438,7 +441,7 @@ def _one_subject(memory: Memory, incoming: Memory) -> bool:
 
 def _changed_by(incoming: Memory, candidates: Sequence[Neighbour], policy: ResolutionPolicy) -> Neighbour | None:
     """The neighbour a change ``incoming`` names takes back ("we moved from Postgres 14 to 16"
-    against "Database is Postgres 14"), if one is at least linked ``similar`` to it.
+    against "Database is Postgres 14"), if one is at least ``named_change_at`` near it.
 
     Naming the old side is evidence no cosine gives: the two texts share a word or two and sit
     below the contradiction band (0.61 for that pair with MiniLM). Asked only when no neighbour is
@@ -446,7 +449,7 @@ def _changed_by(incoming: Memory, candidates: Sequence[Neighbour], policy: Resol
     if not speaks_of_change(incoming.content):
         return None
     for near in sorted(candidates, key=lambda n: n.cosine, reverse=True):
-        if near.cosine < policy.auto_link_at:
+        if near.cosine < policy.named_change_at:
             break
         if judge(near.memory.content, incoming.content).relation is Judged.CONTRADICTS:
             return near

@@ -22,13 +22,17 @@ from workers.spans import step
 __all__ = ["embed_new", "embedded", "memorize", "memorize_many", "record_access", "resolution_policy", "write_all"]
 
 
-def resolution_policy(tuning: LifecycleTuning | None = None) -> ResolutionPolicy:
-    """The write-time resolution ``tuning`` asks for (None: as configured)."""
+def resolution_policy(model_id: str, tuning: LifecycleTuning | None = None) -> ResolutionPolicy:
+    """The write-time resolution ``tuning`` asks for (None: as configured) for the vectors of the
+    model ``model_id``, read against its cosine bands (:mod:`hivemem.cosine_bands`)."""
     tuning = tuning or LifecycleTuning()
+    bands = tuning.bands(model_id)
     return ResolutionPolicy(
         neighbours=tuning.resolution_neighbours,
-        reinforce_at=tuning.resolution_reinforce_cosine,
-        contradiction_at=tuning.resolution_contradiction_cosine,
+        reinforce_at=bands.same_fact,
+        contradiction_at=bands.same_subject,
+        auto_link_at=bands.related,
+        named_change_at=bands.named_change,
     )
 
 

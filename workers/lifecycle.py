@@ -275,7 +275,7 @@ def sleep_consolidate(
     their text, with the sources muted under it. Memories deduplicated by exact content only
     (conversation turns, handoffs, progress, imports) are left alone, as on write. ``policy`` None:
     as configured."""
-    policy = policy or sleep_policy()
+    policy = policy or sleep_policy(model_id=embedder.model_id)
     where = SearchFilter(
         scopes=[scope], states=(MemoryState.WORKING,), created_after=now - timedelta(days=policy.window_days)
     )
@@ -414,12 +414,15 @@ def sleep_due(
     return reports
 
 
-def sleep_policy(tuning: LifecycleTuning | None = None, recall: RecallParams | None = None) -> SleepPolicy:
-    """The sleep pass ``tuning`` and the decay of ``recall`` ask for (None: as configured)."""
+def sleep_policy(
+    tuning: LifecycleTuning | None = None, recall: RecallParams | None = None, *, model_id: str = ""
+) -> SleepPolicy:
+    """The sleep pass ``tuning`` and the decay of ``recall`` ask for (None: as configured), its
+    clusters read against the cosine bands of the model ``model_id`` (``""``: MiniLM's)."""
     tuning = tuning or LifecycleTuning()
     recall = recall or RecallParams()
     return SleepPolicy(
-        tuning.sleep_threshold,
+        tuning.sleep_cosine(model_id),
         tuning.sleep_min_size,
         tuning.sleep_window_days,
         recall.decay_half_life_days,

@@ -25,6 +25,7 @@ from search.base import Store
 from workers import jobs
 from workers.ingest_jobs import outcome_record, run_document_items
 from workers.job_board import JobBoard, JobItem, MemoryJobBoard, item_key, item_outcome
+from workers.lifecycle_tuning import LifecycleTuning
 from workers.local_job_board import LocalJobBoard
 
 __all__ = ["InProcessRunner", "Runner"]
@@ -99,7 +100,7 @@ class InProcessRunner:
         self._embedder = embedder
         self._board = board or MemoryJobBoard()
         self._settings = settings or Settings.model_construct()
-        self._policy = jobs.resolution_policy()
+        self._lifecycle = LifecycleTuning()
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-bg")
         # Ingest jobs run here, one at a time: a bulk ingest uses one core and the embedder's batches,
         # and the server keeps answering (queries go first in the embedder's queue).
@@ -130,7 +131,9 @@ class InProcessRunner:
     def _write_group(self, _: None, groups: Sequence[Sequence[Memory]]) -> list[list[Resolution]]:
         """One store unit for the memories of every call in ``groups``; each call's resolutions back."""
         memories = [m for g in groups for m in g]
-        resolutions = jobs.write_all(self._store, self._embedder, memories, utcnow(), self._policy)
+        # Read against the bands of the model writing now (a re-embed may switch it).
+        policy = jobs.resolution_policy(self._embedder.model_id, self._lifecycle)
+        resolutions = jobs.write_all(self._store, self._embedder, memories, utcnow(), policy)
         answers, start = [], 0
         for group in groups:
             answers.append(resolutions[start : start + len(group)])

@@ -31,7 +31,7 @@ from hivemem.config import Settings
 from hivemem.errors import BrokerUnavailableError, StoreUnavailableError
 from hivemem.jobs import DeadLetter, failure_text
 from hivemem.model import Memory, utcnow
-from hivemem.resolution import Resolution, ResolutionPolicy
+from hivemem.resolution import Resolution
 from search.opensearch.tuning import OpenSearchTuning
 from workers import jobs
 from workers.context import current
@@ -40,6 +40,7 @@ from workers.ingest_jobs import outcome_record, run_document_items
 from workers.job_board import ItemOutcome, JobItem, item_key, item_outcome
 from workers.job_tuning import JobTuning
 from workers.lifecycle import sleep_due, sleep_policy
+from workers.lifecycle_tuning import LifecycleTuning
 from workers.queues import Task
 from workers.reconcile import reconcile
 from workers.scope_lock import ScopeBusyError, scope_locks
@@ -107,9 +108,11 @@ _BUSY_COUNTDOWN_S = (0.1, 1.0)  # a short, jittered pause before waiting again
 
 
 def _resolve_and_record(
-    task: CeleryTask, items: Sequence[JobItem], memories: Sequence[Memory], policy: ResolutionPolicy, lock_s: int
+    task: CeleryTask, items: Sequence[JobItem], memories: Sequence[Memory], tuning: LifecycleTuning, lock_s: int
 ) -> None:
     context = current()
+    # Read against the bands of the model these vectors are of (a re-embed may switch it).
+    policy = jobs.resolution_policy(context.embedder.model_id, tuning)
     try:
         with scope_locks(context.redis, (m.scope for m in memories), wait_s=lock_s):
             resolutions = jobs.write_all(context.store, context.embedder, memories, utcnow(), policy)
@@ -131,7 +134,7 @@ def _record(items: Sequence[JobItem], resolutions: Sequence[Resolution]) -> None
 def register_tasks(app: Celery, settings: Settings) -> None:
     """Register hivemem's tasks on ``app`` with the retry policy of ``settings``."""
     tuning = JobTuning()
-    policy = jobs.resolution_policy()
+    lifecycle = LifecycleTuning()
     lock_s = OpenSearchTuning().resolve_lock_timeout_s
     options: dict[str, Any] = {
         "base": JobTask,
@@ -142,13 +145,13 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         "max_retries": tuning.job_retries,
         "retry_backoff_max": tuning.job_retry_backoff_max_s,
     }
-    _register_memorize(app, options, policy, lock_s)
+    _register_memorize(app, options, lifecycle, lock_s)
     _register_documents_and_access(app, options, settings)
     _register_maintenance(app, options, settings, tuning)
     _register_rerank(app)
 
 
-def _register_memorize(app: Celery, options: dict[str, Any], policy: ResolutionPolicy, lock_s: int) -> None:
+def _register_memorize(app: Celery, options: dict[str, Any], lifecycle: LifecycleTuning, lock_s: int) -> None:
     """The memorize path: embed (a batch of calls), resolve under the scopes' locks, and bulk."""
 
     @app.task(name=Task.EMBED, **options)  # type: ignore[untyped-decorator]
@@ -169,7 +172,7 @@ def _register_memorize(app: Celery, options: dict[str, Any], policy: ResolutionP
         """Resolve and write embedded memories under their scopes' locks; record each job's outcome."""
         items = _unrecorded(items)
         if items:
-            _resolve_and_record(self, items, _memories(items), policy, lock_s)
+            _resolve_and_record(self, items, _memories(items), lifecycle, lock_s)
         return len(items)
 
     @app.task(name=Task.MEMORIZE_BULK, **options)  # type: ignore[untyped-decorator]
@@ -181,7 +184,7 @@ def _register_memorize(app: Celery, options: dict[str, Any], policy: ResolutionP
             return 0
         context = current()
         embedded = jobs.embed_new(context.store, context.embedder, _memories(items))
-        _resolve_and_record(self, items, embedded, policy, lock_s)
+        _resolve_and_record(self, items, embedded, lifecycle, lock_s)
         return len(items)
 
 
@@ -246,7 +249,7 @@ def _register_maintenance(app: Celery, options: dict[str, Any], settings: Settin
                 context.store,
                 context.embedder,
                 utcnow(),
-                sleep_policy(),
+                sleep_policy(model_id=context.embedder.model_id),
                 timedelta(hours=settings.sleep_interval_hours),
             )
         return {r.scope: len(r.consolidations) for r in reports}

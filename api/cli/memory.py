@@ -244,7 +244,12 @@ def _memorize_body(args: argparse.Namespace) -> dict[str, Any]:
 
 def _sleep_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scope", default=None, help="default: derived from the working directory")
-    parser.add_argument("--threshold", type=float, default=None, help="cosine to a cluster's seed (default: 0.85)")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="cosine to a cluster's seed (default: the model's same-fact band, 0.85 for MiniLM)",
+    )
     parser.add_argument("--min-size", dest="min_size", type=int, default=None, help="memories per cluster (default: 3)")
     parser.add_argument(
         "--dry-run", dest="dry_run", action="store_true", help="report what would change, write nothing"

@@ -58,7 +58,7 @@ class Lifecycle:
         """One sleep pass over the caller's scope (or ``request.scope``), now, whenever it last ran:
         consolidation, then (unless ``request.archive`` is false) archiving, as the scheduled pass."""
         scope = caller.scope_for(request.scope, write=True)
-        base = sleep_policy()
+        base = sleep_policy(model_id=self.embedder.model_id)
         policy = replace(
             base,
             threshold=base.threshold if request.threshold is None else request.threshold,
@@ -107,7 +107,7 @@ class Lifecycle:
         self._sleep_timer = SleepTimer(
             self.store,
             self.embedder,
-            sleep_policy(),
+            sleep_policy(model_id=self.embedder.model_id),
             timedelta(hours=self.settings.sleep_interval_hours),
             # Every process serving this store runs a timer (a server, each stdio session): one sleeps.
             lock=lambda: self.sleep_lock(wait=False),

@@ -121,6 +121,16 @@ def _add_store_and_client(bench_sub: Any) -> None:
     rs.add_argument(
         "--opensearch", default=None, help="a cluster (opensearch+http://…): write to a fresh index there, not SQLite"
     )
+    cb = bench_sub.add_parser("cosine-bands", help="MiniLM's resolution cosine bands mapped onto another model's")
+    cb.add_argument("--model", required=True, help="the model to map them onto, e.g. bge-small-en-v1.5")
+    cb.add_argument(
+        "--data",
+        type=Path,
+        action="append",
+        default=None,
+        help="a resolution set folder (repeatable; default: bench/resolution)",
+    )
+    cb.add_argument("--per-set", type=positive_int, default=60, help="facts drawn from each template set")
     ms = bench_sub.add_parser("model-switch", help="an existing store switched to another model: re-embed, then recall")
     ms.add_argument("--data", type=Path, default=Path("bench/smallstore/adr.jsonl"), help="a small-store set")
     ms.add_argument("--to", required=True, help="the model to switch to, e.g. bge-small-en-v1.5")
@@ -282,6 +292,14 @@ def _opensearch_requests(args: argparse.Namespace, settings: Settings) -> dict[s
         raise _Refused(str(exc)) from exc
 
 
+def _cosine_bands(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    args.data = args.data or [Path("bench/resolution")]
+    missing = [str(folder) for folder in args.data if not (folder / "pairs.jsonl").is_file()]
+    if missing:
+        raise _Refused(f"--data {', '.join(missing)}: no pairs.jsonl there")
+    return _flags_by_name("bench.suite.cosine_bands:run_cosine_bands")(args, settings)
+
+
 def _embed(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     # --device appends to a list; its default (cpu) is said here, or a given device would add to it.
     args.devices = args.devices or ["cpu"]
@@ -323,6 +341,7 @@ _BENCHES: dict[str, Bench] = {
     "embed": _embed,
     "rerank-pool": _flags_by_name("bench.suite.rerank_pool:run_rerank_pool"),
     "resolution": _flags_by_name("bench.suite.resolution:run_resolution"),
+    "cosine-bands": _cosine_bands,
     "model-switch": _flags_by_name("bench.suite.model_switch:run_model_switch", existing=("data",)),
     "secrets": _flags_by_name("bench.suite.secrets:run_secrets_bench", existing=("data",)),
     "knowledge": _flags_by_name("bench.suite.knowledge:run_knowledge", existing=("corpus", "questions_file")),

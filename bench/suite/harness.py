@@ -55,13 +55,9 @@ def bench_service(
     # The store's schema version is part of the key: an upgrade rebuilds instead of failing. So is
     # the write-time resolution, which decides what the store holds.
     lifecycle = LifecycleTuning()
+    bands = lifecycle.bands(embedder.model_id)
     resolution = ":".join(
-        str(v)
-        for v in (
-            lifecycle.resolution_neighbours,
-            lifecycle.resolution_reinforce_cosine,
-            lifecycle.resolution_contradiction_cosine,
-        )
+        str(v) for v in (lifecycle.resolution_neighbours, bands.same_fact, bands.same_subject, bands.related)
     )
     key = _fingerprint(corpus, f"{vectors_key(settings, embedder)}:{SCHEMA_VERSION}:{resolution}")
     db = folder / f"{name}-{key}.db"

@@ -33,6 +33,7 @@ from bench.suite.data_files import json_lines, reading
 from bench.suite.variants import latency_ms
 from hivemem.answers import MemorizeResult
 from hivemem.config import Settings
+from hivemem.model import RelationType
 from hivemem.schemas import MemoryCreate
 from workers.lifecycle_tuning import LifecycleTuning
 
@@ -82,12 +83,16 @@ class _Writer:
 
 def _run_pairs(writer: _Writer, pairs: list[dict[str, Any]]) -> dict[str, Any]:
     outcomes: dict[str, Counter[str]] = {label: Counter() for label in RIGHT}
+    linked: Counter[str] = Counter()
     misses: list[dict[str, str]] = []
     for number, pair in enumerate(pairs):
         scope = f"bench/pairs/{number}"
-        writer.write(scope, pair["older"])
-        outcome = writer.write(scope, pair["newer"]).outcome.value
+        older = writer.write(scope, pair["older"]).id
+        newer = writer.write(scope, pair["newer"])
+        outcome = newer.outcome.value
         outcomes[pair["label"]][outcome] += 1
+        if outcome == "stored" and _linked_similar(writer, newer.id, older):
+            linked[pair["label"]] += 1
         if outcome not in RIGHT[pair["label"]]:
             misses.append(
                 {
@@ -104,8 +109,18 @@ def _run_pairs(writer: _Writer, pairs: list[dict[str, Any]]) -> dict[str, Any]:
         "accuracy": round(right / (len(pairs) or 1), 4),
         "contradictions_folded": sum(outcomes["contradicts"][o] for o in _FOLDS),
         "by_label": {label: dict(sorted(counts.items())) for label, counts in outcomes.items() if counts},
+        # Pairs stored apart and linked `similar` (the graph recall walks), by label: right for
+        # related facts, noise between unrelated ones.
+        "linked_similar": {label: linked[label] for label in RIGHT if outcomes[label]},
         "misses": misses,
     }
+
+
+def _linked_similar(writer: _Writer, newer: str, older: str) -> bool:
+    return any(
+        relation.type is RelationType.SIMILAR and {relation.source_id, relation.target_id} == {newer, older}
+        for relation in writer.service.store.relations(newer)
+    )
 
 
 def _run_templates(writer: _Writer, sets: list[dict[str, Any]]) -> dict[str, Any]:
@@ -154,12 +169,15 @@ def run_resolution(data: Path, settings: Settings, opensearch: str | None = None
         )
         service = MemoryService.from_settings(run_settings)
         lifecycle = LifecycleTuning()
+        bands = lifecycle.bands(service.embedder.model_id)
         try:
             writer = _Writer(service)
             report = {
                 "resolution_neighbours": lifecycle.resolution_neighbours,
-                "contradiction_cosine": lifecycle.resolution_contradiction_cosine,
-                "reinforce_cosine": lifecycle.resolution_reinforce_cosine,
+                "model": service.embedder.model_id,
+                "contradiction_cosine": bands.same_subject,
+                "reinforce_cosine": bands.same_fact,
+                "link_cosine": bands.related,
                 **_run_pairs(writer, pairs),
                 "templates": _run_templates(writer, sets),
                 "memorize": latency_ms(writer.seconds),
