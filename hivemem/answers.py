@@ -494,6 +494,12 @@ class RecallResponse(BaseModel):
     results: list[RecallResult]
     related: list[RelatedResult] = Field(default_factory=list)
     scopes: list[str] = Field(default_factory=list)
+    knn_related_from: float | None = Field(
+        default=None,
+        description="With `explain`: the `knn_score` from which a memory bears on the query, for the model "
+        "serving this recall (all-MiniLM-L6-v2: 0.35; each model its own, hivemem.cosine_bands).",
+        exclude_if=lambda given: given is None,  # answers without `explain` keep the shape they had
+    )
 
 
 class FieldProblem(BaseModel):

@@ -72,7 +72,7 @@ class LifecycleTuning(Tuning):
         same_fact = _either(self.resolution_reinforce_cosine, own.same_fact)
         same_subject = min(_either(self.resolution_contradiction_cosine, own.same_subject), same_fact)
         related = min(_either(self.resolution_link_cosine, own.related), same_subject)
-        return CosineBands(same_fact, same_subject, related, min(own.named_change, same_subject))
+        return CosineBands(same_fact, same_subject, related, min(own.named_change, same_subject), own.query_related)
 
     def sleep_cosine(self, model_id: str) -> float:
         """The cosine to a cluster's seed at which a memory joins it, with the model ``model_id``."""

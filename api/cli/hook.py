@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from api.hooks.command import main
 
-    argv = [args.event, "--min-similarity", str(args.min_similarity)]
+    argv = [args.event] + ([] if args.min_similarity is None else ["--min-similarity", str(args.min_similarity)])
     argv += [] if args.url is None else ["--url", args.url]
     argv += [] if args.scope is None else ["--scope", args.scope]
     return main(argv)

@@ -56,8 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--min-similarity",
         type=float,
-        default=MIN_SIMILARITY,
-        help=f"prompt-submit: inject only memories this close to the prompt (cosine; default {MIN_SIMILARITY})",
+        default=None,
+        help="prompt-submit: inject only memories this close to the prompt (cosine; default: the server's model's "
+        f"floor, {MIN_SIMILARITY} for all-MiniLM-L6-v2)",
     )
 
 

@@ -33,7 +33,8 @@ __all__ = ["COMPACTED_REMINDER", "EVENTS", "HANDOFF_REMINDER", "HookContext", "p
 MIN_SIMILARITY = 0.35
 """The cosine between prompt and memory (all-MiniLM-L6-v2) under which a memory is not injected: on
 that model unrelated sentences score mostly below 0.2, and a memory that answers a question mostly
-above 0.4."""
+above 0.4. The server names its own model's (``knn_related_from``); this one stands in for a server
+that does not."""
 _PROMPT_RESULTS = 3
 _PROMPT_MIN_WORDS = 3  # "yes", "go on", "/compact": nothing to look up
 _SNIPPET_CHARS = 300
@@ -59,7 +60,7 @@ class HookContext:
     payload: Mapping[str, Any]
     remote: Remote
     scope: str | None
-    min_similarity: float = MIN_SIMILARITY
+    min_similarity: float | None = None
 
     @property
     def session_id(self) -> str:
@@ -118,8 +119,11 @@ def prompt_submit(ctx: HookContext) -> dict[str, Any] | None:
     body: dict[str, Any] = {"query": query, "limit": _PROMPT_RESULTS, "explain": True, "graph_hops": 0}
     if ctx.scope is not None:
         body["scope"] = ctx.scope
-    results = ctx.remote.remember(body).get("results", [])
-    close = [r for r in results if ((r.get("explain") or {}).get("knn_score") or 0.0) >= ctx.min_similarity]
+    answer = ctx.remote.remember(body)
+    # The server's model's own floor unless one was given (a server of before it says none: MiniLM's).
+    floor = ctx.min_similarity if ctx.min_similarity is not None else answer.get("knn_related_from") or MIN_SIMILARITY
+    results = answer.get("results", [])
+    close = [r for r in results if ((r.get("explain") or {}).get("knn_score") or 0.0) >= floor]
     if not close:
         return None
     lines = ["hivemem: stored memories that bear on this prompt ([INFERRED] ones are worth checking):"]

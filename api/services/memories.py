@@ -43,6 +43,7 @@ from hivemem.answers import (
     RelatedResult,
 )
 from hivemem.config import Settings
+from hivemem.cosine_bands import bands_for
 from hivemem.embedding import Embedder
 from hivemem.errors import (
     ConfirmationRequired,
@@ -342,6 +343,7 @@ class MemoryService:
                 for g, days in related
             ],
             scopes=scopes,
+            knn_related_from=bands_for(self.embedder.model_id).query_related if request.explain else None,
         )
 
     def _visible(self, memory_id: str, caller: Caller, scope: str | None) -> Memory:

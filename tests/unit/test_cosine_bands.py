@@ -64,12 +64,14 @@ def test_each_measured_model_has_its_bands_and_any_other_reads_minilms() -> None
         bands = bands_for(model)
         assert bands.related > MINILM_BANDS.related and bands.same_fact > MINILM_BANDS.same_fact
     with pytest.raises(ValueError, match="related, named_change <= same_subject"):
-        CosineBands(same_fact=0.9, same_subject=0.5, related=0.6, named_change=0.4)
+        CosineBands(same_fact=0.9, same_subject=0.5, related=0.6, named_change=0.4, query_related=0.3)
 
 
 def test_a_band_set_by_the_deployer_replaces_the_models_and_keeps_their_order() -> None:
     tuning = LifecycleTuning(resolution_contradiction_cosine=0.75)
-    assert tuning.bands(E5) == CosineBands(same_fact=0.96, same_subject=0.75, related=0.75, named_change=0.75)
+    assert tuning.bands(E5) == CosineBands(
+        same_fact=0.96, same_subject=0.75, related=0.75, named_change=0.75, query_related=0.80
+    )
     policy = resolution_policy(BGE, LifecycleTuning(resolution_reinforce_cosine=0.9, resolution_link_cosine=0.5))
     assert (policy.reinforce_at, policy.contradiction_at, policy.auto_link_at) == (0.9, 0.70, 0.5)
     assert LifecycleTuning().sleep_cosine(E5) == 0.96 and LifecycleTuning(sleep_threshold=0.9).sleep_cosine(E5) == 0.9
