@@ -47,6 +47,8 @@ MINILM_BANDS = CosineBands(same_fact=0.85, same_subject=0.60, related=0.40, name
 
 _BY_MODEL: dict[str, CosineBands] = {
     "sentence-transformers/all-MiniLM-L6-v2": MINILM_BANDS,
+    # Measured on MiniLM's scale: mapped 0.885 / 0.612 / 0.42, its query floor 0.37.
+    "sentence-transformers/all-mpnet-base-v2": MINILM_BANDS,
     "BAAI/bge-small-en-v1.5": CosineBands(
         same_fact=0.87, same_subject=0.70, related=0.68, named_change=0.68, query_related=0.63
     ),
