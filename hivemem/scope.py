@@ -22,6 +22,7 @@ __all__ = [
     "recall_scopes",
     "scope_from_remote",
     "validate_scope",
+    "work_tree",
 ]
 
 MAX_SCOPE_LENGTH = 200
@@ -78,20 +79,35 @@ def scope_from_remote(url: str) -> str | None:
     return "/".join([_clean(host.lower()), *segments])
 
 
-def _git_dir(start: Path) -> Path | None:
+def work_tree(start: Path) -> Path | None:
+    """The root of the git work tree ``start`` lies in: the nearest folder, ``start`` or above it,
+    whose ``.git`` is a folder, or a worktree's or submodule's file naming its git folder."""
+    found = _checkout(start)
+    return None if found is None else found[0]
+
+
+def _checkout(start: Path) -> tuple[Path, Path] | None:
+    """The root of the work tree ``start`` lies in and its git folder."""
     for folder in (start, *start.parents):
-        candidate = folder / ".git"
-        if candidate.is_dir():
-            return candidate
-        if candidate.is_file():
-            # A worktree or submodule: ".git" holds "gitdir: <path>".
-            text = candidate.read_text(encoding="utf-8", errors="replace").strip()
-            if text.startswith("gitdir:"):
-                target = (folder / text.removeprefix("gitdir:").strip()).resolve()
-                common = target / "commondir"
-                if common.is_file():
-                    return (target / common.read_text(encoding="utf-8").strip()).resolve()
-                return target
+        git_dir = _git_dir_at(folder)
+        if git_dir is not None:
+            return folder, git_dir
+    return None
+
+
+def _git_dir_at(folder: Path) -> Path | None:
+    candidate = folder / ".git"
+    if candidate.is_dir():
+        return candidate
+    if candidate.is_file():
+        # A worktree or submodule: ".git" holds "gitdir: <path>".
+        text = candidate.read_text(encoding="utf-8", errors="replace").strip()
+        if text.startswith("gitdir:"):
+            target = (folder / text.removeprefix("gitdir:").strip()).resolve()
+            common = target / "commondir"
+            if common.is_file():
+                return (target / common.read_text(encoding="utf-8").strip()).resolve()
+            return target
     return None
 
 
@@ -116,7 +132,8 @@ def _remote_url(config_text: str) -> str | None:
 def derive_scope(cwd: Path) -> str:
     """The scope of a working directory: its git remote as ``host/org/repo``, else ``local/<parent>/<dir>``."""
     cwd = cwd.resolve()
-    git_dir = _git_dir(cwd)
+    found = _checkout(cwd)
+    git_dir = None if found is None else found[1]
     if git_dir is not None and (git_dir / "config").is_file():
         url = _remote_url((git_dir / "config").read_text(encoding="utf-8", errors="replace"))
         scope = scope_from_remote(url) if url else None

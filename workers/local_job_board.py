@@ -199,8 +199,11 @@ class LocalJobBoard:
         ]
 
     def recent(self, limit: int = 100, state: JobState | None = None) -> list[Job]:
+        # Filtering by state reads every kept job: a job whose process ended reads as failed, which
+        # its row does not say. Without a filter, just the newest ``limit``.
         rows = self._rows(
-            f"SELECT {_COLUMNS} FROM jobs WHERE updated_at > ? ORDER BY created_at DESC", (self._cutoff(),)
+            f"SELECT {_COLUMNS} FROM jobs WHERE updated_at > ? ORDER BY created_at DESC LIMIT ?",
+            (self._cutoff(), -1 if state is not None else limit),
         )
         jobs = (self._job_of(row) for row in rows)
         return [job for job in jobs if state is None or job.state is state][:limit]

@@ -111,7 +111,7 @@ class KnowledgeService:
 
     def _uri(self, source: str, access: FileAccess, scope: str) -> str:
         """The name ``source`` is indexed under in ``scope``, once checked as this caller's to read."""
-        if source.startswith(STORED_PREFIXES) or is_url(source) or is_checkout_name(source):
+        if _named_already(source):
             return source
         return indexed_name(str(access.resolve(source)), scope)
 
@@ -447,10 +447,16 @@ def _naming_scope(caller: Caller, requested: str | None) -> str:
     return (caller.default_scope if requested is None else requested) or ""
 
 
+def _named_already(source: str) -> bool:
+    """Whether ``source`` is the name it is indexed under as given: stored text, an upload, a URL,
+    a file named by its path in the scope's checkout."""
+    return source.startswith(STORED_PREFIXES) or is_url(source) or is_checkout_name(source)
+
+
 def _name_in(source: str, scope: str) -> str:
     """The name ``source`` is indexed under in ``scope`` (a file's: its real path, or its path in a
     checkout of the scope), without reading it: what a gone or refused file is looked up by."""
-    if source.startswith(STORED_PREFIXES) or is_url(source) or is_checkout_name(source):
+    if _named_already(source):
         return source
     try:
         return indexed_name(str(Path(source).expanduser().resolve()), scope)

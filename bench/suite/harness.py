@@ -6,6 +6,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,7 @@ def bench_service(
     # the write-time resolution, which decides what the store holds.
     lifecycle = LifecycleTuning()
     bands = lifecycle.bands(embedder.model_id)
-    resolution = ":".join(
-        str(v) for v in (lifecycle.resolution_neighbours, bands.same_fact, bands.same_subject, bands.related)
-    )
+    resolution = ":".join(str(v) for v in (lifecycle.resolution_neighbours, *astuple(bands)))
     key = _fingerprint(corpus, f"{vectors_key(settings, embedder)}:{SCHEMA_VERSION}:{resolution}")
     db = folder / f"{name}-{key}.db"
     on_opensearch = settings.store_url.startswith("opensearch+")

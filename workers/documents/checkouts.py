@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from hivemem.errors import DocumentError, DocumentNotFoundError
-from hivemem.scope import derive_scope
+from hivemem.scope import derive_scope, work_tree
 
 __all__ = [
     "CHECKOUT_PREFIX",
@@ -34,24 +34,15 @@ def is_checkout_name(source: str) -> bool:
     return source.startswith(CHECKOUT_PREFIX)
 
 
-def _work_tree(start: Path) -> Path | None:
-    """The root of the git work tree ``start`` lies in: the nearest folder holding ``.git`` (a
-    folder, or a worktree's or submodule's file)."""
-    for folder in (start, *start.parents):
-        try:
-            if (folder / ".git").exists():
-                return folder
-        except OSError:  # a folder this process may not look into: no checkout known there
-            return None
-    return None
-
-
 def checkout_root(folder: Path | None, scope: str) -> Path | None:
     """The root of the checkout ``folder`` lies in, when it is a checkout of ``scope``'s project."""
     if folder is None or not scope:
         return None
-    root = _work_tree(folder)
-    return root if root is not None and derive_scope(root) == scope else None
+    try:
+        root = work_tree(folder)
+        return root if root is not None and derive_scope(root) == scope else None
+    except OSError:  # a folder this process may not look into: no checkout known there
+        return None
 
 
 def indexed_name(source: str, scope: str) -> str:
