@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -90,6 +91,15 @@ def _add_quality(bench_sub: Any) -> None:
             help="run the questions once more with these settings changed (e.g. e5:rerank_model=e5-small); "
             "repeat it for a comparison table",
         )
+
+    cmp = bench_sub.add_parser(
+        "compare", help="two reports of one quality bench, question by question: gained, lost, sign test"
+    )
+    cmp.add_argument("base", type=Path, help="the report to compare against (--json of a quality bench)")
+    cmp.add_argument("other", type=Path, help="the report of the other run, on the same questions")
+    cmp.add_argument(
+        "--metric", dest="metrics", action="append", default=[], help="a metric (repeatable; default: all)"
+    )
 
 
 def _add_store_and_client(bench_sub: Any) -> None:
@@ -329,6 +339,25 @@ def _quality(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     return run_scifact(args.data, settings, qrels=args.qrels, **common)
 
 
+def _compare(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    """Two quality reports paired by question (:mod:`bench.suite.paired`)."""
+    from bench.suite.paired import as_rows, compare_reports
+
+    reports = []
+    for path in (args.base, args.other):
+        try:
+            reports.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise _Refused(f"{path}: not a readable report ({exc})") from exc
+    try:
+        differences = compare_reports(reports[0], reports[1], args.metrics)
+    except ValueError as exc:
+        raise _Refused(str(exc)) from exc
+    for difference in differences:
+        print(difference.line(), file=sys.stderr)
+    return {"bench": "compare", "base": str(args.base), "other": str(args.other), "differences": as_rows(differences)}
+
+
 _BENCHES: dict[str, Bench] = {
     "throughput": _throughput,
     "cli": _flags_by_name("bench.suite.cli_latency:run_cli_latency"),
@@ -348,6 +377,7 @@ _BENCHES: dict[str, Bench] = {
     "locomo": _quality,
     "smallstore": _quality,
     "scifact": _quality,
+    "compare": _compare,
 }
 
 

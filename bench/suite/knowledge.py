@@ -194,6 +194,15 @@ def run_knowledge(
         "mrr": round(sum(1 / r for r in ranks if r is not None) / max(1, len(ranks)), 4),
         "per_format_hit@5": {fmt: hit_at(5, found) for fmt, found in sorted(by_format.items())},
         "evidence_not_in_corpus": absent,
+        "per_question": {
+            entry["question"]: {
+                "hit@1": hit_at(1, [rank]),
+                "hit@5": hit_at(5, [rank]),
+                "hit@10": hit_at(10, [rank]),
+                "mrr": 1 / rank if rank else 0.0,
+            }
+            for entry, rank in zip(questions, ranks, strict=True)
+        },
         "documents": ingested.documents,
         "indexed": ingested.indexed,
         "failed": ingested.failed,

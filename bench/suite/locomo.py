@@ -141,7 +141,8 @@ def _ask(
     totals: dict[str, float] = {"hit@1": 0.0, "hit@5": 0.0, "hit@10": 0.0, "mrr": 0.0}
     by_category: dict[int, dict[str, float]] = {}
     seconds: list[float] = []
-    for q in questions:
+    per_question: dict[str, dict[str, float]] = {}
+    for number, q in enumerate(questions):
         relevant = {
             ids[(q["scope"], turn_index[(q["scope"], d)])] for d in q["evidence"] if (q["scope"], d) in turn_index
         }
@@ -158,6 +159,7 @@ def _ask(
             "hit@10": hit_at(ranked, relevant, 10),
             "mrr": reciprocal_rank(ranked, relevant),
         }
+        per_question[f"{q['scope']} {number}"] = scores
         bucket = by_category.setdefault(q["category"], {"questions": 0.0, **dict.fromkeys(totals, 0.0)})
         bucket["questions"] += 1
         for name, value in scores.items():
@@ -169,4 +171,4 @@ def _ask(
         str(c): {"questions": int(b["questions"]), **{k: round(b[k] / b["questions"], 4) for k in totals}}
         for c, b in sorted(by_category.items())
     }
-    return {**report, **latency_ms(seconds)}
+    return {**report, **latency_ms(seconds), "per_question": per_question}

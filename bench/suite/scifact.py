@@ -105,6 +105,7 @@ def _ask(
 ) -> dict[str, Any]:
     ndcg = recall = 0.0
     seconds: list[float] = []
+    per_question: dict[str, dict[str, float]] = {}
     for query_id, text in queries.items():
         began = time.perf_counter()
         response = service.remember(
@@ -114,12 +115,18 @@ def _ask(
         seconds.append(time.perf_counter() - began)
         ranked = [doc for r in response.results for doc in docs_of.get(r.id, [])]
         grades = judgements[query_id]
-        ndcg += ndcg_at(ranked, grades, 10)
-        recall += recall_at(ranked, {d for d, g in grades.items() if g > 0}, 100)
+        scores = {
+            "ndcg@10": ndcg_at(ranked, grades, 10),
+            "recall@100": recall_at(ranked, {d for d, g in grades.items() if g > 0}, 100),
+        }
+        per_question[query_id] = scores
+        ndcg += scores["ndcg@10"]
+        recall += scores["recall@100"]
     n = len(queries)
     return {
         "queries": n,
         "ndcg@10": round(ndcg / n, 4) if n else 0.0,
         "recall@100": round(recall / n, 4) if n else 0.0,
         **latency_ms(seconds),
+        "per_question": per_question,
     }

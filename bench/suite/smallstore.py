@@ -62,6 +62,7 @@ def _scores(ranks: Sequence[int | None]) -> dict[str, float]:
 
 def _ask(service: MemoryService, memories_of: dict[str, set[str]], questions: list[dict[str, str]]) -> dict[str, Any]:
     ranks: dict[str, list[int | None]] = {}
+    per_question: dict[str, dict[str, float]] = {}
     seconds: list[float] = []
     for question in questions:
         began = time.perf_counter()
@@ -73,12 +74,14 @@ def _ask(service: MemoryService, memories_of: dict[str, set[str]], questions: li
         answers = memories_of[question["answer"]]
         rank = next((i for i, r in enumerate(response.results, start=1) if r.id in answers), None)
         ranks.setdefault(question["style"], []).append(rank)
+        per_question[f"{question['answer']} {question['style']}"] = _scores([rank])
     every = [r for style in ranks.values() for r in style]
     return {
         "questions": len(every),
         **_scores(every),
         "by_style": {style: {"questions": len(r), **_scores(r)} for style, r in sorted(ranks.items())},
         **latency_ms(seconds),
+        "per_question": per_question,
     }
 
 

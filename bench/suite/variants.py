@@ -18,6 +18,7 @@ from typing import Any
 
 from api.settings_catalogue import tuning_group_of
 from bench.suite.metrics import percentile
+from bench.suite.paired import as_rows, compare_reports
 from bench.suite.tuned import tuned
 from hivemem.config import Settings
 from hivemem.errors import ConfigError
@@ -80,12 +81,18 @@ def latency_ms(seconds: Sequence[float]) -> dict[str, float]:
 
 
 def table(rows: Sequence[dict[str, Any]], metrics: Sequence[str]) -> str:
-    """A Markdown table of the variants: name, what it changes, each metric, p50 and p95."""
-    head = ["variant", "changes", *metrics, "p50 ms", "p95 ms"]
+    """A Markdown table of the variants: name, what it changes, each metric, p50 and p95, and where
+    the rows carry it (``against_first``), the questions the first metric gains and loses on the
+    first variant, with the sign test's p (:mod:`bench.suite.paired`)."""
+    paired = any("against_first" in row for row in rows)
+    head = ["variant", "changes", *metrics, "p50 ms", "p95 ms"] + ([f"{metrics[0]} +/- (p)"] if paired else [])
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for row in rows:
         changes = ", ".join(f"{k}={v}" for k, v in row["changes"].items()) or "(defaults)"
         cells = [row["variant"], changes, *(f"{row[m]:.3f}" for m in metrics), str(row["p50_ms"]), str(row["p95_ms"])]
+        if paired:
+            first = next((d for d in row.get("against_first", []) if d["metric"] == metrics[0]), None)
+            cells.append(f"+{first['better']} / -{first['worse']} ({first['p_value']:.2g})" if first else "-")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -100,13 +107,17 @@ def run_variants(
 ) -> dict[str, Any]:
     """Each variant's figures from ``ask(variant, fresh)`` (``fresh`` only for the first, so one
     rebuild serves them all), as one report: the first variant's figures at the top level, and
-    with several variants, every row (``variants``) and their Markdown ``table``. No variant asks
-    once with the settings as they are."""
+    with several variants, every row (``variants``, each after the first with ``against_first``:
+    its questions gained and lost on the first's, :mod:`bench.suite.paired`) and their Markdown
+    ``table``. No variant asks once with the settings as they are."""
     rows = [
         {"variant": variant.name, "changes": variant.changes, **_asked(ask, variant, i == 0)}
         for i, variant in enumerate(variants or [Variant("default")])
     ]
     report: dict[str, Any] = {k: v for k, v in rows[0].items() if k not in ("variant", "changes")}
+    for row in rows[1:]:
+        if "per_question" in row and "per_question" in rows[0]:
+            row["against_first"] = as_rows(compare_reports(rows[0], row, metrics))
     if variants:
         report["variants"] = rows
         report["table"] = table(rows, metrics)

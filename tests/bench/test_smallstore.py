@@ -70,14 +70,21 @@ def test_the_committed_set_names_each_record_once_and_answers_in_its_scope() -> 
     assert all(memories[q["answer"]] == q["scope"] for q in questions)
 
 
-def test_smallstore_bench_reports_each_style(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    repo, data, out = _repo_with_two_folders(tmp_path), tmp_path / "set.jsonl", tmp_path / "report.json"
+def small_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A set built from one folder of the tiny project (4 questions), with the bench's data folder
+    and the hash embedder set."""
+    repo, data = _repo_with_two_folders(tmp_path), tmp_path / "set.jsonl"
     build = ROOT / "bench" / "smallstore" / "build.py"
     subprocess.run([sys.executable, str(build), str(data), f"{repo}=example/project:docs/adr"], check=True)
     monkeypatch.setenv("HIVEMEM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HIVEMEM_EMBED_MODEL", "hash:64")
+    return data
+
+
+def test_smallstore_bench_reports_each_style(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, out = small_set(tmp_path, monkeypatch), tmp_path / "report.json"
     assert main(["bench", "smallstore", "--data", str(data), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["questions"] == 4 and set(report["by_style"]) == {"exact", "paraphrased"}
