@@ -65,7 +65,8 @@ def _clean_title(title: str) -> str:
 
 def records(repo: Path, prefix: str) -> list[dict[str, str]]:
     listed = subprocess.run(
-        ["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD", prefix],
+        # No prefix: the records are at the top of the repository.
+        ["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD", *([prefix] if prefix else [])],
         check=True,
         capture_output=True,
         text=True,

@@ -61,12 +61,26 @@ def test_the_builder_numbers_records_once_per_scope_across_folders(tmp_path: Pat
     assert {line["answer"] for line in lines if line["kind"] == "question"} == set(ids)
 
 
-def test_the_committed_set_names_each_record_once_and_answers_in_its_scope() -> None:
-    lines = [json.loads(line) for line in SET.read_text(encoding="utf-8").splitlines()]
+def test_an_empty_path_reads_the_records_of_the_whole_repository(tmp_path: Path) -> None:
+    repo, out = _repo_with_two_folders(tmp_path), tmp_path / "set.jsonl"
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "smallstore" / "build.py"), str(out), f"{repo}=p:"], check=True
+    )
+    sources = [json.loads(line)["source"] for line in out.read_text().splitlines() if '"memory"' in line]
+    assert sorted(sources) == [
+        "docs/adr/0001-use-postgres.md",
+        "docs/adr/0002-use-redis-for-queues.md",
+        "web/adr/0001-use-vite.md",
+    ]
+
+
+@pytest.mark.parametrize(("name", "records"), [("adr.jsonl", 68), ("adr-more.jsonl", 98)])
+def test_the_committed_sets_name_each_record_once_and_answer_in_its_scope(name: str, records: int) -> None:
+    lines = [json.loads(line) for line in (SET.parent / name).read_text(encoding="utf-8").splitlines()]
     memories = {line["id"]: line["scope"] for line in lines if line["kind"] == "memory"}
-    assert len(memories) == sum(line["kind"] == "memory" for line in lines) == 68
+    assert len(memories) == sum(line["kind"] == "memory" for line in lines) == records
     questions = [line for line in lines if line["kind"] == "question"]
-    assert len(questions) == 136
+    assert len(questions) == 2 * records
     assert all(memories[q["answer"]] == q["scope"] for q in questions)
 
 
