@@ -48,7 +48,8 @@ def sign_test_p(better: int, worse: int) -> float:
     if n == 0:
         return 1.0
     tail = sum(comb(n, i) for i in range(min(better, worse) + 1))
-    return min(1.0, 2 * tail / float(2**n))
+    # Integer true division stays exact for any n; a float of 2**n overflows past 1,023 questions.
+    return min(1.0, 2 * tail / (1 << n))
 
 
 def compare(base: PerQuestion, other: PerQuestion, metric: str) -> PairedDifference:

@@ -18,6 +18,10 @@ def test_the_sign_test_is_exact_and_two_sided() -> None:
     assert sign_test_p(2, 5) == sign_test_p(5, 2)
     assert sign_test_p(10, 0) == pytest.approx(2 / 2**10)
     assert sign_test_p(3, 3) == 1.0 and sign_test_p(0, 0) == 1.0
+    # Sets of thousands of questions (SciFact's corpus, LoCoMo's ten conversations) differ on more
+    # questions than a float can hold 2**n for.
+    assert sign_test_p(600, 500) == pytest.approx(0.00282, rel=0.05)
+    assert sign_test_p(3000, 3000) == 1.0
 
 
 def test_questions_are_paired_by_id_not_by_order() -> None:
