@@ -105,7 +105,15 @@ def test_scifact_bench_reports_ndcg_and_recall(tmp_path: Path, monkeypatch: pyte
     assert main(["bench", "scifact", "--data", str(folder), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     latency = {k: report.pop(k) for k in ("p50_ms", "p95_ms")}
-    assert report == {"queries": 1, "ndcg@10": 1.0, "recall@100": 1.0, "mode": "hybrid", "fusion": "minmax"}
+    # only the judged query is scored, and it is kept question by question for `bench compare`
+    assert report == {
+        "queries": 1,
+        "ndcg@10": 1.0,
+        "recall@100": 1.0,
+        "per_question": {"1": {"ndcg@10": 1.0, "recall@100": 1.0}},
+        "mode": "hybrid",
+        "fusion": "minmax",
+    }
     assert 0 < latency["p50_ms"] <= latency["p95_ms"]
 
 
