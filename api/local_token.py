@@ -12,12 +12,11 @@ next ``token create``; deleting the file does the same.
 
 from __future__ import annotations
 
-import os
-import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from api.private_file import replace_private
 from hivemem.config import Settings
 from hivemem.tokens import token_id_of
 
@@ -63,17 +62,5 @@ def ensure_local_token(service_tokens: TokenService, settings: Settings) -> bool
     if held is not None and held in live:
         return False
     issued = service_tokens.create(TokenCreate(name=LOCAL_PRINCIPAL, grants=["*:admin"]), caller)
-    _write_private(_path(settings), issued.token)
+    replace_private(_path(settings), issued.token)
     return True
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable by its owner only, replacing it in one step."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, text.encode("ascii"))
-    finally:
-        os.close(fd)
-    os.replace(staging, path)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import secrets
 import threading
 import time
@@ -30,6 +29,7 @@ from starlette.routing import BaseRoute, Match
 
 from api.http.denials import audit_denial, token_refusal
 from api.http.guard import ASGIApp, Receive, Scope, Send, send_error
+from api.private_file import keep_first_private
 from hivemem.access import Access
 from hivemem.config import Settings
 from hivemem.errors import AuthenticationError, ConfigError, StoreError, TooManyAttempts
@@ -62,22 +62,9 @@ def server_key(settings: Settings) -> bytes:
     """
     if settings.token_secret:
         return hashlib.sha256(settings.token_secret.encode("utf-8")).digest()
-    folder = settings.data_dir.expanduser()
-    path = folder / KEY_FILE
+    path = settings.data_dir.expanduser() / KEY_FILE
     if not path.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        staging = folder / f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
-        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, secrets.token_hex(32).encode("ascii"))
-        finally:
-            os.close(fd)
-        try:
-            os.link(staging, path)
-        except FileExistsError:
-            pass
-        finally:
-            staging.unlink()
+        keep_first_private(path, secrets.token_hex(32))
     text = path.read_text(encoding="ascii").strip()
     if len(text) != 64:
         raise ConfigError(f"{path} is not a token key (64 hex characters); restore it or set HIVEMEM_TOKEN_SECRET")
