@@ -177,3 +177,4 @@ class CeleryRunner:
     def close(self) -> None:
         """Release the broker connections."""
         self._app.close()
+        self._board.close()

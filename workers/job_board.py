@@ -160,6 +160,10 @@ class JobBoard(Protocol):
         """True when the board can be read and written."""
         ...
 
+    def close(self) -> None:
+        """Release what the board holds of its own (a file); later calls may fail."""
+        ...
+
 
 class MemoryJobBoard:
     """A board of this process alone: a bounded, thread-safe dict (a CLI call's, and where the shared
@@ -250,6 +254,9 @@ class MemoryJobBoard:
     def ping(self) -> bool:
         return True
 
+    def close(self) -> None:
+        """Nothing to release: the jobs go with the process."""
+
 
 _PREFIX = "hivemem:job:"
 _DEAD = "hivemem:dead-letters"
@@ -312,8 +319,9 @@ return redis.call('HINCRBY', KEYS[1], 'republished', 1)
 class RedisJobBoard:
     """The distributed shape's board: one Redis hash per job, one per job's items, a sorted set of dead letters."""
 
-    def __init__(self, client: redis.Redis, ttl_s: int = 7 * 24 * 3600) -> None:
+    def __init__(self, client: redis.Redis, ttl_s: int = 7 * 24 * 3600, *, owns_client: bool = False) -> None:
         self._redis = client
+        self._owns_client = owns_client
         self._ttl = ttl_s
         self._record = client.register_script(_RECORD)
         self._transition = client.register_script(_TRANSITION)
@@ -324,7 +332,7 @@ class RedisJobBoard:
         """A board on the Redis server ``url`` names (the broker URL)."""
         import redis
 
-        return cls(redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5), ttl_s)
+        return cls(redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5), ttl_s, owns_client=True)
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         import redis
@@ -498,6 +506,12 @@ class RedisJobBoard:
             return bool(self._call(self._redis.ping))
         except BrokerUnavailableError:
             return False
+
+    def close(self) -> None:
+        """Close the Redis client if this board made it (:meth:`from_url`); one handed in belongs to
+        whoever made it (a worker's context shares its client with the other parts)."""
+        if self._owns_client:
+            self._redis.close()
 
     def queue_lengths(self, queues: Sequence[str]) -> dict[str, int]:
         """Messages waiting in each Celery queue on this Redis (every priority lane counted)."""

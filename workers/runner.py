@@ -26,7 +26,6 @@ from workers import jobs
 from workers.ingest_jobs import outcome_record, run_document_items
 from workers.job_board import JobBoard, JobItem, MemoryJobBoard, item_key, item_outcome
 from workers.lifecycle_tuning import LifecycleTuning
-from workers.local_job_board import LocalJobBoard
 
 __all__ = ["InProcessRunner", "Runner"]
 
@@ -200,5 +199,4 @@ class InProcessRunner:
         """Finish queued jobs, stop the background threads and close the board's file (if it has one)."""
         self._background.shutdown(wait=True)
         self._ingests.shutdown(wait=True)
-        if isinstance(self._board, LocalJobBoard):
-            self._board.close()
+        self._board.close()

@@ -17,16 +17,35 @@ from workers.job_board import JobBoard, MemoryJobBoard, RedisJobBoard
 from workers.local_job_board import LocalJobBoard
 
 
+def _open(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> JobBoard:
+    if kind == "memory":
+        return MemoryJobBoard()
+    if kind == "file":
+        return LocalJobBoard(tmp_path / "jobs.db")
+    return RedisJobBoard.from_url(request.getfixturevalue("redis_url"))
+
+
 @pytest.fixture(params=["memory", "file", "redis"])
 def board(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JobBoard]:
-    if request.param == "memory":
-        yield MemoryJobBoard()
-    elif request.param == "file":
-        shared = LocalJobBoard(tmp_path / "jobs.db")
-        yield shared
-        shared.close()
-    else:
-        yield RedisJobBoard.from_url(request.getfixturevalue("redis_url"))
+    opened = _open(request.param, request, tmp_path)
+    yield opened
+    opened.close()
+
+
+@pytest.mark.parametrize("kind", ["file", "redis"])
+def test_a_closed_board_leaves_its_jobs_to_the_next_one(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Closing releases the file or the connection, never the records: the server's next start reads them."""
+    first = _open(kind, request, tmp_path)
+    job = Job(id=new_job_id(), kind=JobKind.MEMORIZE, total=1)
+    first.create(job)
+    first.close()
+    second = _open(kind, request, tmp_path)
+    try:
+        assert second.get(job.id).state == JobState.QUEUED
+    finally:
+        second.close()
 
 
 def outcome(index: int, memory_id: str, outcome: str = "stored") -> dict[str, object]:
