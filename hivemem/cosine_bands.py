@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MINILM_BANDS", "CosineBands", "bands_for"]
+__all__ = ["MINILM_BANDS", "CosineBands", "bands_for", "is_measured"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +61,8 @@ _BY_MODEL: dict[str, CosineBands] = {
 def bands_for(model_id: str) -> CosineBands:
     """The bands of the model ``model_id`` (its 8-bit copy has the same id); MiniLM's for one not measured."""
     return _BY_MODEL.get(model_id, MINILM_BANDS)
+
+
+def is_measured(model_id: str) -> bool:
+    """Whether ``model_id`` has bands of its own here (else :func:`bands_for` gives MiniLM's)."""
+    return model_id in _BY_MODEL

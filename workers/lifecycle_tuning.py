@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from hivemem.cosine_bands import CosineBands, bands_for
+from hivemem.cosine_bands import CosineBands, bands_for, is_measured
 from hivemem.tuning import Tuning
 
 __all__ = ["LifecycleTuning"]
@@ -73,6 +73,21 @@ class LifecycleTuning(Tuning):
         same_subject = min(_either(self.resolution_contradiction_cosine, own.same_subject), same_fact)
         related = min(_either(self.resolution_link_cosine, own.related), same_subject)
         return CosineBands(same_fact, same_subject, related, min(own.named_change, same_subject), own.query_related)
+
+    def borrowed_bands_warning(self, model_id: str) -> str | None:
+        """What an operator should know when ``model_id``'s cosines are read against bands measured
+        for another model: MiniLM's, none of the resolution cosines being set here. Such bands may
+        reinforce distinct facts into one (a model whose unrelated notes score 0.8) or keep every
+        duplicate apart; nothing is lost either way (a merge keeps both texts), but recall drifts."""
+        chosen = (self.resolution_reinforce_cosine, self.resolution_contradiction_cosine, self.resolution_link_cosine)
+        if is_measured(model_id) or any(c is not None for c in chosen):
+            return None
+        return (
+            f"the embedding model {model_id} has no measured cosine bands, so deduplication reads "
+            f"all-MiniLM-L6-v2's (0.85 same fact, 0.60 same subject, 0.40 related); measure its own with "
+            f"`hivemem bench cosine-bands --model {model_id}` and set HIVEMEM_RESOLUTION_REINFORCE_COSINE, "
+            f"HIVEMEM_RESOLUTION_CONTRADICTION_COSINE and HIVEMEM_RESOLUTION_LINK_COSINE (docs/recall.md)"
+        )
 
     def sleep_cosine(self, model_id: str) -> float:
         """The cosine to a cluster's seed at which a memory joins it, with the model ``model_id``."""

@@ -2,9 +2,9 @@
 
 Doctor makes nothing: a data folder or SQLite file that is not there yet is reported as such (the
 first start makes it). The tuning parameters (each known, each in its bounds), the data folder
-(there and writable), the embedding model (loads, embeds), the store (opens with that model,
-answers), the second model when one is configured (loads, embeds, and how many memories still lack
-its vector), the broker when one is configured (answers a ping), and the token key's permissions,
+(there and writable), the embedding model (loads, embeds, and whether deduplication has its own
+cosine bands or borrows MiniLM's), the store (opens with that model, answers), the second model
+when one is configured (loads, embeds, and how many memories still lack its vector), the broker when one is configured (answers a ping), and the token key's permissions,
 and the client hooks of the project folder (``--project``, default here): which are installed, and
 whether the server they call answers them. Exit status 0 when every check passes, 1 otherwise.
 """
@@ -102,7 +102,12 @@ def _model_and_store(settings: Settings) -> list[Check]:
     except Exception as exc:  # a model that cannot load fails in many ways; each is reported as is
         hint = "check HIVEMEM_EMBED_MODEL and that the embed extra is installed (pip install 'hivemem[embed]')"
         return [Check("model", False, f"{type(exc).__name__}: {exc}; {hint}")]
-    found = [Check("model", True, f"{embedder.model_id} embeds ({dimension} dimensions)")]
+    from workers.lifecycle_tuning import LifecycleTuning
+
+    # Borrowed bands work (nothing is lost), so the check passes and says how to measure them.
+    borrowed = LifecycleTuning().borrowed_bands_warning(embedder.model_id)
+    says = f"{embedder.model_id} embeds ({dimension} dimensions)" + (f"; but {borrowed}" if borrowed else "")
+    found = [Check("model", True, says)]
     url = settings.resolved_store_url()
     if _store_not_made_yet(url):
         found.append(Check("store", True, f"{redact_url(url)} does not exist yet; the first start makes it"))

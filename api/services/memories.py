@@ -70,6 +70,7 @@ from search.base import DEFAULT_STATES
 from search.graph import graph_neighbours
 from search.recall import Recaller, RecallParams
 from workers.job_tuning import JobTuning
+from workers.lifecycle_tuning import LifecycleTuning
 
 if TYPE_CHECKING:
     from api.services.knowledge import KnowledgeService
@@ -463,8 +464,10 @@ class MemoryService:
         self.parts.start_second_leg()
 
     def warnings(self) -> list[str]:
-        """What an operator should know at start: setups that work but can lose data."""
-        return self.runner.warnings()
+        """What an operator should know at start: setups that work but can lose data, or whose
+        deduplication reads cosine bands measured for another model."""
+        borrowed = LifecycleTuning().borrowed_bands_warning(self.embedder.model_id)
+        return [*self.runner.warnings(), *([borrowed] if borrowed else [])]
 
     def close(self) -> None:
         """Finish background jobs, stop the embedder's thread and close the store (:meth:`Parts.close`)."""

@@ -138,6 +138,8 @@ def test_serve_warns_when_the_broker_keeps_nothing_across_a_restart(redis_url: s
     try:
         assert "keeps nothing across a restart" in server.log_text()
         assert "--appendonly yes --appendfsync everysec" in server.log_text()
+        # and, the test's hash embedder having no bands of its own, that deduplication reads MiniLM's
+        assert "hash-64 has no measured cosine bands" in server.log_text()
     finally:
         server.stop()
 

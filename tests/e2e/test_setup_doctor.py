@@ -168,6 +168,7 @@ def test_doctor_passes_on_a_working_setup_and_says_how_to_fix_a_broken_one(
         "ok    hooks",
     ]
     assert "hash-64 embeds (64 dimensions)" in healthy[2] and "holds 0 memories" in healthy[3]
+    assert "no measured cosine bands" in healthy[2]  # passes, and says how to measure them
     assert cli_main(["memorize", "--title", "Release day", "--content", "We release on Thursdays."]) == 0
     capsys.readouterr()
     assert cli_main(["doctor"]) == 0

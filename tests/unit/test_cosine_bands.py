@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from hivemem.cosine_bands import MINILM_BANDS, CosineBands, bands_for
+from hivemem.cosine_bands import MINILM_BANDS, CosineBands, bands_for, is_measured
 from hivemem.hashing import content_hash
 from hivemem.model import Memory, RelationType, utcnow
 from hivemem.resolution import Neighbour, resolve
@@ -65,6 +65,16 @@ def test_each_measured_model_has_its_bands_and_any_other_reads_minilms() -> None
         assert bands.related > MINILM_BANDS.related and bands.same_fact > MINILM_BANDS.same_fact
     with pytest.raises(ValueError, match="related, named_change <= same_subject"):
         CosineBands(same_fact=0.9, same_subject=0.5, related=0.6, named_change=0.4, query_related=0.3)
+
+
+def test_an_operator_is_told_when_a_models_cosines_are_read_against_minilms_bands() -> None:
+    for model in (MINILM, BGE, E5):
+        assert is_measured(model) and LifecycleTuning().borrowed_bands_warning(model) is None
+    warning = LifecycleTuning().borrowed_bands_warning("/models/my-finetune")
+    assert warning is not None and not is_measured("/models/my-finetune")
+    assert "no measured cosine bands" in warning and "bench cosine-bands --model /models/my-finetune" in warning
+    # a deployer who set the bands has measured them
+    assert LifecycleTuning(resolution_reinforce_cosine=0.9).borrowed_bands_warning("/models/my-finetune") is None
 
 
 def test_a_band_set_by_the_deployer_replaces_the_models_and_keeps_their_order() -> None:
