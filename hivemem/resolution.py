@@ -371,12 +371,13 @@ def _resolve(
         changed = _changed_by(incoming, candidates, policy)
         if changed is None:
             return _stored(incoming, neighbours, policy, now)
-        best = changed
+        best, verdict = changed
+    else:
+        # Judged above the reinforce threshold too: a changed value or a negation leaves the vectors
+        # nearly where they were ("the pool is 20 connections" / "… 50 connections": cosine 0.95 with
+        # MiniLM), and reinforcing would drop the new value without a trace.
+        verdict = judge(best.memory.content, incoming.content)
     old = best.memory
-    # Judged above the reinforce threshold too: a changed value or a negation leaves the vectors
-    # nearly where they were ("the pool is 20 connections" / "… 50 connections": cosine 0.95 with
-    # MiniLM), and reinforcing would drop the new value without a trace.
-    verdict = judge(old.content, incoming.content)
     if verdict.relation is not Judged.CONTRADICTS:
         apart = _why_apart(old, incoming, verdict)
         if apart:
@@ -439,9 +440,12 @@ def _one_subject(memory: Memory, incoming: Memory) -> bool:
     return distinct_subjects(older, newer) is None and subjects_apart(older, newer) is None
 
 
-def _changed_by(incoming: Memory, candidates: Sequence[Neighbour], policy: ResolutionPolicy) -> Neighbour | None:
+def _changed_by(
+    incoming: Memory, candidates: Sequence[Neighbour], policy: ResolutionPolicy
+) -> tuple[Neighbour, Verdict] | None:
     """The neighbour a change ``incoming`` names takes back ("we moved from Postgres 14 to 16"
-    against "Database is Postgres 14"), if one is at least ``named_change_at`` near it.
+    against "Database is Postgres 14"), if one is at least ``named_change_at`` near it, with the
+    judge's verdict on the two.
 
     Naming the old side is evidence no cosine gives: the two texts share a word or two and sit
     below the contradiction band (0.61 for that pair with MiniLM). Asked only when no neighbour is
@@ -451,8 +455,9 @@ def _changed_by(incoming: Memory, candidates: Sequence[Neighbour], policy: Resol
     for near in sorted(candidates, key=lambda n: n.cosine, reverse=True):
         if near.cosine < policy.named_change_at:
             break
-        if judge(near.memory.content, incoming.content).relation is Judged.CONTRADICTS:
-            return near
+        verdict = judge(near.memory.content, incoming.content)
+        if verdict.relation is Judged.CONTRADICTS:
+            return near, verdict
     return None
 
 
