@@ -4,9 +4,10 @@ Doctor makes nothing: a data folder or SQLite file that is not there yet is repo
 first start makes it). The tuning parameters (each known, each in its bounds), the data folder
 (there and writable), the embedding model (loads, embeds, and whether deduplication has its own
 cosine bands or borrows MiniLM's), the store (opens with that model, answers), the second model
-when one is configured (loads, embeds, and how many memories still lack its vector), the broker when one is configured (answers a ping), and the token key's permissions,
-and the client hooks of the project folder (``--project``, default here): which are installed, and
-whether the server they call answers them. Exit status 0 when every check passes, 1 otherwise.
+when one is configured (loads, embeds, and how many memories still lack its vector), the broker
+when one is configured (answers a ping), the token key's permissions, and the client hooks of the
+project folder (``--project``, default here): which are installed, and whether the server they
+call answers them. Exit status 0 when every check passes, 1 otherwise.
 """
 
 from __future__ import annotations
