@@ -49,8 +49,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--quality",
         action="store_true",
-        help="the LoCoMo quality test also runs each recall leg alone and checks hybrid beats both "
-        "(about two minutes more; by default it checks hybrid recall only)",
+        help="run the LoCoMo quality test: hybrid recall with the real model on the dev conversations, "
+        "and each leg alone, which it must beat (about three minutes; skipped by default)",
     )
     parser.addoption(
         "--wheel",
