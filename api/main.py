@@ -32,6 +32,7 @@ from api.http.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
 from api.http.routes import health, jobs, knowledge, memories, operators, tokens, transfer
 from api.mcp.endpoint import ProjectEndpoint
 from api.mcp.server import build_mcp
+from api.process.logs import configure_process_logging
 from api.process.shutdown import stopping_on_signals
 from api.process.tracing import TracingObserver, start_tracing, trace_app
 from api.services.memories import MemoryService
@@ -233,6 +234,7 @@ def serve(
     done, the store is closed.
     """
     began = time.monotonic() if started is None else started
+    configure_process_logging(settings.log_level)
 
     def said(step: str) -> None:
         print(f"hivemem: {step} ({time.monotonic() - began:.1f} s)", file=sys.stderr, flush=True)

@@ -124,18 +124,26 @@ class Authenticator:
         return self.team or self._any_token()
 
     def _any_token(self) -> bool:
+        # One request asks the store, outside the lock; the others meanwhile take the last answer,
+        # as between two checks. Held through the read, a store timing out (10 s a try, 4 tries)
+        # queued every request of the server behind one lock.
         with self._lock:
             now = self._clock()
-            if not self._tokens_exist and now - self._checked_at >= NO_TOKENS_TTL_S:
-                self._checked_at = now
-                try:
-                    self._tokens_exist = bool(self.store.tokens())
-                except StoreError:
-                    # The store is away: keep the last answer. "Tokens exist" is never forgotten, and
-                    # no token can have been created in a store nobody can reach; the call itself
-                    # then meets the outage (a queued write is still accepted, a read gets 503).
-                    log.warning("cannot read the token records; keeping the last answer (no token)")
-            return self._tokens_exist
+            if self._tokens_exist or now - self._checked_at < NO_TOKENS_TTL_S:
+                return self._tokens_exist
+            self._checked_at = now
+        try:
+            found = bool(self.store.tokens())
+        except StoreError:
+            # The store is away: keep the last answer. "Tokens exist" is never forgotten, and no
+            # token can have been created in a store nobody can reach; the call itself then meets
+            # the outage (a queued write is still accepted, a read gets 503).
+            log.warning("cannot read the token records; keeping the last answer (no token)")
+            found = False
+        if found:
+            with self._lock:
+                self._tokens_exist = True
+        return self._tokens_exist
 
     def authenticate(self, authorization: str | None, client: str | None) -> Access | None:
         """The access of a request: None for the trusted local caller, else its token's grants.

@@ -42,6 +42,7 @@ from api.mcp.instructions import INSTRUCTIONS, session_instructions
 from api.mcp.knowledge import knowledge_tool
 from api.mcp.session_thread import SessionThreads
 from api.mcp.tools import ADMIN, FORGET, HANDOFF, JOB, MEMORIZE, MEMORY, MEMORY_STATUS, REMEMBER, memory_tools
+from api.process.logs import configure_process_logging
 from api.process.shutdown import sigterm_as_sigint
 from api.services.caller import Caller
 from api.services.memories import MemoryService
@@ -283,6 +284,7 @@ def _warm_up(service: MemoryService) -> None:
 def run_stdio(settings: Settings, *, scope: str | None = None) -> None:
     """Serve MCP on stdin/stdout: locked to ``scope`` when given, else in the working directory's
     scope (which a tool call may override)."""
+    configure_process_logging(settings.log_level)
     session = (
         SessionScope(derive_scope(Path.cwd())) if scope is None else SessionScope(validate_scope(scope), locked=True)
     )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -197,6 +199,36 @@ def test_a_store_outage_keeps_the_last_answer_on_whether_tokens_exist(tmp_path: 
     assert auth.authenticate(None, "10.0.0.1") is None  # still the last answer, not an error
     with pytest.raises(StoreError):  # a token's record cannot be read: 503, neither in nor out
         auth.authenticate("Bearer hm_0123456789ab_" + "x" * 43, "10.0.0.1")
+
+
+def test_a_store_slow_to_answer_holds_only_the_request_that_asked_it(tmp_path: Path) -> None:
+    """The once-a-second "do tokens exist" read runs outside the lock: while it waits on a store
+    that does not answer (a node timing out), every other request is let in on the last answer."""
+    settings = _settings(tmp_path)
+    service = MemoryService.from_settings(settings)
+    asked, answer = threading.Event(), threading.Event()
+
+    class Hanging:  # the real store, whose token listing hangs until the test lets it answer
+        def __getattr__(self, name: str) -> object:
+            return getattr(service.store, name)
+
+        def tokens(self) -> list[object]:
+            asked.set()
+            answer.wait()
+            return list(service.store.tokens())
+
+    now = {"t": 5.0}
+    auth = Authenticator(Hanging(), server_key(settings), settings, clock=lambda: now["t"])  # type: ignore[arg-type]
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            first = pool.submit(auth.authenticate, None, "10.0.0.1")
+            assert asked.wait(timeout=60)
+            assert auth.authenticate(None, "10.0.0.2") is None  # not queued behind the read
+            answer.set()
+            assert first.result() is None
+    finally:
+        answer.set()
+        service.close()
 
 
 def test_bad_tokens_from_many_addresses_have_a_global_bound_and_bounded_audit(tmp_path: Path) -> None:
