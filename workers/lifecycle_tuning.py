@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from hivemem.cosine_bands import CosineBands, bands_for, is_measured
+from hivemem.cosine_bands import MINILM_BANDS, CosineBands, bands_for, is_measured
 from hivemem.tuning import Tuning
 
 __all__ = ["LifecycleTuning"]
@@ -84,7 +84,8 @@ class LifecycleTuning(Tuning):
             return None
         return (
             f"the embedding model {model_id} has no measured cosine bands, so deduplication reads "
-            f"all-MiniLM-L6-v2's (0.85 same fact, 0.60 same subject, 0.40 related); measure its own with "
+            f"all-MiniLM-L6-v2's ({MINILM_BANDS.same_fact:.2f} same fact, {MINILM_BANDS.same_subject:.2f} same "
+            f"subject, {MINILM_BANDS.related:.2f} related); measure its own with "
             f"`hivemem bench cosine-bands --model {model_id}` and set HIVEMEM_RESOLUTION_REINFORCE_COSINE, "
             f"HIVEMEM_RESOLUTION_CONTRADICTION_COSINE and HIVEMEM_RESOLUTION_LINK_COSINE (docs/recall.md)"
         )
