@@ -139,7 +139,7 @@ class Authenticator:
             # token can have been created in a store nobody can reach; the call itself then meets
             # the outage (a queued write is still accepted, a read gets 503).
             log.warning("cannot read the token records; keeping the last answer (no token)")
-            found = False
+            return self._tokens_exist
         if found:
             with self._lock:
                 self._tokens_exist = True
